@@ -1,0 +1,35 @@
+# The two commands of the README: `make demo` and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test lint bench sample clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[test,lint]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/prudence assess configs/demo.yaml
+	$(BIN)/prudence catalog show --catalog catalog/demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check prudence_cli tests benchmarks
+	$(BIN)/ruff format --check prudence_cli tests benchmarks
+	$(BIN)/mypy prudence_cli
+
+# Regenerates the shipped sample data (seeded: the files do not change).
+sample: $(STAMP)
+	$(BIN)/prudence sample gps --users 400 --days 21 --seed 7 --out sample_data/pisa_gps.csv.gz
+	$(BIN)/prudence sample cdr --users 400 --days 21 --seed 7 --out sample_data/pisa_cdr.csv.gz --towers sample_data/pisa_towers.csv
+
+clean:
+	rm -rf $(VENV) catalog .pytest_cache

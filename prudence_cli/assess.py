@@ -1,0 +1,212 @@
+"""The assessment pipeline: config → dataviews × attacks × levels → catalog.
+
+DESIGN.md section 3. Risks are computed per dataview and written to the catalog as they
+come, so memory holds one dataview's risks at a time. The catalog folder is swapped in
+only when everything is written.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import platform
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numba
+import numpy as np
+import pandas as pd
+
+from prudence_cli import __version__
+from prudence_cli.attacks.registry import ATTACKS
+from prudence_cli.catalog import (
+    CATALOG_FORMAT,
+    CATALOG_VERSION,
+    CatalogWriter,
+    is_catalog,
+    sha256_file,
+)
+from prudence_cli.config import Config
+from prudence_cli.dataviews.build import build_dataviews, count_dataviews
+from prudence_cli.dataviews.registry import dimension_label
+from prudence_cli.engine import Engine
+from prudence_cli.errors import BudgetError, PrudenceError
+from prudence_cli.io.atomic import atomic_folder
+from prudence_cli.io.readers import read_points
+from prudence_cli.measures.rac import rac_curve, summarize
+from prudence_cli.select import Selection, select
+
+ProgressCallback = Callable[[int, int, str], None]
+
+
+@dataclass(frozen=True)
+class AssessResult:
+    output: Path
+    irac: pd.DataFrame
+    manifest: dict[str, Any]
+
+
+def make_engine(config: Config, jobs: int | None = None) -> Engine:
+    return Engine(
+        max_instances=config.engine.max_instances,
+        jobs=config.engine.jobs if jobs is None else jobs,
+    )
+
+
+def assess(
+    config: Config,
+    output: Path | None = None,
+    jobs: int | None = None,
+    progress: ProgressCallback | None = None,
+) -> AssessResult:
+    """Run the whole assessment and write the catalog; returns the i-RAC table."""
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+    report = progress or (lambda done, total, message: None)
+
+    report(0, 0, f"reading {config.input.path.name}")
+    raw = read_points(config.input)
+    timings["read"] = time.perf_counter() - started
+    mark = time.perf_counter()
+    selection = select(raw, config)
+    timings["select"] = time.perf_counter() - mark
+    if selection.n_users == 0:
+        raise PrudenceError(
+            f"{config.file.name}: the selection keeps no user "
+            f"({selection.stats.get('rows_valid', 0):,} valid rows read); "
+            "check select.area, select.period, select.min_points and select.min_trips"
+        )
+
+    engine = make_engine(config, jobs)
+    levels = [(ATTACKS[a.attack], level) for a in config.attacks for level in a.levels]
+    total = count_dataviews(config.dataview) * len(levels)
+    out = Path(output) if output is not None else config.output
+    rows: list[dict[str, Any]] = []
+    views_meta: list[dict[str, Any]] = []
+    done = 0
+    mark = time.perf_counter()
+    with atomic_folder(out, is_catalog) as folder:
+        writer = CatalogWriter(folder)
+        for view in build_dataviews(selection, config.dataview):
+            dims = {
+                name: dimension_label(view.format, name, value) for name, value in view.dimensions
+            }
+            coverage = view.coverage(config.coverage)
+            risks: dict[str, np.ndarray] = {}
+            for attack, level in levels:
+                report(done, total, f"{view.id} {_show(dims)} {level.key}")
+                lower = attack.lower_level(level)
+                known_ones = risks[lower.key] >= 1.0 if lower and lower.key in risks else None
+                try:
+                    risk = attack.risks(view, level, engine, known_ones)
+                except BudgetError as exc:
+                    raise BudgetError(f"{view.id} {_show(dims)} {level.key}: {exc}") from None
+                risks[level.key] = risk
+                summary = summarize(risk, coverage)
+                curve = writer.write_curve(view.id, level, rac_curve(risk, coverage))
+                rows.append(
+                    {
+                        "dataview": view.id,
+                        **dims,
+                        "attack": level.attack,
+                        **dict(level.values),
+                        **summary.__dict__,
+                        "curve": curve,
+                    }
+                )
+                done += 1
+            views_meta.append(
+                {
+                    "id": view.id,
+                    "format": view.format,
+                    "dimensions": dims,
+                    "users_in_view": view.users_in_view,
+                    "locations": int(np.unique(view.location).shape[0]),
+                    "rows": int(view.user.shape[0]),
+                    "visits": int(view.count.sum()),
+                    "file": writer.write_dataview(
+                        view.id, view.table(selection.user_ids), _used_locations(view)
+                    ),
+                    "risks": writer.write_risks(view.id, selection.user_ids, risks),
+                }
+            )
+        timings["attacks"] = time.perf_counter() - mark
+        timings["total"] = time.perf_counter() - started
+        irac = _irac_table(rows, config)
+        manifest = _manifest(config, selection, raw.dropped, views_meta, engine, timings)
+        writer.finish(manifest, irac)
+    report(total, total, "done")
+    return AssessResult(out, irac, manifest)
+
+
+def _used_locations(view: Any) -> pd.DataFrame:
+    used = np.unique(view.location)
+    return view.locations.iloc[used].reset_index(drop=True)
+
+
+def _irac_table(rows: list[dict[str, Any]], config: Config) -> pd.DataFrame:
+    knowledge: list[str] = []
+    for attack in config.attacks:
+        for dim in ATTACKS[attack.attack].knowledge:
+            if dim.name not in knowledge:
+                knowledge.append(dim.name)
+    columns = (
+        ["dataview", *config.dataview.dimension_names, "attack", *knowledge]
+        + ["users", "users_in_view", "i_rac_u", "i_rac_d", "mean_risk", "share_at_risk_1"]
+        + ["curve"]
+    )
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _manifest(
+    config: Config,
+    selection: Selection,
+    dropped: dict[str, int],
+    views: list[dict[str, Any]],
+    engine: Engine,
+    timings: dict[str, float],
+) -> dict[str, Any]:
+    return {
+        "format": CATALOG_FORMAT,
+        "format_version": CATALOG_VERSION,
+        "tool": "prudence",
+        "tool_version": __version__,
+        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "name": config.name,
+        "config_file": str(config.file.resolve()),
+        "config": config.raw,
+        "seed": config.seed,
+        "inputs": [
+            {"path": str(p), "sha256": sha256_file(p), "bytes": p.stat().st_size}
+            for p in config.input_files
+        ],
+        "invalid_rows": {"mode": config.input.on_invalid, "dropped": dict(dropped)},
+        "selection": {**selection.stats, "crs": selection.crs},
+        "coverage": config.coverage,
+        "format_of_dataviews": config.dataview.format,
+        "dimensions": list(config.dataview.dimension_names),
+        "dataviews": views,
+        "attacks": [
+            {
+                "attack": a.attack,
+                "knowledge": [d.name for d in ATTACKS[a.attack].knowledge],
+                "levels": [dict(level.values) for level in a.levels],
+            }
+            for a in config.attacks
+        ],
+        "engine": {
+            "backend": "local",
+            "max_instances": engine.max_instances,
+            "threads": numba.get_num_threads(),
+            "sampling": None,
+        },
+        "sampling": [],
+        "timings_seconds": {k: round(v, 3) for k, v in timings.items()},
+        "platform": {"python": platform.python_version(), "machine": platform.machine()},
+    }
+
+
+def _show(dims: dict[str, str]) -> str:
+    return " ".join(f"{k}={v}" for k, v in dims.items())

@@ -1,0 +1,87 @@
+"""The presence attack of PRUDEnce (seed 000, section 4.1.1).
+
+The attacker knows h of the target's locations, each with a minimum number of visits
+(`visits`: `exact` = the true count, `half` = ceil(count / 2), `none` = presence only,
+count 1), and knows the frequency threshold f of the dataview, so only known pairs with
+count ≥ f are usable (L_s). Candidates R: users of the dataview holding every location of
+L_s with a count ≥ the known count; if L_s is empty, every user of the dataview.
+Risk(u) = max over u's instances of 1 / |R|; 0 for a user absent from the dataview.
+
+Instances are every h-combination of u's (location, known count) pairs, or all of them
+when u has fewer than h. Since R only shrinks as L_s grows, the maximum is reached on the
+min(h, |E_u|)-subsets of u's usable pairs E_u — the engine enumerates exactly those.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+
+from prudence_cli.attacks.base import Attack, H, KnowledgeDimension, KnowledgeLevel
+from prudence_cli.engine import Engine, SubsetProblem
+
+if TYPE_CHECKING:
+    from prudence_cli.dataviews.presence import PresenceView
+
+VISITS = ("exact", "half", "none")
+
+
+def parse_visits(value: object) -> str:
+    if value not in VISITS:
+        raise ValueError(f"{value!r} is not one of: {', '.join(VISITS)}")
+    assert isinstance(value, str)
+    return value
+
+
+def known_counts(count: np.ndarray, visits: str) -> np.ndarray:
+    """The minimum number of visits the attacker knows per pair (rounding: ceil)."""
+    if visits == "exact":
+        return count.astype(np.int32)
+    if visits == "half":
+        return ((count.astype(np.int64) + 1) // 2).astype(np.int32)
+    return np.ones_like(count, dtype=np.int32)
+
+
+class PresenceAttack(Attack):
+    name: ClassVar[str] = "presence"
+    formats: ClassVar[frozenset[str]] = frozenset({"presence"})
+    knowledge: ClassVar[tuple[KnowledgeDimension, ...]] = (
+        H,
+        KnowledgeDimension("visits", parse_visits, VISITS),
+    )
+
+    def risks(
+        self,
+        view: PresenceView,
+        level: KnowledgeLevel,
+        engine: Engine,
+        known_ones: np.ndarray | None = None,
+    ) -> np.ndarray:
+        known = known_counts(view.count, level["visits"])
+        usable = known >= view.frequency
+        lengths = np.diff(view.offsets)
+        usable_per_user = np.bincount(view.user[usable], minlength=view.n_users)
+        h = level["h"]
+        sizes = usable_per_user if h == "all" else np.minimum(usable_per_user, h)
+        in_view = lengths > 0
+        if known_ones is not None:
+            sizes = np.where(known_ones, 0, sizes)
+        problem = SubsetProblem(
+            offsets=view.offsets,
+            elements=view.location,
+            values=view.count,
+            thresholds=known,
+            eligible=usable,
+            sizes=sizes.astype(np.int64),
+        )
+        support = engine.min_support(problem)
+        risk = np.zeros(view.n_users, dtype=float)
+        queried = sizes > 0
+        risk[queried] = 1.0 / support[queried]
+        # L_s empty: every user of the dataview is a candidate.
+        blind = in_view & ~queried
+        risk[blind] = 1.0 / max(view.users_in_view, 1)
+        if known_ones is not None:
+            risk[known_ones & in_view] = 1.0
+        return risk

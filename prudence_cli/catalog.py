@@ -1,0 +1,184 @@
+"""The data catalog folder (DESIGN.md section 8): writing it atomically and reading it back.
+
+Layout:
+  catalog.json                 manifest, written last; lists every other file's sha256
+  irac.csv                     one row per (dataview, attack, knowledge level)
+  curves/<row>.csv             risk, rac_u, rac_d — the step curves of each irac row
+  risks/<dataview>.csv.gz      user, then one risk column per attack level (all users of U)
+  dataviews/<dataview>.csv.gz  the dataview as it would be shared: user, location, count
+  dataviews/<dataview>.locations.csv   label, lon, lat of each location of the view
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from prudence_cli.attacks.base import KnowledgeLevel
+from prudence_cli.errors import CatalogError
+from prudence_cli.io.atomic import write_text_atomic
+
+CATALOG_FORMAT = "prudence-catalog"
+CATALOG_VERSION = 1
+MANIFEST = "catalog.json"
+IRAC = "irac.csv"
+MEASURE_COLUMNS = (
+    "users",
+    "users_in_view",
+    "i_rac_u",
+    "i_rac_d",
+    "mean_risk",
+    "share_at_risk_1",
+)
+_GZIP = {"method": "gzip", "compresslevel": 1, "mtime": 0}
+_UNSAFE = re.compile(r"[^A-Za-z0-9=,._-]+")
+
+
+def is_catalog(folder: Path) -> bool:
+    return (Path(folder) / MANIFEST).is_file()
+
+
+class CatalogWriter:
+    """Writes the files of one catalog into a (temporary) folder; `finish` writes the
+    manifest last."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = Path(folder)
+        for sub in ("curves", "risks", "dataviews"):
+            (self.folder / sub).mkdir(parents=True, exist_ok=True)
+
+    def write_dataview(self, view_id: str, table: pd.DataFrame, locations: pd.DataFrame) -> str:
+        path = f"dataviews/{view_id}.csv.gz"
+        table.to_csv(self.folder / path, index=False, compression=_GZIP)
+        locations.to_csv(self.folder / f"dataviews/{view_id}.locations.csv", index=False)
+        return path
+
+    def write_risks(self, view_id: str, user_ids: np.ndarray, risks: dict[str, np.ndarray]) -> str:
+        path = f"risks/{view_id}.csv.gz"
+        frame = pd.DataFrame({"user": user_ids, **risks})
+        frame.to_csv(self.folder / path, index=False, compression=_GZIP)
+        return path
+
+    def write_curve(self, view_id: str, level: KnowledgeLevel, curve: pd.DataFrame) -> str:
+        name = _UNSAFE.sub("_", f"{view_id}__{level.attack}__{level.label}")
+        path = f"curves/{name}.csv"
+        curve.to_csv(self.folder / path, index=False)
+        return path
+
+    def finish(self, manifest: dict[str, Any], irac: pd.DataFrame) -> None:
+        irac.to_csv(self.folder / IRAC, index=False)
+        files = {
+            str(p.relative_to(self.folder)): sha256_file(p)
+            for p in sorted(self.folder.rglob("*"))
+            if p.is_file()
+        }
+        manifest = {**manifest, "files": files}
+        write_text_atomic(
+            self.folder / MANIFEST, json.dumps(manifest, indent=2, default=str) + "\n"
+        )
+
+
+@dataclass
+class Catalog:
+    """A catalog folder opened for reading."""
+
+    path: Path
+    manifest: dict[str, Any]
+
+    @cached_property
+    def irac(self) -> pd.DataFrame:
+        """The i-RAC table; dimension and knowledge columns as text."""
+        frame = pd.read_csv(self.path / IRAC, dtype=str, keep_default_na=False)
+        for column in MEASURE_COLUMNS:
+            frame[column] = pd.to_numeric(frame[column])
+        return frame
+
+    @property
+    def dimension_names(self) -> list[str]:
+        return list(self.manifest["dimensions"])
+
+    @property
+    def knowledge_names(self) -> list[str]:
+        names: list[str] = []
+        for attack in self.manifest["attacks"]:
+            names += [k for k in attack["knowledge"] if k not in names]
+        return names
+
+    @property
+    def dataviews(self) -> list[dict[str, Any]]:
+        return list(self.manifest["dataviews"])
+
+    def dataview_entry(self, view_id: str) -> dict[str, Any]:
+        for entry in self.dataviews:
+            if entry["id"] == view_id:
+                return entry
+        known = ", ".join(e["id"] for e in self.dataviews)
+        raise CatalogError(f"{self.path}: no dataview {view_id!r} (known: {known})")
+
+    def risks(self, view_id: str) -> pd.DataFrame:
+        entry = self.dataview_entry(view_id)
+        return pd.read_csv(self.path / entry["risks"], dtype={"user": str}, keep_default_na=False)
+
+    def dataview_table(self, view_id: str) -> pd.DataFrame:
+        entry = self.dataview_entry(view_id)
+        return pd.read_csv(
+            self.path / entry["file"], dtype={"user": str, "location": str}, keep_default_na=False
+        )
+
+
+def open_catalog(path: Path | str) -> Catalog:
+    """Open a catalog folder, checking it is complete and of this format version."""
+    folder = Path(path)
+    manifest_path = folder / MANIFEST
+    if not folder.is_dir():
+        raise CatalogError(f"{folder}: no such catalog folder; run prudence assess first")
+    if not manifest_path.is_file():
+        raise CatalogError(
+            f"{folder}: not a complete catalog (no {MANIFEST}); run prudence assess again"
+        )
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise CatalogError(f"{manifest_path}: unreadable manifest: {exc}") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != CATALOG_FORMAT:
+        raise CatalogError(f"{manifest_path}: not a Prudence catalog manifest")
+    if manifest.get("format_version") != CATALOG_VERSION:
+        raise CatalogError(
+            f"{folder}: catalog format version {manifest.get('format_version')} "
+            f"(written by prudence {manifest.get('tool_version', '?')}); this prudence reads "
+            f"version {CATALOG_VERSION}: run prudence assess again"
+        )
+    return Catalog(folder, manifest)
+
+
+def find_catalog(given: Path | None, cwd: Path | None = None) -> Path:
+    """The catalog to read: `given`, else ./catalog, else the only catalog inside it."""
+    if given is not None:
+        return given
+    root = (cwd or Path.cwd()) / "catalog"
+    if is_catalog(root):
+        return root
+    found = sorted(p for p in root.glob("*") if is_catalog(p)) if root.is_dir() else []
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise CatalogError("no catalog in ./catalog; run prudence assess, or pass --catalog DIR")
+    names = ", ".join(str(p) for p in found)
+    raise CatalogError(f"several catalogs under ./catalog ({names}); pick one with --catalog")
+
+
+def sha256_file(path: Path) -> str:
+    """sha256 hex digest of a file."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -1,0 +1,244 @@
+"""The `prudence` command line: parse, call one library function, render.
+
+Exit codes: 0 ok, 1 a check or policy failed, 2 bad usage, config, input or catalog.
+Data goes to stdout, messages and progress to stderr.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from prudence_cli import __version__
+from prudence_cli.errors import PrudenceError
+
+F = TypeVar("F", bound=Callable[..., Any])
+INTERRUPTED = 130
+
+
+class UserError(click.ClickException):
+    """A domain error shown as `Error: message`, exit code 2."""
+
+    exit_code = 2
+
+
+def _errors(func: F) -> F:
+    """Turn domain errors into exit code 2 and Ctrl-C into 130, with a one-line message."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except PrudenceError as exc:
+            raise UserError(str(exc)) from None
+        except KeyboardInterrupt:
+            click.echo("Interrupted: nothing was written.", err=True)
+            sys.exit(INTERRUPTED)
+
+    return wrapper  # type: ignore[return-value]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="prudence")
+def main() -> None:
+    """Prudence: how likely is each person in a mobility dataset to be re-identified,
+    and how much data is left when the risky ones are taken out (PRUDEnce)."""
+
+
+@main.command()
+@click.argument("config_file", metavar="CONFIG", type=click.Path(path_type=Path))
+@click.option(
+    "--out", type=click.Path(path_type=Path), help="Catalog folder (default: the config's output)."
+)
+@click.option("--jobs", type=click.IntRange(min=0), help="Threads for the engine (0: every core).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@_errors
+def assess(config_file: Path, out: Path | None, jobs: int | None, quiet: bool) -> None:
+    """Assess every dataview × attack × knowledge level of CONFIG and write the catalog."""
+    from prudence_cli.assess import assess as run
+    from prudence_cli.config import load_config
+
+    config = load_config(config_file)
+    with _progress(quiet) as progress:
+        result = run(config, output=out, jobs=jobs, progress=progress)
+    manifest = result.manifest
+    if not quiet:
+        dropped = sum(manifest["invalid_rows"]["dropped"].values())
+        note = f", {dropped:,} invalid rows dropped" if dropped else ""
+        click.echo(
+            f"Catalog written to {result.output}: {len(manifest['dataviews'])} dataviews × "
+            f"{len(result.irac) // max(len(manifest['dataviews']), 1)} attack levels, "
+            f"{manifest['selection']['users']:,} users{note}, "
+            f"{manifest['timings_seconds']['total']:.1f} s.",
+            err=True,
+        )
+
+
+@main.command()
+@click.argument("config_file", metavar="CONFIG", type=click.Path(path_type=Path))
+@_errors
+def validate(config_file: Path) -> None:
+    """Check CONFIG and its input files' headers without running anything."""
+    from prudence_cli.config import load_config
+    from prudence_cli.dataviews.build import count_dataviews
+    from prudence_cli.io.readers import check_inputs
+
+    config = load_config(config_file)
+    area = config.select.area
+    for line in check_inputs(config.input, area.path if area is not None else None):
+        click.echo(line, err=True)
+    levels = sum(len(a.levels) for a in config.attacks)
+    click.echo(
+        f"{config_file}: valid — {count_dataviews(config.dataview)} dataviews × {levels} "
+        f"attack levels, output {config.output}",
+        err=True,
+    )
+
+
+@main.group()
+def catalog() -> None:
+    """Read a catalog written by `prudence assess`."""
+
+
+_CATALOG_OPTION = click.option(
+    "--catalog",
+    "catalog_dir",
+    type=click.Path(path_type=Path),
+    help="Catalog folder (default: ./catalog, or the only catalog inside it).",
+)
+_WHERE_OPTION = click.option(
+    "--where",
+    "where",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Keep rows whose dimension or knowledge KEY equals VALUE (repeatable).",
+)
+
+
+@catalog.command("show")
+@_CATALOG_OPTION
+@_WHERE_OPTION
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "csv", "json"]),
+    help="Output format (default: table on a terminal, csv otherwise).",
+)
+@_errors
+def catalog_show(catalog_dir: Path | None, where: tuple[str, ...], fmt: str | None) -> None:
+    """Print the i-RAC table: one row per dataview × attack × knowledge level."""
+    from prudence_cli.catalog import find_catalog, open_catalog
+    from prudence_cli.query import irac_rows
+    from prudence_cli.render import irac_table, print_table, to_csv, to_json
+
+    opened = open_catalog(find_catalog(catalog_dir))
+    rows = irac_rows(opened, where)
+    fmt = fmt or ("table" if sys.stdout.isatty() else "csv")
+    if fmt == "table":
+        print_table(irac_table(opened, rows))
+    elif fmt == "csv":
+        click.echo(to_csv(rows), nl=False)
+    else:
+        typed = [*opened.dimension_names, *opened.knowledge_names]
+        click.echo(to_json(rows, typed), nl=False)
+    if rows.empty:
+        click.echo("No row matches the filters.", err=True)
+
+
+@catalog.command("risks")
+@_CATALOG_OPTION
+@_WHERE_OPTION
+@click.option(
+    "--format", "fmt", type=click.Choice(["csv", "json"]), default="csv", show_default=True
+)
+@_errors
+def catalog_risks(catalog_dir: Path | None, where: tuple[str, ...], fmt: str) -> None:
+    """Print every user's risk: dataview, dimensions, attack, knowledge, user, risk."""
+    import pandas as pd
+
+    from prudence_cli.catalog import find_catalog, open_catalog
+    from prudence_cli.query import risk_rows
+    from prudence_cli.render import to_csv, to_json
+
+    opened = open_catalog(find_catalog(catalog_dir))
+    frames = risk_rows(opened, where)
+    if fmt == "json":
+        typed = [*opened.dimension_names, *opened.knowledge_names]
+        click.echo(to_json(pd.concat(list(frames), ignore_index=True), typed), nl=False)
+        return
+    first = True
+    for frame in frames:
+        click.echo(to_csv(frame, header=first), nl=False)
+        first = False
+
+
+@main.command()
+@click.argument("kind", type=click.Choice(["gps", "cdr"]))
+@click.option("--users", type=click.IntRange(min=1), default=400, show_default=True)
+@click.option("--days", type=click.IntRange(min=1), default=21, show_default=True)
+@click.option("--seed", type=int, default=7, show_default=True)
+@click.option(
+    "--start",
+    type=click.DateTime(formats=["%Y-%m-%d"]),
+    default="2011-06-01",
+    show_default=True,
+    help="First day (local time, Europe/Rome).",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="CSV file to write (.gz to compress).",
+)
+@click.option(
+    "--towers", type=click.Path(path_type=Path), help="cdr only: where to write the tower table."
+)
+@_errors
+def sample(
+    kind: str, users: int, days: int, seed: int, start: dt.datetime, out: Path, towers: Path | None
+) -> None:
+    """Write seeded synthetic GPS or CDR data over Pisa (the shipped sample data)."""
+    from prudence_cli.io.writers import write_csv
+    from prudence_cli.sample import generate_cdr, generate_gps
+
+    if kind == "gps":
+        if towers is not None:
+            raise click.UsageError("--towers is for cdr samples only")
+        write_csv(generate_gps(users, days, seed, start.date()), out)
+    else:
+        if towers is None:
+            raise click.UsageError("a cdr sample needs --towers FILE for the tower table")
+        events, table = generate_cdr(users, days, seed, start.date())
+        write_csv(events, out)
+        write_csv(table, towers)
+    click.echo(f"Wrote {out}" + (f" and {towers}" if towers else ""), err=True)
+
+
+@contextmanager
+def _progress(quiet: bool) -> Iterator[Callable[[int, int, str], None] | None]:
+    if quiet:
+        yield None
+        return
+    console = Console(stderr=True)
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task("starting", total=None)
+
+        def update(done: int, total: int, message: str) -> None:
+            bar.update(task, completed=done, total=total or None, description=message)
+
+        yield update

@@ -1,0 +1,482 @@
+"""YAML config → frozen, typed objects. Every error names the file and the key path.
+
+The contract is DESIGN.md section 7; the README's "Config reference" documents each key.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import zoneinfo
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+import pandas as pd
+import shapely
+import yaml
+
+from prudence_cli.attacks.registry import ATTACKS, KnowledgeLevel
+from prudence_cli.dataviews.registry import FORMATS
+from prudence_cli.errors import ConfigError
+from prudence_cli.space import check_projected_crs
+from prudence_cli.units import parse_duration
+
+T = TypeVar("T")
+
+INPUT_FORMATS = ("gps", "cdr")
+POINT_MODES = ("all", "trip_ends")
+COVERAGES = ("locations", "visits", "records")
+DEFAULT_MAX_INSTANCES = 400_000_000
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+@dataclass(frozen=True)
+class ColumnMap:
+    """Names of the input CSV's columns for each canonical field."""
+
+    user: str = "user"
+    time: str = "time"
+    lat: str = "lat"
+    lon: str = "lon"
+    tower: str = "tower"
+
+
+@dataclass(frozen=True)
+class TowersConfig:
+    path: Path
+    tower: str = "tower"
+    lat: str = "lat"
+    lon: str = "lon"
+
+
+@dataclass(frozen=True)
+class InputConfig:
+    path: Path
+    format: str
+    columns: ColumnMap
+    towers: TowersConfig | None
+    timezone: str
+    time_format: str  # auto | iso | epoch
+    delimiter: str
+    on_invalid: str  # stop | drop
+
+    @property
+    def required_columns(self) -> tuple[str, ...]:
+        c = self.columns
+        if self.format == "cdr":
+            return (c.user, c.time, c.tower)
+        return (c.user, c.time, c.lat, c.lon)
+
+
+@dataclass(frozen=True)
+class Area:
+    """A selection area in WGS84 lon/lat: a bbox, a WKT polygon or a GeoJSON file."""
+
+    kind: str  # bbox | wkt | geojson
+    bbox: tuple[float, float, float, float] | None = None
+    wkt: str | None = None
+    path: Path | None = None
+
+
+@dataclass(frozen=True)
+class SelectConfig:
+    area: Area | None = None
+    start: pd.Timestamp | None = None  # UTC, inclusive
+    end: pd.Timestamp | None = None  # UTC, exclusive
+    points: str = "all"
+    max_gap: int = 20 * 60  # seconds between fixes that splits two trips
+    min_points: int = 1
+    min_trips: int = 0
+
+
+@dataclass(frozen=True)
+class DataviewConfig:
+    format: str
+    dimensions: tuple[tuple[str, tuple[Any, ...]], ...]
+
+    @property
+    def dimension_names(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.dimensions)
+
+
+@dataclass(frozen=True)
+class AttackConfig:
+    attack: str
+    levels: tuple[KnowledgeLevel, ...]
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    max_instances: int = DEFAULT_MAX_INSTANCES
+    jobs: int = 0  # 0: every core
+
+
+@dataclass(frozen=True)
+class Config:
+    file: Path
+    name: str
+    seed: int
+    input: InputConfig
+    select: SelectConfig
+    dataview: DataviewConfig
+    attacks: tuple[AttackConfig, ...]
+    coverage: str
+    output: Path
+    engine: EngineConfig = field(default_factory=EngineConfig)
+    crs: str | None = None  # projected CRS for the grid; None: UTM zone of the data
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def input_files(self) -> tuple[Path, ...]:
+        files = [self.input.path]
+        if self.input.towers is not None:
+            files.append(self.input.towers.path)
+        if self.select.area is not None and self.select.area.path is not None:
+            files.append(self.select.area.path)
+        return tuple(files)
+
+
+def load_config(path: Path | str) -> Config:
+    """Read and validate a config file; raise ConfigError naming the key path."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(file, "", "no such config file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(file, "", f"cannot read the config: {exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(file, "", f"not valid YAML{where}: {problem}") from None
+    return parse_config(data, file)
+
+
+def parse_config(data: object, file: Path) -> Config:
+    """Validate an already-loaded YAML document (see load_config)."""
+    r = _Reader(file)
+    top = r.mapping(data, "", required={"input", "dataview", "attacks"}, allowed=_TOP_KEYS)
+    name = top.get("name", file.stem)
+    if not isinstance(name, str) or not _NAME.match(name):
+        r.fail("name", f"{name!r} is not a name of letters, digits, '.', '_' or '-'")
+    input_config = _parse_input(r, top["input"])
+    select = _parse_select(r, top.get("select", {}), input_config.timezone)
+    dataview = _parse_dataview(r, top["dataview"], input_config.format)
+    attacks = _parse_attacks(r, top["attacks"], dataview.format)
+    coverage = r.choice(top.get("coverage", "locations"), "coverage", COVERAGES)
+    output = r.path(top.get("output", f"catalog/{name}"), "output")
+    return Config(
+        file=file,
+        name=name,
+        seed=r.integer(top.get("seed", 0), "seed", minimum=0),
+        input=input_config,
+        select=select,
+        dataview=dataview,
+        attacks=attacks,
+        coverage=coverage,
+        output=output,
+        engine=_parse_engine(r, top.get("engine", {})),
+        crs=r.convert(top["crs"], "crs", check_projected_crs) if "crs" in top else None,
+        raw=top,
+    )
+
+
+_TOP_KEYS = {
+    "name",
+    "seed",
+    "input",
+    "select",
+    "dataview",
+    "attacks",
+    "coverage",
+    "output",
+    "engine",
+    "crs",
+}
+
+
+def _parse_input(r: _Reader, data: object) -> InputConfig:
+    m = r.mapping(
+        data,
+        "input",
+        required={"path"},
+        allowed={
+            "path",
+            "format",
+            "columns",
+            "towers",
+            "timezone",
+            "time_format",
+            "delimiter",
+            "on_invalid",
+        },
+    )
+    fmt = r.choice(m.get("format", "gps"), "input.format", INPUT_FORMATS)
+    columns_data = r.mapping(
+        m.get("columns", {}), "input.columns", allowed={"user", "time", "lat", "lon", "tower"}
+    )
+    columns = ColumnMap(**{k: r.string(v, f"input.columns.{k}") for k, v in columns_data.items()})
+    towers = None
+    if fmt == "cdr":
+        if "towers" not in m:
+            r.fail("input.towers", "a cdr input needs a towers CSV (tower, lat, lon)")
+        towers = _parse_towers(r, m["towers"])
+    elif "towers" in m:
+        r.fail("input.towers", "only a cdr input takes a towers table")
+    timezone = r.string(m.get("timezone", "UTC"), "input.timezone")
+    try:
+        zoneinfo.ZoneInfo(timezone)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        r.fail("input.timezone", f"{timezone!r} is not an IANA time zone like Europe/Rome")
+    delimiter = r.string(m.get("delimiter", ","), "input.delimiter")
+    if len(delimiter) != 1:
+        r.fail("input.delimiter", f"{delimiter!r} must be a single character")
+    return InputConfig(
+        path=r.path(m["path"], "input.path"),
+        format=fmt,
+        columns=columns,
+        towers=towers,
+        timezone=timezone,
+        time_format=r.choice(
+            m.get("time_format", "auto"), "input.time_format", ("auto", "iso", "epoch")
+        ),
+        delimiter=delimiter,
+        on_invalid=r.choice(m.get("on_invalid", "stop"), "input.on_invalid", ("stop", "drop")),
+    )
+
+
+def _parse_towers(r: _Reader, data: object) -> TowersConfig:
+    if isinstance(data, str):
+        return TowersConfig(path=r.path(data, "input.towers"))
+    m = r.mapping(data, "input.towers", required={"path"}, allowed={"path", "columns"})
+    cols = r.mapping(m.get("columns", {}), "input.towers.columns", allowed={"tower", "lat", "lon"})
+    return TowersConfig(
+        path=r.path(m["path"], "input.towers.path"),
+        **{k: r.string(v, f"input.towers.columns.{k}") for k, v in cols.items()},
+    )
+
+
+def _parse_select(r: _Reader, data: object, timezone: str) -> SelectConfig:
+    m = r.mapping(
+        data,
+        "select",
+        allowed={"area", "period", "points", "trips", "min_points", "min_trips"},
+    )
+    area = _parse_area(r, m["area"]) if "area" in m else None
+    start = end = None
+    if "period" in m:
+        period = r.mapping(m["period"], "select.period", allowed={"start", "end"})
+        if "start" in period:
+            start = r.timestamp(period["start"], "select.period.start", timezone)
+        if "end" in period:
+            end = r.timestamp(period["end"], "select.period.end", timezone)
+        if start is not None and end is not None and end <= start:
+            r.fail("select.period", "end must be after start (the period is [start, end))")
+    trips = r.mapping(m.get("trips", {}), "select.trips", allowed={"max_gap"})
+    max_gap = r.convert(trips.get("max_gap", "20min"), "select.trips.max_gap", parse_duration)
+    return SelectConfig(
+        area=area,
+        start=start,
+        end=end,
+        points=r.choice(m.get("points", "all"), "select.points", POINT_MODES),
+        max_gap=max_gap,
+        min_points=r.integer(m.get("min_points", 1), "select.min_points", minimum=1),
+        min_trips=r.integer(m.get("min_trips", 0), "select.min_trips", minimum=0),
+    )
+
+
+def _parse_area(r: _Reader, data: object) -> Area:
+    m = r.mapping(data, "select.area", allowed={"bbox", "wkt", "geojson"})
+    if len(m) != 1:
+        r.fail("select.area", "give exactly one of bbox, wkt or geojson")
+    kind, value = next(iter(m.items()))
+    key = f"select.area.{kind}"
+    if kind == "bbox":
+        if not (isinstance(value, list) and len(value) == 4):
+            r.fail(key, "must be [min_lon, min_lat, max_lon, max_lat]")
+        nums = [r.number(v, f"{key}[{i}]") for i, v in enumerate(value)]
+        min_lon, min_lat, max_lon, max_lat = nums
+        if not (-180 <= min_lon < max_lon <= 180 and -90 <= min_lat < max_lat <= 90):
+            r.fail(key, f"{nums} is not [min_lon, min_lat, max_lon, max_lat] in degrees")
+        return Area(kind="bbox", bbox=(min_lon, min_lat, max_lon, max_lat))
+    if kind == "wkt":
+        text = r.string(value, key)
+        try:
+            geom = shapely.from_wkt(text)
+        except shapely.errors.GEOSException as exc:
+            r.fail(key, f"not valid WKT: {exc}")
+        if geom.geom_type not in ("Polygon", "MultiPolygon"):
+            r.fail(key, f"must be a Polygon or MultiPolygon in lon/lat, not a {geom.geom_type}")
+        return Area(kind="wkt", wkt=text)
+    return Area(kind="geojson", path=r.path(value, key))
+
+
+def _parse_dataview(r: _Reader, data: object, input_format: str) -> DataviewConfig:
+    m = r.mapping(data, "dataview", required={"format"}, allowed={"format", "dimensions"})
+    fmt = r.choice(m["format"], "dataview.format", tuple(FORMATS))
+    spec = FORMATS[fmt]
+    dims_data = r.mapping(
+        m.get("dimensions", {}), "dataview.dimensions", allowed=set(spec.dimensions)
+    )
+    dimensions = []
+    for name, dim in spec.dimensions.items():
+        key = f"dataview.dimensions.{name}"
+        if name not in dims_data:
+            if dim.default is None:
+                if name == "grid" and input_format == "gps":
+                    r.fail(key, "a gps input needs a grid size, e.g. grid: [500m]")
+                continue
+            dimensions.append((name, dim.default))
+            continue
+        values = dims_data[name]
+        if not isinstance(values, list):
+            values = [values]
+        if not values:
+            r.fail(key, "is empty: give at least one value")
+        parsed = tuple(r.convert(v, f"{key}[{i}]", dim.parse) for i, v in enumerate(values))
+        if len(set(parsed)) != len(parsed):
+            r.fail(key, "repeats a value")
+        dimensions.append((name, parsed))
+    return DataviewConfig(format=fmt, dimensions=tuple(dimensions))
+
+
+def _parse_attacks(r: _Reader, data: object, view_format: str) -> tuple[AttackConfig, ...]:
+    if not isinstance(data, list) or not data:
+        r.fail("attacks", "must be a non-empty list of {attack: NAME, knowledge: {...}}")
+    attacks: list[AttackConfig] = []
+    seen: dict[KnowledgeLevel, str] = {}
+    for i, item in enumerate(data):
+        key = f"attacks[{i}]"
+        m = r.mapping(item, key, required={"attack"}, allowed={"attack", "knowledge"})
+        name = r.choice(m["attack"], f"{key}.attack", tuple(ATTACKS))
+        attack = ATTACKS[name]
+        if view_format not in attack.formats:
+            valid = ", ".join(sorted(attack.formats))
+            r.fail(
+                f"{key}.attack",
+                f"{name!r} does not apply to {view_format!r} dataviews (it needs: {valid})",
+            )
+        knowledge = r.mapping(
+            m.get("knowledge", {}), f"{key}.knowledge", allowed={d.name for d in attack.knowledge}
+        )
+        values: dict[str, tuple[Any, ...]] = {}
+        for dim in attack.knowledge:
+            dkey = f"{key}.knowledge.{dim.name}"
+            raw = knowledge.get(dim.name, list(dim.default))
+            raw_list = raw if isinstance(raw, list) else [raw]
+            if not raw_list:
+                r.fail(dkey, "is empty: give at least one value")
+            parsed = tuple(r.convert(v, f"{dkey}[{j}]", dim.parse) for j, v in enumerate(raw_list))
+            if len(set(parsed)) != len(parsed):
+                r.fail(dkey, "repeats a value")
+            values[dim.name] = parsed
+        levels = attack.levels(values)
+        for level in levels:
+            if level in seen:
+                r.fail(key, f"level {level.label} is already declared by {seen[level]}")
+            seen[level] = key
+        attacks.append(AttackConfig(attack=name, levels=levels))
+    return tuple(attacks)
+
+
+def _parse_engine(r: _Reader, data: object) -> EngineConfig:
+    m = r.mapping(data, "engine", allowed={"max_instances", "jobs"})
+    return EngineConfig(
+        max_instances=r.integer(
+            m.get("max_instances", DEFAULT_MAX_INSTANCES), "engine.max_instances", minimum=1
+        ),
+        jobs=r.integer(m.get("jobs", 0), "engine.jobs", minimum=0),
+    )
+
+
+class _Reader:
+    """Typed accessors that fail with the file and key path."""
+
+    def __init__(self, file: Path) -> None:
+        self.file = file
+        self.folder = file.resolve().parent
+
+    def fail(self, key: str, message: str) -> NoReturn:
+        raise ConfigError(self.file, key, message)
+
+    def mapping(
+        self,
+        value: object,
+        key: str,
+        required: set[str] | None = None,
+        allowed: set[str] | None = None,
+    ) -> dict[str, Any]:
+        where = key or "the config"
+        if value is None:
+            value = {}
+        if not isinstance(value, Mapping):
+            self.fail(key, f"{where} must be a mapping of keys to values")
+        for k in value:
+            if not isinstance(k, str):
+                self.fail(key, f"key {k!r} must be text")
+            if allowed is not None and k not in allowed:
+                self.fail(_join(key, k), f"unknown key; known keys: {', '.join(sorted(allowed))}")
+        for k in sorted(required or ()):
+            if k not in value:
+                self.fail(_join(key, k), "is required")
+        return dict(value)
+
+    def string(self, value: object, key: str) -> str:
+        if not isinstance(value, str) or not value:
+            self.fail(key, f"{value!r} must be non-empty text")
+        return value
+
+    def choice(self, value: object, key: str, options: Sequence[str]) -> str:
+        if not isinstance(value, str) or value not in options:
+            self.fail(key, f"{value!r} is not one of: {', '.join(options)}")
+        return value
+
+    def integer(self, value: object, key: str, minimum: int | None = None) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.fail(key, f"{value!r} must be a whole number")
+        if minimum is not None and value < minimum:
+            self.fail(key, f"{value} must be at least {minimum}")
+        return value
+
+    def number(self, value: object, key: str) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            self.fail(key, f"{value!r} must be a number")
+        return float(value)
+
+    def path(self, value: object, key: str) -> Path:
+        text = self.string(value, key)
+        p = Path(text).expanduser()
+        return p if p.is_absolute() else (self.folder / p).resolve()
+
+    def convert(self, value: object, key: str, parse: Callable[[object], T]) -> T:
+        try:
+            return parse(value)
+        except ValueError as exc:
+            self.fail(key, str(exc))
+
+    def timestamp(self, value: object, key: str, timezone: str) -> pd.Timestamp:
+        if isinstance(value, dt.datetime):
+            ts = pd.Timestamp(value)
+        elif isinstance(value, dt.date):
+            ts = pd.Timestamp(value.isoformat())
+        elif isinstance(value, str):
+            try:
+                ts = pd.Timestamp(value)
+            except ValueError:
+                self.fail(key, f"{value!r} is not an ISO-8601 date or time")
+        else:
+            self.fail(key, f"{value!r} is not an ISO-8601 date or time")
+        if ts is pd.NaT:
+            self.fail(key, f"{value!r} is not an ISO-8601 date or time")
+        if ts.tzinfo is None:
+            ts = ts.tz_localize(timezone, ambiguous=True, nonexistent="shift_forward")
+        return ts.tz_convert("UTC")
+
+
+def _join(prefix: str, key: str) -> str:
+    return f"{prefix}.{key}" if prefix else key

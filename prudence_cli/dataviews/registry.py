@@ -1,0 +1,43 @@
+"""Dataview formats and their data dimensions, by name (DESIGN.md sections 2 and 4)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from prudence_cli.units import format_size, parse_size
+
+
+@dataclass(frozen=True)
+class DimensionSpec:
+    """One data dimension: how a config value is parsed and how it is printed."""
+
+    parse: Callable[[object], Any]
+    label: Callable[[Any], str]
+    default: tuple[Any, ...] | None  # None: the dimension is left out when not given
+
+
+@dataclass(frozen=True)
+class FormatSpec:
+    name: str
+    dimensions: dict[str, DimensionSpec]
+
+
+def parse_frequency(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{value!r} is not a frequency threshold (a whole number ≥ 1)")
+    return value
+
+
+GRID = DimensionSpec(parse=parse_size, label=format_size, default=None)
+FREQUENCY = DimensionSpec(parse=parse_frequency, label=str, default=(1,))
+
+FORMATS: dict[str, FormatSpec] = {
+    "presence": FormatSpec("presence", {"grid": GRID, "frequency": FREQUENCY}),
+}
+
+
+def dimension_label(view_format: str, name: str, value: Any) -> str:
+    """The printed form of a dimension value, as in the catalog's columns."""
+    return FORMATS[view_format].dimensions[name].label(value)

@@ -1,0 +1,1 @@
+"""All file reading and writing: raw inputs, the catalog folder, atomic writes."""

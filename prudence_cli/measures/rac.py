@@ -1,0 +1,73 @@
+"""RAC_U, RAC_D and their i-RAC indexes as exact integrals (seed 000, Definitions 3-4).
+
+RAC(r) is a right-continuous step function of r, so its integral over [0, 1] is exact:
+∫₀¹ 1[Risk(u) ≤ r] dr = 1 − Risk(u), hence i-RAC_U = 1 − mean risk over U, and
+i-RAC_D = Σ c(u)·(1 − Risk(u)) / c(U, D) for an additive coverage c.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+
+@dataclass(frozen=True)
+class RacSummary:
+    """One row of the i-RAC table."""
+
+    users: int
+    users_in_view: int
+    i_rac_u: float
+    i_rac_d: float
+    mean_risk: float
+    share_at_risk_1: float
+
+
+def summarize(risk: np.ndarray, coverage: np.ndarray, total: float | None = None) -> RacSummary:
+    """The i-RAC row of one (dataview, attack, level).
+
+    risk: per user of U (0 for users absent from the view); coverage: c({u}, D) per user;
+    total: c(U, D) — by default the sum of `coverage`; pass the original dataview's total
+    to measure a sanitized view against it (seed 000, end of section 3.3).
+    """
+    n = risk.shape[0]
+    denominator = float(coverage.sum()) if total is None else float(total)
+    mean_risk = float(risk.mean()) if n else 0.0
+    return RacSummary(
+        users=n,
+        users_in_view=int(np.count_nonzero(coverage > 0)),
+        i_rac_u=1.0 - mean_risk if n else float("nan"),
+        i_rac_d=float(np.dot(coverage, 1.0 - risk)) / denominator if denominator else float("nan"),
+        mean_risk=mean_risk,
+        share_at_risk_1=float(np.count_nonzero(risk >= 1.0)) / n if n else float("nan"),
+    )
+
+
+def rac_curve(risk: np.ndarray, coverage: np.ndarray, total: float | None = None) -> pd.DataFrame:
+    """The RAC_U and RAC_D step functions: one row per distinct risk value, plus 0 and 1.
+
+    Each row gives the curves' value from its risk up to the next row's risk.
+    """
+    denominator = float(coverage.sum()) if total is None else float(total)
+    order = np.argsort(risk, kind="stable")
+    sorted_risk = risk[order]
+    cumulative = np.concatenate([[0.0], np.cumsum(coverage[order])])
+    points = np.unique(np.concatenate([[0.0, 1.0], risk]))
+    reached = np.searchsorted(sorted_risk, points, side="right")
+    n = max(risk.shape[0], 1)
+    return pd.DataFrame(
+        {
+            "risk": points,
+            "rac_u": reached / n,
+            "rac_d": cumulative[reached] / denominator if denominator else np.nan,
+        }
+    )
+
+
+def integrate(curve: pd.DataFrame, column: str) -> float:
+    """∫₀¹ of a step curve from `rac_curve` (used to cross-check the closed forms)."""
+    r = curve["risk"].to_numpy()
+    v = curve[column].to_numpy()
+    return float(np.sum(v[:-1] * np.diff(r)))

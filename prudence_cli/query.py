@@ -1,0 +1,75 @@
+"""Queries over an open catalog: `--where KEY=VALUE` filters, i-RAC rows, per-user risks."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import pandas as pd
+import yaml
+
+from prudence_cli.attacks.registry import ATTACKS
+from prudence_cli.catalog import Catalog
+from prudence_cli.dataviews.registry import FORMATS
+from prudence_cli.errors import PrudenceError
+
+
+def parse_where(catalog: Catalog, where: Sequence[str]) -> dict[str, set[str]]:
+    """KEY=VALUE filters → column → accepted values, in the catalog's own spelling.
+
+    Values are read like YAML scalars and normalised by the dimension's parser, so
+    grid=0.5km matches 500m and h=2 matches 2. Repeating a key accepts any of its values.
+    """
+    columns = ["dataview", *catalog.dimension_names, "attack", *catalog.knowledge_names]
+    filters: dict[str, set[str]] = {}
+    for item in where:
+        key, sep, text = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise PrudenceError(f"--where {item!r}: write KEY=VALUE, e.g. grid=500m or h=2")
+        if key not in columns:
+            raise PrudenceError(
+                f"--where {item!r}: unknown key {key!r}; known: {', '.join(columns)}"
+            )
+        filters.setdefault(key, set()).add(_normalise(catalog, key, text.strip()))
+    return filters
+
+
+def irac_rows(catalog: Catalog, where: Sequence[str] = ()) -> pd.DataFrame:
+    """The i-RAC table rows that match every filter."""
+    frame = catalog.irac
+    for column, accepted in parse_where(catalog, where).items():
+        frame = frame[frame[column].isin(accepted)]
+    return frame.reset_index(drop=True)
+
+
+def risk_rows(catalog: Catalog, where: Sequence[str] = ()) -> Iterator[pd.DataFrame]:
+    """Per-user risks in long form, one frame per dataview: dataview, dimension columns,
+    attack, knowledge columns, user (original id), risk."""
+    rows = irac_rows(catalog, where)
+    key_columns = ["dataview", *catalog.dimension_names, "attack", *catalog.knowledge_names]
+    knowledge_of = {a["attack"]: a["knowledge"] for a in catalog.manifest["attacks"]}
+    for view_id, group in rows.groupby("dataview", sort=False):
+        risks = catalog.risks(str(view_id))
+        for _, row in group.iterrows():
+            label = ",".join(f"{k}={row[k]}" for k in knowledge_of[row["attack"]])
+            column = f"{row['attack']}[{label}]"
+            frame = pd.DataFrame({"user": risks["user"], "risk": risks[column]})
+            for key in reversed(key_columns):
+                frame.insert(0, key, row[key])
+            yield frame
+
+
+def _normalise(catalog: Catalog, key: str, text: str) -> str:
+    value = yaml.safe_load(text) if text else text
+    view_format = catalog.manifest.get("format_of_dataviews", "presence")
+    dims = FORMATS[view_format].dimensions
+    try:
+        if key in dims:
+            return dims[key].label(dims[key].parse(value))
+        for attack in ATTACKS.values():
+            for dim in attack.knowledge:
+                if dim.name == key:
+                    return str(dim.parse(value))
+    except ValueError as exc:
+        raise PrudenceError(f"--where {key}={text}: {exc}") from None
+    return text

@@ -1,0 +1,132 @@
+"""Selection of the raw data: period, trips and trip ends, area, active users.
+
+Order (documented in the README): the period filter first; then trips are split on the
+period's points (a new trip after a gap longer than `trips.max_gap`), so a trip that
+leaves the area is not cut at its border; with `points: trip_ends` only each trip's last
+point is kept (PRUDEnce's parking positions, seed 000 section 4.1.2); then the area
+filter; then users with fewer than `min_points` points or `min_trips` trips are dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import shapely
+
+from prudence_cli import columns as C
+from prudence_cli.config import Area, Config
+from prudence_cli.io.readers import RawPoints, read_area_geojson
+from prudence_cli.space import project, utm_crs
+
+
+@dataclass
+class Selection:
+    """The selected raw data: the users U and their points in a projected CRS."""
+
+    points: pd.DataFrame  # user (int32 code), time (int64 ns), x, y [, tower (int32 code)]
+    user_ids: np.ndarray  # original user id per code
+    crs: str
+    towers: pd.DataFrame | None = None  # per tower code: label, lon, lat
+    stats: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def n_users(self) -> int:
+        return int(self.user_ids.shape[0])
+
+
+def area_geometry(area: Area) -> shapely.Geometry:
+    if area.kind == "bbox":
+        assert area.bbox is not None
+        return shapely.box(*area.bbox)
+    if area.kind == "wkt":
+        assert area.wkt is not None
+        return shapely.from_wkt(area.wkt)
+    assert area.path is not None
+    return read_area_geojson(area.path)
+
+
+def select(raw: RawPoints, config: Config) -> Selection:
+    """Apply the config's `select` block to the raw points (see the module docstring)."""
+    sel = config.select
+    table = raw.table
+    stats = {"rows_read": raw.rows_read, "rows_valid": len(table)}
+    codes, all_ids = pd.factorize(table[C.USER], sort=True)
+    time = table[C.TIME].to_numpy()
+    keep = np.ones(len(table), dtype=bool)
+    if sel.start is not None:
+        keep &= time >= sel.start.value
+    if sel.end is not None:
+        keep &= time < sel.end.value
+    stats["rows_in_period"] = int(keep.sum())
+
+    index = np.flatnonzero(keep)
+    order = index[np.lexsort((time[index], codes[index]))]
+    user = codes[order]
+    trip = _trip_numbers(user, time[order], sel.max_gap)
+    if sel.points == "trip_ends":
+        last = np.ones(len(order), dtype=bool)
+        last[:-1] = trip[1:] != trip[:-1]
+        order, user, trip = order[last], user[last], trip[last]
+
+    lon = table[C.LON].to_numpy()[order]
+    lat = table[C.LAT].to_numpy()[order]
+    if sel.area is not None:
+        inside = shapely.intersects_xy(_prepared(area_geometry(sel.area)), lon, lat)
+        order, user, trip, lon, lat = (a[inside] for a in (order, user, trip, lon, lat))
+
+    points_per_user = np.bincount(user, minlength=len(all_ids))
+    first_of_trip = np.ones(len(trip), dtype=bool)
+    first_of_trip[1:] = trip[1:] != trip[:-1]
+    trips_per_user = np.bincount(user[first_of_trip], minlength=len(all_ids))
+    active_user = (points_per_user >= sel.min_points) & (trips_per_user >= sel.min_trips)
+    active = active_user[user] if len(user) else np.zeros(0, dtype=bool)
+    order, user, lon, lat = (a[active] for a in (order, user, lon, lat))
+    stats["points"] = len(order)
+
+    kept_codes, dense_user = np.unique(user, return_inverse=True)
+    user_ids = np.asarray(all_ids, dtype=object)[kept_codes]
+    stats["users"] = len(user_ids)
+    if len(order) == 0:
+        return Selection(_empty(), user_ids, config.crs or "EPSG:4326", stats=stats)
+    crs = config.crs or utm_crs(lon, lat)
+    x, y = project(lon, lat, crs)
+    points = pd.DataFrame(
+        {C.USER: dense_user.astype(np.int32), C.TIME: time[order], C.X: x, C.Y: y}
+    )
+    towers = None
+    if C.TOWER in table:
+        tower_codes, tower_ids = pd.factorize(table[C.TOWER].to_numpy()[order], sort=True)
+        points[C.TOWER] = tower_codes.astype(np.int32)
+        first = np.unique(tower_codes, return_index=True)[1]
+        towers = pd.DataFrame(
+            {"label": np.asarray(tower_ids, dtype=object), "lon": lon[first], "lat": lat[first]}
+        )
+    return Selection(points, user_ids, crs, towers, stats)
+
+
+def _trip_numbers(user: np.ndarray, time: np.ndarray, max_gap_seconds: int) -> np.ndarray:
+    """Trip number per point (points sorted by user and time): a new trip starts at a
+    user's first point and after every gap longer than max_gap."""
+    starts = np.ones(len(user), dtype=bool)
+    if len(user) > 1:
+        gap = np.diff(time) > max_gap_seconds * 1_000_000_000
+        starts[1:] = (user[1:] != user[:-1]) | gap
+    return np.cumsum(starts) - 1
+
+
+def _prepared(geometry: shapely.Geometry) -> shapely.Geometry:
+    shapely.prepare(geometry)
+    return geometry
+
+
+def _empty() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            C.USER: np.array([], dtype=np.int32),
+            C.TIME: np.array([], dtype=np.int64),
+            C.X: np.array([], dtype=float),
+            C.Y: np.array([], dtype=float),
+        }
+    )

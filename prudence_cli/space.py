@@ -1,0 +1,76 @@
+"""Projection to metres and square grid cells (DESIGN.md section 4, seed 000 Definition 7).
+
+Cells are aligned on the origin of the projected CRS: cell (i, j) of side m covers
+[i·m, (i+1)·m) × [j·m, (j+1)·m). A cell's id therefore depends only on the CRS and the
+side, never on which users are present.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyproj
+from pyproj.aoi import AreaOfInterest
+from pyproj.database import query_utm_crs_info
+
+WGS84 = "EPSG:4326"
+
+
+def utm_crs(lon: np.ndarray, lat: np.ndarray) -> str:
+    """The WGS 84 UTM zone (as EPSG:xxxxx) holding the centroid of the points."""
+    c_lon = float(np.mean(lon))
+    c_lat = float(np.mean(lat))
+    found = query_utm_crs_info(
+        datum_name="WGS 84",
+        area_of_interest=AreaOfInterest(c_lon, c_lat, c_lon, c_lat),
+    )
+    if not found:
+        raise ValueError(f"no UTM zone holds ({c_lon:.4f}, {c_lat:.4f}); set crs in the config")
+    return f"{found[0].auth_name}:{found[0].code}"
+
+
+def check_projected_crs(text: object) -> str:
+    """The CRS as given if it is a projected CRS in metres; ValueError otherwise."""
+    if not isinstance(text, str):
+        raise ValueError(f"{text!r} is not a CRS like EPSG:32632")
+    try:
+        crs = pyproj.CRS.from_user_input(text)
+    except pyproj.exceptions.CRSError:
+        raise ValueError(f"{text!r} is not a CRS pyproj knows (e.g. EPSG:32632)") from None
+    if not crs.is_projected:
+        raise ValueError(f"{text!r} is not a projected CRS; cells need coordinates in metres")
+    unit = crs.axis_info[0].unit_name if crs.axis_info else ""
+    if unit not in ("metre", "meter"):
+        raise ValueError(f"{text!r} has axes in {unit or 'unknown units'}, not metres")
+    return text
+
+
+def project(lon: np.ndarray, lat: np.ndarray, crs: str) -> tuple[np.ndarray, np.ndarray]:
+    transformer = pyproj.Transformer.from_crs(WGS84, crs, always_xy=True)
+    x, y = transformer.transform(lon, lat)
+    return np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+
+
+def unproject(x: np.ndarray, y: np.ndarray, crs: str) -> tuple[np.ndarray, np.ndarray]:
+    transformer = pyproj.Transformer.from_crs(crs, WGS84, always_xy=True)
+    lon, lat = transformer.transform(x, y)
+    return np.asarray(lon, dtype=float), np.asarray(lat, dtype=float)
+
+
+def grid_cells(
+    x: np.ndarray, y: np.ndarray, side: float, crs: str
+) -> tuple[np.ndarray, pd.DataFrame]:
+    """Dense cell code per point, and the cells table (label, lon, lat of the centre).
+
+    Codes follow the order of the cell ids, so they are stable for a given CRS and side.
+    """
+    ix = np.floor(x / side).astype(np.int64)
+    iy = np.floor(y / side).astype(np.int64)
+    cell = ix * (1 << 32) + (iy + (1 << 31))
+    ids, codes = np.unique(cell, return_inverse=True)
+    cx = ids // (1 << 32)
+    cy = ids % (1 << 32) - (1 << 31)
+    lon, lat = unproject((cx + 0.5) * side, (cy + 0.5) * side, crs)
+    labels = [f"{a}_{b}" for a, b in zip(cx.tolist(), cy.tolist(), strict=True)]
+    cells = pd.DataFrame({"label": labels, "lon": lon, "lat": lat})
+    return codes.astype(np.int32), cells

@@ -1,0 +1,51 @@
+"""Parsing and printing of the sizes and durations written in configs ("250m", "20min")."""
+
+from __future__ import annotations
+
+import re
+
+_SIZE = re.compile(r"^(\d+(?:\.\d+)?)(m|km)$")
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(s|min|h|d)$")
+_SIZE_FACTOR = {"m": 1.0, "km": 1000.0}
+_DURATION_SECONDS = {"s": 1, "min": 60, "h": 3600, "d": 86400}
+
+
+def parse_size(text: object) -> float:
+    """Metres from "250m" or "1.5km"; ValueError with a user-facing message otherwise."""
+    match = _SIZE.match(text) if isinstance(text, str) else None
+    if match is None:
+        hint = " (write the unit)" if isinstance(text, (int, float)) else ""
+        raise ValueError(f"{_show(text)} is not a size like 500m or 1.5km{hint}")
+    metres = float(match.group(1)) * _SIZE_FACTOR[match.group(2)]
+    if metres <= 0:
+        raise ValueError(f"{_show(text)} must be a positive size")
+    return metres
+
+
+def parse_duration(text: object) -> int:
+    """Whole seconds from "90s", "20min", "1h" or "1d"."""
+    match = _DURATION.match(text) if isinstance(text, str) else None
+    if match is None:
+        hint = " (write the unit)" if isinstance(text, (int, float)) else ""
+        raise ValueError(f"{_show(text)} is not a duration like 30s, 20min, 1h or 1d{hint}")
+    seconds = float(match.group(1)) * _DURATION_SECONDS[match.group(2)]
+    if seconds <= 0 or seconds != int(seconds):
+        raise ValueError(f"{_show(text)} must be a positive whole number of seconds")
+    return int(seconds)
+
+
+def format_size(metres: float) -> str:
+    """The canonical label of a size: 250m, 1500m, 12.5m."""
+    return f"{metres:g}m"
+
+
+def format_duration(seconds: int) -> str:
+    """The canonical label of a duration, in the largest unit that divides it."""
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def _show(value: object) -> str:
+    return f'"{value}"' if isinstance(value, str) else repr(value)

@@ -1,0 +1,104 @@
+"""Shared builders: tiny presence views, small CSV inputs, configs written to tmp_path."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from prudence_cli.dataviews.presence import PresenceView
+
+# Seed 000, Example 8 (Figure 4), frequency threshold 3, plus "grey", a user of U whose
+# locations all fall below the threshold (absent from the dataview).
+EXAMPLE_8 = {
+    "blue": {"B2": 5, "D2": 4, "C1": 3},
+    "pink": {"C2": 3},
+    "purple": {"B2": 4, "D2": 3},
+    "green": {"D1": 4, "D2": 3},
+    "orange": {"C2": 3},
+}
+EXAMPLE_USERS = ["blue", "pink", "purple", "green", "orange", "grey"]
+
+
+def presence_view(
+    data: Mapping[object, Mapping[object, int]],
+    users: list[object],
+    frequency: int = 1,
+    view_id: str = "d1",
+) -> PresenceView:
+    """A PresenceView from {user: {location: count}} over the universe `users`."""
+    locations = sorted({loc for counts in data.values() for loc in counts}, key=str)
+    code = {loc: i for i, loc in enumerate(locations)}
+    rows = sorted(
+        (users.index(u), code[loc], c)
+        for u, counts in data.items()
+        for loc, c in counts.items()
+        if c >= frequency
+    )
+    arr = np.array(rows, dtype=np.int64).reshape(-1, 3)
+    return PresenceView(
+        id=view_id,
+        dimensions=(("frequency", frequency),),
+        n_users=len(users),
+        user=arr[:, 0].astype(np.int32),
+        location=arr[:, 1].astype(np.int32),
+        count=arr[:, 2].astype(np.int32),
+        locations=pd.DataFrame({"label": [str(x) for x in locations], "lon": 0.0, "lat": 0.0}),
+    )
+
+
+@pytest.fixture
+def example_view() -> PresenceView:
+    return presence_view(EXAMPLE_8, EXAMPLE_USERS, frequency=3)
+
+
+GPS_HEADER = "uid,datetime,lat,lng\n"
+
+
+def gps_rows(rows: list[tuple[str, str, float, float]]) -> str:
+    return GPS_HEADER + "".join(f"{u},{t},{lat},{lon}\n" for u, t, lat, lon in rows)
+
+
+@pytest.fixture
+def write_config(tmp_path: Path) -> Callable[..., Path]:
+    """Write a YAML config (dedented text) to tmp_path/name and return its path."""
+
+    def write(text: str, name: str = "config.yaml") -> Path:
+        path = tmp_path / name
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+        return path
+
+    return write
+
+
+MINIMAL_CONFIG = """\
+name: tiny
+input:
+  path: points.csv
+  columns: {user: uid, time: datetime, lat: lat, lon: lng}
+  timezone: Europe/Rome
+dataview:
+  format: presence
+  dimensions:
+    grid: [500m]
+    frequency: [1]
+attacks:
+  - attack: presence
+    knowledge: {h: [1, 2], visits: [exact]}
+output: out
+"""
+
+
+@pytest.fixture(scope="session")
+def sample_gps(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small seeded GPS sample (40 people, one week) shared by the end-to-end tests."""
+    from prudence_cli.io.writers import write_csv
+    from prudence_cli.sample import generate_gps
+
+    path = tmp_path_factory.mktemp("sample") / "gps.csv"
+    write_csv(generate_gps(users=40, days=7, seed=3), path)
+    return path

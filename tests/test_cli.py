@@ -1,0 +1,255 @@
+"""The command line through click's CliRunner: assess, validate, catalog, sample."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from prudence_cli.catalog import open_catalog
+from prudence_cli.cli import main
+
+CONFIG = """\
+name: e2e
+input:
+  path: {path}
+  columns: {{user: uid, time: datetime, lat: lat, lon: lng}}
+  timezone: Europe/Rome
+select:
+  points: trip_ends
+  min_trips: 3
+dataview:
+  format: presence
+  dimensions:
+    grid: [500m, 1km]
+    frequency: [1, 3]
+attacks:
+  - attack: presence
+    knowledge: {{h: [1, 2], visits: [exact, none]}}
+output: catalog/e2e
+"""
+
+
+@pytest.fixture
+def project(tmp_path, sample_gps, monkeypatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "demo.yaml").write_text(CONFIG.format(path=sample_gps))
+    return tmp_path
+
+
+def run(*args: str):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+@pytest.fixture
+def assessed(project) -> Path:
+    result = run("assess", "demo.yaml", "--quiet")
+    assert result.exit_code == 0, result.output
+    return project / "catalog" / "e2e"
+
+
+def test_assess_writes_a_complete_catalog(assessed):
+    catalog = open_catalog(assessed)
+    irac = catalog.irac
+    assert len(irac) == 4 * 4  # 4 dataviews × 4 levels
+    assert list(irac.columns[:7]) == [
+        "dataview",
+        "grid",
+        "frequency",
+        "attack",
+        "h",
+        "visits",
+        "users",
+    ]
+    assert set(irac["grid"]) == {"500m", "1000m"}
+    assert irac["i_rac_u"].between(0, 1).all()
+    for entry in catalog.dataviews:
+        table = catalog.dataview_table(entry["id"])
+        assert list(table.columns) == ["user", "location", "count"]
+        assert len(table) == entry["rows"]
+        risks = catalog.risks(entry["id"])
+        assert len(risks) == catalog.manifest["selection"]["users"]
+    manifest = catalog.manifest
+    assert manifest["inputs"][0]["sha256"] and manifest["seed"] == 0
+    for relative in manifest["files"]:
+        assert (assessed / relative).is_file(), relative
+    assert (assessed / irac["curve"][0]).is_file()
+
+
+def test_catalog_show_formats_and_filters(assessed):
+    csv_text = run("catalog", "show", "--format", "csv").stdout
+    table = pd.read_csv(io.StringIO(csv_text))
+    assert len(table) == 16
+    filtered = run("catalog", "show", "--format", "json", "--where", "grid=1km", "--where", "h=2")
+    rows = json.loads(filtered.stdout)
+    assert len(rows) == 4 and {r["grid"] for r in rows} == {"1000m"}
+    assert {r["h"] for r in rows} == {2}
+    shown = run("catalog", "show", "--format", "table", "--catalog", str(assessed))
+    assert "i-RAC" in shown.stdout and "d4" in shown.stdout
+    nothing = run("catalog", "show", "--where", "frequency=99")
+    assert nothing.exit_code == 0 and "No row matches" in nothing.stderr
+
+
+def test_catalog_risks_long_format_with_original_ids(assessed):
+    result = run("catalog", "risks", "--where", "dataview=d1", "--where", "visits=exact")
+    frame = pd.read_csv(io.StringIO(result.stdout), dtype={"user": str})
+    assert list(frame.columns) == [
+        "dataview",
+        "grid",
+        "frequency",
+        "attack",
+        "h",
+        "visits",
+        "user",
+        "risk",
+    ]
+    assert frame["user"].str.startswith("u").all()
+    assert frame["risk"].between(0, 1).all()
+    assert len(frame) == 2 * open_catalog(assessed).manifest["selection"]["users"]
+    as_json = json.loads(
+        run(
+            "catalog",
+            "risks",
+            "--where",
+            "dataview=d1",
+            "--where",
+            "h=1",
+            "--where",
+            "visits=none",
+            "--format",
+            "json",
+        ).stdout
+    )
+    assert {r["visits"] for r in as_json} == {"none"}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("catalog", "show", "--where", "colour=red"), "unknown key 'colour'"),
+        (("catalog", "show", "--where", "grid"), "write KEY=VALUE"),
+        (("catalog", "show", "--where", "grid=huge"), "is not a size"),
+        (("catalog", "show", "--catalog", "nowhere"), "no such catalog folder"),
+    ],
+)
+def test_catalog_usage_errors_exit_2(assessed, args, message):
+    result = run(*args)
+    assert result.exit_code == 2
+    assert message in result.stderr
+
+
+def test_validate(project):
+    result = run("validate", "demo.yaml")
+    assert result.exit_code == 0
+    assert "valid — 4 dataviews × 4 attack levels" in result.stderr
+    (project / "bad.yaml").write_text(CONFIG.format(path="absent.csv"))
+    result = run("validate", "bad.yaml")
+    assert result.exit_code == 2 and "absent.csv: no such file" in result.stderr
+
+
+def test_config_error_exits_2_with_key_path(project):
+    (project / "bad.yaml").write_text(
+        CONFIG.format(path="x.csv").replace("grid: [500m, 1km]", 'grid: [500m, "1 km"]')
+    )
+    result = run("assess", "bad.yaml")
+    assert result.exit_code == 2
+    assert 'bad.yaml: dataview.dimensions.grid[1]: "1 km" is not a size' in result.stderr
+    assert not (project / "catalog").exists()
+
+
+def broken_copy(sample: Path, folder: Path, row: str) -> Path:
+    """The sample with its 6th line replaced by `row`."""
+    broken = folder / "broken.csv"
+    lines = sample.read_text().splitlines()
+    lines[5] = row
+    broken.write_text("\n".join(lines) + "\n")
+    return broken
+
+
+def test_invalid_row_exits_2_and_writes_nothing(project, sample_gps):
+    broken = broken_copy(sample_gps, project, "u0001,2011-13-45T08:00:00,43.7,10.4")
+    (project / "broken.yaml").write_text(CONFIG.format(path=broken))
+    result = run("assess", "broken.yaml")
+    assert result.exit_code == 2
+    assert f"{broken}:6: time is not ISO-8601" in result.stderr
+    assert not (project / "catalog").exists()
+
+
+def test_drop_mode_records_dropped_rows(project, sample_gps):
+    broken = broken_copy(sample_gps, project, "u0001,2011-06-01T08:00:00,143.7,10.4")
+    text = CONFIG.format(path=broken).replace("timezone:", "on_invalid: drop\n  timezone:")
+    (project / "drop.yaml").write_text(text)
+    result = run("assess", "drop.yaml", "--out", "dropped")
+    assert result.exit_code == 0, result.output
+    assert "1 invalid rows dropped" in result.stderr
+    manifest = open_catalog(project / "dropped").manifest
+    assert manifest["invalid_rows"] == {
+        "mode": "drop",
+        "dropped": {"lat is not a number within ±90": 1},
+    }
+
+
+def test_empty_selection_is_a_clear_error(project):
+    text = CONFIG.format(path=(project / "x.csv")).replace("min_trips: 3", "min_trips: 100000")
+    (project / "x.csv").write_text("uid,datetime,lat,lng\na,2011-06-01T08:00:00,43.7,10.4\n")
+    (project / "none.yaml").write_text(text)
+    result = run("assess", "none.yaml")
+    assert result.exit_code == 2 and "the selection keeps no user" in result.stderr
+
+
+def test_sample_command_is_seeded(tmp_path):
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv.gz"
+    assert run("sample", "gps", "--users", "5", "--days", "2", "--out", str(a)).exit_code == 0
+    assert run("sample", "gps", "--users", "5", "--days", "2", "--out", str(b)).exit_code == 0
+    assert pd.read_csv(a).equals(pd.read_csv(b))
+    cdr = run(
+        "sample",
+        "cdr",
+        "--users",
+        "5",
+        "--days",
+        "2",
+        "--out",
+        str(tmp_path / "c.csv"),
+        "--towers",
+        str(tmp_path / "t.csv"),
+    )
+    assert cdr.exit_code == 0
+    assert set(pd.read_csv(tmp_path / "c.csv")["cell"]) <= set(
+        pd.read_csv(tmp_path / "t.csv")["tower"]
+    )
+    missing = run("sample", "cdr", "--out", str(tmp_path / "d.csv"))
+    assert missing.exit_code == 2 and "--towers" in missing.stderr
+
+
+def test_cdr_on_raw_towers(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    run(
+        "sample",
+        "cdr",
+        "--users",
+        "30",
+        "--days",
+        "5",
+        "--out",
+        "events.csv",
+        "--towers",
+        "towers.csv",
+    )
+    (tmp_path / "cdr.yaml").write_text(
+        "input: {path: events.csv, format: cdr, towers: towers.csv,\n"
+        "        columns: {user: caller, time: timestamp, tower: cell}}\n"
+        "dataview: {format: presence, dimensions: {frequency: [1, 2]}}\n"
+        "attacks: [{attack: presence, knowledge: {h: [1, all], visits: [exact]}}]\n"
+        "coverage: visits\n"
+    )
+    result = run("assess", "cdr.yaml", "--quiet")
+    assert result.exit_code == 0, result.output
+    catalog = open_catalog(tmp_path / "catalog" / "cdr")
+    assert "grid" not in catalog.irac.columns
+    locations = pd.read_csv(tmp_path / "catalog" / "cdr" / "dataviews" / "d1.locations.csv")
+    assert locations["label"].str.startswith("T").all()

@@ -1,0 +1,169 @@
+"""Config validation: every error names the file and the key path."""
+
+from __future__ import annotations
+
+import pytest
+
+from prudence_cli.config import load_config
+from prudence_cli.errors import ConfigError
+from prudence_cli.units import format_duration, format_size, parse_duration, parse_size
+from tests.conftest import MINIMAL_CONFIG
+
+
+def test_minimal_config_resolves_paths_against_its_folder(write_config, tmp_path):
+    config = load_config(write_config(MINIMAL_CONFIG))
+    assert config.input.path == tmp_path / "points.csv"
+    assert config.output == tmp_path / "out"
+    assert dict(config.dataview.dimensions) == {"grid": (500.0,), "frequency": (1,)}
+    assert [lv.label for lv in config.attacks[0].levels] == ["h=1,visits=exact", "h=2,visits=exact"]
+    assert config.coverage == "locations" and config.seed == 0
+
+
+def replace(old: str, new: str) -> str:
+    assert old in MINIMAL_CONFIG
+    return MINIMAL_CONFIG.replace(old, new)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            replace("grid: [500m]", 'grid: [250m, "500 m"]'),
+            'config.yaml: dataview.dimensions.grid[1]: "500 m" is not a size like 500m or 1.5km',
+        ),
+        (
+            replace("grid: [500m]", 'grid: ["-3"]'),
+            'dataview.dimensions.grid[0]: "-3" is not a size like 500m or 1.5km',
+        ),
+        (
+            replace("grid: [500m]", "grid: [500]"),
+            "dataview.dimensions.grid[0]: 500 is not a size like 500m or 1.5km (write the unit)",
+        ),
+        (replace("grid: [500m]", "grid: []"), "dataview.dimensions.grid: is empty"),
+        (
+            replace("frequency: [1]", "frequency: [0]"),
+            "dataview.dimensions.frequency[0]: 0 is not a frequency threshold",
+        ),
+        (replace("name: tiny", "name: tiny\ncolour: blue"), "colour: unknown key"),
+        (
+            replace("timezone: Europe/Rome", "timezone: Europe/Rome\n  sep: ';'"),
+            "input.sep: unknown key; known keys:",
+        ),
+        (
+            replace("timezone: Europe/Rome", "timezone: Mars/Olympus"),
+            "input.timezone: 'Mars/Olympus' is not an IANA time zone",
+        ),
+        (
+            replace("h: [1, 2]", "h: [1, two]"),
+            "attacks[0].knowledge.h[1]: 'two' is not a number of known elements",
+        ),
+        (replace("h: [1, 2]", "h: [1, 1]"), "attacks[0].knowledge.h: repeats a value"),
+        (
+            replace("visits: [exact]", "visits: [most]"),
+            "attacks[0].knowledge.visits[0]: 'most' is not one of: exact, half, none",
+        ),
+        (replace("visits: [exact]", "visits: []"), "attacks[0].knowledge.visits: is empty"),
+        (
+            replace("attack: presence", "attack: telepathy"),
+            "attacks[0].attack: 'telepathy' is not one of:",
+        ),
+        (replace("format: presence", "format: movie"), "dataview.format: 'movie' is not one of:"),
+        (replace("  path: points.csv\n", ""), "input.path: is required"),
+        (replace("output: out", "output: 42"), "output: 42 must be non-empty text"),
+        (
+            replace("output: out", "coverage: pixels\noutput: out"),
+            "coverage: 'pixels' is not one of: locations, visits, records",
+        ),
+        (replace("output: out", "seed: -1\noutput: out"), "seed: -1 must be at least 0"),
+        (replace("output: out", "seed: 1.5\noutput: out"), "seed: 1.5 must be a whole number"),
+        (
+            replace("output: out", "crs: EPSG:4326\noutput: out"),
+            "crs: 'EPSG:4326' is not a projected CRS",
+        ),
+        (
+            replace("output: out", "select: {trips: {max_gap: 20m}}\noutput: out"),
+            'select.trips.max_gap: "20m" is not a duration like 30s, 20min, 1h or 1d',
+        ),
+        (
+            replace("output: out", "select: {points: stops}\noutput: out"),
+            "select.points: 'stops' is not one of: all, trip_ends",
+        ),
+        (
+            replace(
+                "output: out", "select: {period: {start: 2011-07-01, end: 2011-06-01}}\noutput: out"
+            ),
+            "select.period: end must be after start",
+        ),
+        (
+            replace("output: out", "select: {area: {bbox: [10, 43, 9, 44]}}\noutput: out"),
+            "select.area.bbox: [10.0, 43.0, 9.0, 44.0] is not [min_lon, min_lat, max_lon, max_lat]",
+        ),
+        (
+            replace("output: out", "select: {area: {wkt: 'POINT (1 2)'}}\noutput: out"),
+            "select.area.wkt: must be a Polygon or MultiPolygon",
+        ),
+        (
+            replace("output: out", "select: {area: {bbox: [1, 2, 3, 4], wkt: x}}\noutput: out"),
+            "select.area: give exactly one of bbox, wkt or geojson",
+        ),
+        (
+            replace("output: out", "engine: {max_instances: 0}\noutput: out"),
+            "engine.max_instances: 0 must be at least 1",
+        ),
+        (
+            replace(
+                "  format: presence\n  dimensions:\n    grid: [500m]\n",
+                "  format: presence\n  dimensions:\n",
+            ),
+            "dataview.dimensions.grid: a gps input needs a grid size",
+        ),
+        (
+            replace("columns:", "format: cdr\n  columns:"),
+            "input.towers: a cdr input needs a towers CSV",
+        ),
+        (
+            replace(
+                "attacks:\n  - attack: presence\n    knowledge: {h: [1, 2], visits: [exact]}\n",
+                "attacks: []\n",
+            ),
+            "attacks: must be a non-empty list",
+        ),
+        (
+            replace(
+                "output: out",
+                "output: out\nattacks:\n  - attack: presence\n"
+                "  - attack: presence\n    knowledge: {h: [2], visits: [exact]}",
+            ).replace(
+                "attacks:\n  - attack: presence\n    knowledge: {h: [1, 2], visits: [exact]}\n", ""
+            ),
+            "attacks[1]: level h=2,visits=exact is already declared by attacks[0]",
+        ),
+        ("input: [1, 2]\ndataview: {}\nattacks: []\n", "input: input must be a mapping"),
+        ("[1, 2]\n", "config.yaml: the config must be a mapping"),
+        ("name: x\n  bad: indentation\n", "config.yaml: not valid YAML at line 2"),
+    ],
+)
+def test_config_errors_name_file_and_key(write_config, text, message):
+    with pytest.raises(ConfigError) as info:
+        load_config(write_config(text))
+    assert message in str(info.value)
+    assert str(info.value).startswith("config.yaml: ")
+
+
+def test_missing_config_file(tmp_path):
+    with pytest.raises(ConfigError, match="no such config file"):
+        load_config(tmp_path / "absent.yaml")
+
+
+def test_sizes_and_durations():
+    assert parse_size("250m") == 250.0
+    assert parse_size("1.5km") == 1500.0
+    assert format_size(1500.0) == "1500m"
+    assert parse_duration("20min") == 1200
+    assert parse_duration("1d") == 86400
+    assert format_duration(1800) == "30min"
+    for bad in ("0m", "m", "5 km", "-3", 3, "1.5ft"):
+        with pytest.raises(ValueError):
+            parse_size(bad)
+    with pytest.raises(ValueError, match="whole number of seconds"):
+        parse_duration("0.5s")

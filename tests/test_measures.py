@@ -1,0 +1,60 @@
+"""RAC curves and i-RAC indexes (seed 000, Definitions 3-4)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from prudence_cli.attacks.base import KnowledgeLevel
+from prudence_cli.attacks.presence import PresenceAttack
+from prudence_cli.engine import Engine
+from prudence_cli.measures.rac import integrate, rac_curve, summarize
+
+
+def test_example_8_irac_by_hand(example_view):
+    level = KnowledgeLevel("presence", (("h", 1), ("visits", "exact")))
+    risk = PresenceAttack().risks(example_view, level, Engine())
+    coverage = example_view.coverage("locations")  # blue 3, pink 1, purple 2, green 2, orange 1
+    summary = summarize(risk, coverage)
+    # risks 1, 1/2, 1/2, 1, 1/2 and 0 for grey (absent): mean 3.5 / 6
+    assert summary.i_rac_u == pytest.approx(2.5 / 6)
+    # Σ c·(1 − r) / Σ c = (0 + 0.5 + 1 + 0 + 0.5) / 9
+    assert summary.i_rac_d == pytest.approx(2 / 9)
+    assert summary.users == 6 and summary.users_in_view == 5
+    assert summary.share_at_risk_1 == pytest.approx(2 / 6)
+    curve = rac_curve(risk, coverage)
+    assert curve["risk"].tolist() == [0.0, 0.5, 1.0]
+    assert curve["rac_u"].tolist() == pytest.approx([1 / 6, 4 / 6, 1.0])
+    assert curve["rac_d"].tolist() == pytest.approx([0.0, 4 / 9, 1.0])
+
+
+def test_visits_coverage(example_view):
+    assert example_view.coverage("visits").tolist() == [12, 3, 7, 7, 3, 0]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from([0.0, 1.0, 0.5, 1 / 3, 0.25, 0.1, 1 / 7]), st.integers(0, 9)),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_closed_forms_equal_the_integral_of_the_step_curves(pairs):
+    risk = np.array([r for r, _ in pairs])
+    coverage = np.array([c for _, c in pairs], dtype=float)
+    summary = summarize(risk, coverage)
+    curve = rac_curve(risk, coverage)
+    assert summary.i_rac_u == pytest.approx(integrate(curve, "rac_u"))
+    if coverage.sum():
+        assert summary.i_rac_d == pytest.approx(integrate(curve, "rac_d"))
+    # a curve is non-decreasing and ends at 1
+    assert (np.diff(curve["rac_u"]) >= 0).all() and curve["rac_u"].iloc[-1] == 1.0
+
+
+def test_release_measured_against_the_original_total():
+    risk = np.array([0.2, 0.2])
+    coverage = np.array([3.0, 1.0])
+    assert summarize(risk, coverage, total=8.0).i_rac_d == pytest.approx(0.8 * 4 / 8)

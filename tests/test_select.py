@@ -1,0 +1,130 @@
+"""Selection (period, trips, trip ends, area, activity) and the grid."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from prudence_cli.config import load_config
+from prudence_cli.io.readers import RawPoints
+from prudence_cli.select import select
+from prudence_cli.space import grid_cells, project, utm_crs
+from tests.conftest import MINIMAL_CONFIG
+
+T0 = pd.Timestamp("2011-06-01T06:00:00Z").value
+MIN = 60 * 10**9
+
+
+def raw(rows: list[tuple[str, int, float, float]]) -> RawPoints:
+    table = pd.DataFrame(rows, columns=["user", "time", "lat", "lon"])
+    return RawPoints(table=table, rows_read=len(rows))
+
+
+def config_with(write_config, select_block: str):
+    text = MINIMAL_CONFIG.replace("output: out", f"select:\n{select_block}\noutput: out")
+    return load_config(write_config(text))
+
+
+# user a: trip 1 (3 fixes), 30 min parked, trip 2 (2 fixes); user b: one fix outside Pisa
+ROWS = [
+    ("a", T0, 43.70, 10.40),
+    ("a", T0 + 2 * MIN, 43.71, 10.41),
+    ("a", T0 + 4 * MIN, 43.72, 10.42),
+    ("a", T0 + 34 * MIN, 43.73, 10.43),
+    ("a", T0 + 36 * MIN, 43.74, 10.44),
+    ("b", T0 + 5 * MIN, 45.46, 9.19),
+]
+
+
+def test_trip_ends_keep_the_last_fix_of_each_trip(write_config):
+    config = config_with(write_config, "  points: trip_ends\n  trips: {max_gap: 20min}")
+    selection = select(raw(ROWS), config)
+    assert selection.user_ids.tolist() == ["a", "b"]
+    assert selection.points["time"].tolist() == [T0 + 4 * MIN, T0 + 36 * MIN, T0 + 5 * MIN]
+
+
+def test_area_period_and_activity_filters(write_config):
+    config = config_with(
+        write_config,
+        "  area: {bbox: [10.33, 43.66, 10.48, 43.75]}\n"
+        "  period: {start: '2011-06-01T08:01:00', end: '2011-06-01T08:35:00'}\n"
+        "  min_points: 2",
+    )
+    selection = select(raw(ROWS), config)
+    # b is outside the area; a keeps the fixes of 08:02, 08:04, 08:34 (local time)
+    assert selection.user_ids.tolist() == ["a"]
+    assert selection.points["time"].tolist() == [T0 + 2 * MIN, T0 + 4 * MIN, T0 + 34 * MIN]
+    assert selection.stats["users"] == 1
+
+
+def test_min_trips_counts_trips(write_config):
+    config = config_with(write_config, "  min_trips: 2")
+    assert select(raw(ROWS), config).user_ids.tolist() == ["a"]
+
+
+def test_geojson_and_wkt_areas(write_config, tmp_path):
+    square = [[10.33, 43.66], [10.48, 43.66], [10.48, 43.75], [10.33, 43.75], [10.33, 43.66]]
+    (tmp_path / "pisa.geojson").write_text(
+        json.dumps(
+            {
+                "type": "FeatureCollection",
+                "features": [
+                    {
+                        "type": "Feature",
+                        "properties": {},
+                        "geometry": {"type": "Polygon", "coordinates": [square]},
+                    }
+                ],
+            }
+        )
+    )
+    for block in (
+        "  area: {geojson: pisa.geojson}",
+        "  area: {wkt: 'POLYGON ((10.33 43.66, 10.48 43.66, 10.48 43.75, "
+        "10.33 43.75, 10.33 43.66))'}",
+    ):
+        selection = select(raw(ROWS), config_with(write_config, block))
+        assert selection.user_ids.tolist() == ["a"]
+
+
+def test_utm_zone_of_the_centroid():
+    assert utm_crs(np.array([10.4]), np.array([43.7])) == "EPSG:32632"
+    assert utm_crs(np.array([-58.4]), np.array([-34.6])) == "EPSG:32721"
+
+
+def test_grid_cells_do_not_depend_on_other_points():
+    """A cell's label is fixed by the CRS and the side: adding far-away points does not
+    change it (cells are aligned on the CRS origin)."""
+    crs = "EPSG:32632"
+    x, y = project(np.array([10.40, 10.401]), np.array([43.70, 43.7001]), crs)
+    _, alone = grid_cells(x, y, 500.0, crs)
+    x2, y2 = project(np.array([10.40, 10.401, 9.0]), np.array([43.70, 43.7001, 45.0]), crs)
+    codes, together = grid_cells(x2, y2, 500.0, crs)
+    assert set(alone["label"]) <= set(together["label"])
+    assert codes[0] == codes[1]  # 100 m apart, same 500 m cell
+    ix, iy = (int(v) for v in alone["label"][0].split("_"))
+    assert ix == int(np.floor(x[0] / 500)) and iy == int(np.floor(y[0] / 500))
+
+
+def test_cell_centres_round_trip():
+    crs = "EPSG:32632"
+    x, y = project(np.array([10.40]), np.array([43.70]), crs)
+    _, cells = grid_cells(x, y, 250.0, crs)
+    cx, cy = project(cells["lon"].to_numpy(), cells["lat"].to_numpy(), crs)
+    assert abs(cx[0] - x[0]) <= 125 + 1e-6 and abs(cy[0] - y[0]) <= 125 + 1e-6
+
+
+@pytest.mark.parametrize("side", [250.0, 1000.0])
+def test_presence_counts_per_cell(write_config, side):
+    from prudence_cli.dataviews.presence import build_presence_views
+
+    config = config_with(write_config, "  points: all")
+    selection = select(raw(ROWS), config)
+    views = build_presence_views(selection, side, (1, 2), iter(["d1", "d2"]), {"grid": side})
+    every, frequent = views
+    assert every.count.sum() == len(ROWS)
+    assert (frequent.count >= 2).all()
+    assert every.n_users == frequent.n_users == 2
