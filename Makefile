@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 demo: $(STAMP)
 	$(BIN)/prudence assess configs/demo.yaml
-	$(BIN)/prudence catalog show --catalog catalog/demo
+	$(BIN)/prudence catalog show --catalog catalog/demo --format table
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
