@@ -52,6 +52,8 @@ def make_engine(config: Config, jobs: int | None = None) -> Engine:
     return Engine(
         max_instances=config.engine.max_instances,
         jobs=config.engine.jobs if jobs is None else jobs,
+        sample=config.engine.sample,
+        seed=config.seed,
     )
 
 
@@ -85,25 +87,38 @@ def assess(
     out = Path(output) if output is not None else config.output
     rows: list[dict[str, Any]] = []
     views_meta: list[dict[str, Any]] = []
+    sampling: list[dict[str, Any]] = []
     done = 0
     mark = time.perf_counter()
     with atomic_folder(out, is_catalog) as folder:
         writer = CatalogWriter(folder)
-        for view in build_dataviews(selection, config.dataview):
+        views = build_dataviews(selection, config.dataview, config.input.timezone)
+        for view_index, view in enumerate(views):
             dims = {
                 name: dimension_label(view.format, name, value) for name, value in view.dimensions
             }
             coverage = view.coverage(config.coverage)
             risks: dict[str, np.ndarray] = {}
-            for attack, level in levels:
+            for level_index, (attack, level) in enumerate(levels):
                 report(done, total, f"{view.id} {_show(dims)} {level.key}")
                 lower = attack.lower_level(level)
                 known_ones = risks[lower.key] >= 1.0 if lower and lower.key in risks else None
+                engine.seed_key = (view_index, level_index)
                 try:
-                    risk = attack.risks(view, level, engine, known_ones)
+                    result = attack.risks(view, level, engine, known_ones)
                 except BudgetError as exc:
                     raise BudgetError(f"{view.id} {_show(dims)} {level.key}: {exc}") from None
+                risk = result.risk
                 risks[level.key] = risk
+                if result.sampled:
+                    sampling.append(
+                        {
+                            "dataview": view.id,
+                            "level": level.key,
+                            "instances_per_user": engine.sample,
+                            "statement": "risks are lower bounds from sampled instances",
+                        }
+                    )
                 summary = summarize(risk, coverage)
                 curve = writer.write_curve(view.id, level, rac_curve(risk, coverage))
                 rows.append(
@@ -111,7 +126,7 @@ def assess(
                         "dataview": view.id,
                         **dims,
                         "attack": level.attack,
-                        **dict(level.values),
+                        **{k: str(v) for k, v in level.values},
                         **summary.__dict__,
                         "curve": curve,
                     }
@@ -125,9 +140,9 @@ def assess(
                     "users_in_view": view.users_in_view,
                     "locations": int(np.unique(view.location).shape[0]),
                     "rows": int(view.user.shape[0]),
-                    "visits": int(view.count.sum()),
+                    "visits": int(view.coverage("visits").sum()),
                     "file": writer.write_dataview(
-                        view.id, view.table(selection.user_ids), _used_locations(view)
+                        view.id, view.table(selection.user_ids), view.used_locations()
                     ),
                     "risks": writer.write_risks(view.id, selection.user_ids, risks),
                 }
@@ -135,15 +150,10 @@ def assess(
         timings["attacks"] = time.perf_counter() - mark
         timings["total"] = time.perf_counter() - started
         irac = _irac_table(rows, config)
-        manifest = _manifest(config, selection, raw.dropped, views_meta, engine, timings)
+        manifest = _manifest(config, selection, raw.dropped, views_meta, engine, timings, sampling)
         writer.finish(manifest, irac)
     report(total, total, "done")
     return AssessResult(out, irac, manifest)
-
-
-def _used_locations(view: Any) -> pd.DataFrame:
-    used = np.unique(view.location)
-    return view.locations.iloc[used].reset_index(drop=True)
 
 
 def _irac_table(rows: list[dict[str, Any]], config: Config) -> pd.DataFrame:
@@ -155,7 +165,7 @@ def _irac_table(rows: list[dict[str, Any]], config: Config) -> pd.DataFrame:
     columns = (
         ["dataview", *config.dataview.dimension_names, "attack", *knowledge]
         + ["users", "users_in_view", "i_rac_u", "i_rac_d", "mean_risk", "share_at_risk_1"]
-        + ["curve"]
+        + ["sampled", "curve"]
     )
     return pd.DataFrame(rows, columns=columns)
 
@@ -167,6 +177,7 @@ def _manifest(
     views: list[dict[str, Any]],
     engine: Engine,
     timings: dict[str, float],
+    sampling: list[dict[str, Any]],
 ) -> dict[str, Any]:
     return {
         "format": CATALOG_FORMAT,
@@ -199,10 +210,10 @@ def _manifest(
         "engine": {
             "backend": "local",
             "max_instances": engine.max_instances,
+            "sample": engine.sample,
             "threads": numba.get_num_threads(),
-            "sampling": None,
         },
-        "sampling": [],
+        "sampling": sampling,
         "timings_seconds": {k: round(v, 3) for k, v in timings.items()},
         "platform": {"python": platform.python_version(), "machine": platform.machine()},
     }

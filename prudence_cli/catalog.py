@@ -99,6 +99,8 @@ class Catalog:
         frame = pd.read_csv(self.path / IRAC, dtype=str, keep_default_na=False)
         for column in MEASURE_COLUMNS:
             frame[column] = pd.to_numeric(frame[column])
+        if "sampled" in frame:
+            frame["sampled"] = frame["sampled"] == "True"
         return frame
 
     @property

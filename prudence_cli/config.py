@@ -111,6 +111,7 @@ class AttackConfig:
 class EngineConfig:
     max_instances: int = DEFAULT_MAX_INSTANCES
     jobs: int = 0  # 0: every core
+    sample: int | None = None  # instances per person when a level is over max_instances
 
 
 @dataclass(frozen=True)

@@ -102,3 +102,43 @@ def sample_gps(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("sample") / "gps.csv"
     write_csv(generate_gps(users=40, days=7, seed=3), path)
     return path
+
+
+def trajectory_view(
+    trajectories: Mapping[object, list[tuple[int, int]]], users: list[object], view_id="d1"
+):
+    """A TrajectoryView from {user: [(location, tbin), ...]} in time order."""
+    from prudence_cli.dataviews.trajectory import TrajectoryView
+
+    rows = [(users.index(u), loc, t) for u, visits in trajectories.items() for loc, t in visits]
+    rows.sort(key=lambda r: r[0])  # stable: keeps each user's time order
+    arr = np.array(rows, dtype=np.int64).reshape(-1, 3)
+    n_locations = int(arr[:, 1].max(initial=-1)) + 1
+    return TrajectoryView(
+        id=view_id,
+        dimensions=(("time", 3600), ("frequency", 1)),
+        n_users=len(users),
+        user=arr[:, 0].astype(np.int32),
+        location=arr[:, 1].astype(np.int32),
+        locations=pd.DataFrame(
+            {"label": [str(i) for i in range(n_locations)], "lon": 0.0, "lat": 0.0}
+        ),
+        tbin=arr[:, 2],
+        granularity=3600,
+    )
+
+
+def probability_view(data, users, frequency=1):
+    """A ProbabilityView over the same pairs as presence_view."""
+    from prudence_cli.dataviews.presence import ProbabilityView
+
+    view = presence_view(data, users, frequency)
+    return ProbabilityView(
+        view.id,
+        view.dimensions,
+        view.n_users,
+        view.user,
+        view.location,
+        view.locations,
+        count=view.count,
+    )

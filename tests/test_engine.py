@@ -1,83 +1,137 @@
-"""The counting engine against a brute-force count, on problems larger than the
-attack tests use (big key groups, several partitions, every strategy and path)."""
+"""The counting engine against a literal statement of its problem (tests/reference.py),
+for every match, query mode and strategy, on problems with big key groups and many
+partitions."""
 
 from __future__ import annotations
-
-import itertools
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prudence_cli.engine import Engine, SubsetProblem, _key_order, _partitions
+from prudence_cli.engine import (
+    CountingProblem,
+    Elements,
+    Engine,
+    QuerySpec,
+    _key_order,
+    _partitions,
+)
 from prudence_cli.errors import BudgetError
+from tests.reference import engine_support
+
+MATCH_MODES = [
+    ("dominance", "subsets"),
+    ("box", "subsets"),
+    ("ratio", "ratios"),
+    ("dominance", "compositions"),
+    ("contains", "subsets"),
+    ("sequence", "subsets"),  # contains, ordered
+    ("dominance", "self"),  # queries are the members' own subsets
+    ("contains", "self"),
+    ("sequence", "self"),
+]
 
 
-def random_problem(rng: np.random.Generator, n_users: int, n_elements: int, h: int):
-    lengths = rng.integers(0, min(n_elements, 7) + 1, n_users)
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    elements = np.concatenate(
-        [np.sort(rng.choice(n_elements, n, replace=False)) for n in lengths]
-    ).astype(np.int32)
-    values = rng.integers(1, 6, elements.shape[0]).astype(np.int32)
-    thresholds = (values - rng.integers(0, 3, values.shape[0])).clip(1).astype(np.int32)
-    eligible = rng.random(values.shape[0]) < 0.8
-    cumulative = np.concatenate([[0], np.cumsum(eligible)])
-    usable = cumulative[offsets[1:]] - cumulative[offsets[:-1]]
-    sizes = np.minimum(usable, h).astype(np.int64)
-    return SubsetProblem(offsets, elements, values, thresholds, eligible, sizes)
-
-
-def brute_support(p: SubsetProblem) -> np.ndarray:
-    users = [
-        dict(zip(p.elements[a:b].tolist(), p.values[a:b].tolist(), strict=True))
-        for a, b in zip(p.offsets[:-1], p.offsets[1:], strict=True)
-    ]
-    out = np.zeros(p.n_users, dtype=np.int64)
-    for u in range(p.n_users):
-        s = int(p.sizes[u])
-        if s == 0:
-            continue
-        a, b = p.offsets[u], p.offsets[u + 1]
-        mine = [
-            (int(e), int(t))
-            for e, t, ok in zip(p.elements[a:b], p.thresholds[a:b], p.eligible[a:b], strict=True)
-            if ok
-        ]
-        out[u] = min(
-            sum(all(v.get(e, 0) >= t for e, t in combo) for v in users)
-            for combo in itertools.combinations(mine, s)
+def random_problem(rng, n_users, n_elements, h, match="dominance", mode="subsets"):
+    ordered = match == "sequence"
+    match = "contains" if ordered else match
+    lengths = rng.integers(0, min(n_elements, 6) + 1, n_users)
+    if ordered:  # sequences with repeats
+        elements = rng.integers(0, n_elements, lengths.sum())
+    else:
+        elements = np.concatenate(
+            [np.sort(rng.choice(n_elements, n, replace=False)) for n in lengths] or [[]]
         )
-    return out
+    members = Elements.from_rows(
+        n_users,
+        np.repeat(np.arange(n_users), lengths),
+        elements,
+        rng.integers(1, 6, lengths.sum()).astype(float),
+    )
+    keep = rng.random(elements.shape[0]) < 0.8
+    if mode == "ratios":
+        lower = members.values
+    elif match == "box":
+        lower = members.values - rng.integers(0, 2, members.values.shape)
+    else:
+        lower = (members.values - rng.integers(0, 3, members.values.shape)).clip(1)
+    upper = members.values + rng.integers(0, 2, members.values.shape)
+    queries = Elements(members.offsets, members.elements, lower).select(keep)
+    if mode == "self":
+        queries, mode = members, "subsets"
+    usable = queries.lengths
+    size_hi = np.minimum(usable, h)
+    size_lo = np.ones_like(size_hi) if mode == "compositions" else size_hi
+    size_lo = np.where(size_hi > 0, size_lo, 0)
+    spec = QuerySpec(
+        queries,
+        size_lo=size_lo,
+        size_hi=size_hi,
+        upper=upper[keep] if match == "box" else None,
+        mode=mode,
+        compose=h,
+        delta=0.25,
+    )
+    return CountingProblem(members, spec, match=match, ordered=ordered)
 
 
-@pytest.mark.parametrize("h", [1, 2, 3, 4])
+@pytest.mark.parametrize(("match", "mode"), MATCH_MODES)
 @pytest.mark.parametrize("strategy", ["keyed", "posting"])
-def test_large_groups_match_brute_force(h, strategy):
-    rng = np.random.default_rng(h)
-    problem = random_problem(rng, n_users=300, n_elements=8, h=h)
-    engine = Engine(strategy=strategy, brute_limit=16, partition_instances=500)
-    np.testing.assert_array_equal(engine.min_support(problem), brute_support(problem))
+def test_big_groups_match_the_reference(match, mode, strategy):
+    rng = np.random.default_rng(7)
+    problem = random_problem(rng, n_users=120, n_elements=6, h=2, match=match, mode=mode)
+    engine = Engine(strategy=strategy, brute_limit=16, partition_instances=200)
+    got = engine.min_support(problem)
+    assert got.minimum.tolist() == engine_support(problem)
+    assert not got.sampled
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(0, 2**32 - 1), st.integers(1, 60), st.integers(1, 12), st.integers(1, 4))
-def test_random_problems_match_brute_force(seed, n_users, n_elements, h):
-    problem = random_problem(np.random.default_rng(seed), n_users, n_elements, h)
-    expected = brute_support(problem)
+@given(
+    st.integers(0, 2**32 - 1),
+    st.integers(1, 40),
+    st.integers(1, 9),
+    st.integers(1, 4),
+    st.sampled_from(MATCH_MODES),
+)
+def test_random_problems_match_the_reference(seed, n_users, n_elements, h, match_mode):
+    match, mode = match_mode
+    problem = random_problem(np.random.default_rng(seed), n_users, n_elements, h, match, mode)
+    expected = engine_support(problem)
     for strategy in ("auto", "keyed", "posting"):
         engine = Engine(strategy=strategy, brute_limit=0, partition_instances=7)
-        np.testing.assert_array_equal(engine.min_support(problem), expected)
+        assert engine.min_support(problem).minimum.tolist() == expected
+
+
+@pytest.mark.parametrize(("match", "mode"), MATCH_MODES)
+def test_sampling_is_a_seeded_lower_bound(match, mode):
+    problem = random_problem(np.random.default_rng(3), 80, 8, 3, match, mode)
+    exact = np.array(engine_support(problem))
+    engine = Engine(max_instances=1, sample=3, seed=11, seed_key=(1, 2))
+    first = engine.min_support(problem)
+    assert first.sampled and first.instances > 0
+    queried = exact > 0
+    # fewer instances can only leave the minimum support as large or larger
+    assert (first.minimum[queried] >= exact[queried]).all()
+    assert (first.minimum[queried] >= 1).all()
+    again = Engine(max_instances=1, sample=3, seed=11, seed_key=(1, 2)).min_support(problem)
+    assert np.array_equal(first.minimum, again.minimum)
+
+
+def test_budget_stops_before_enumerating_and_names_the_ways_out():
+    problem = random_problem(np.random.default_rng(1), 50, 8, 3)
+    with pytest.raises(BudgetError, match=r"smaller h, or set engine.sample: N"):
+        Engine(max_instances=10).min_support(problem)
 
 
 def test_key_order_is_lexicographic_with_and_without_packing():
     rng = np.random.default_rng(0)
     keys = rng.integers(0, 50, size=(500, 3)).astype(np.int32)
-    expected = sorted(range(500), key=lambda i: tuple(keys[i]))
+    expected = sorted(tuple(row) for row in keys)
     for n_elements in (50, 2**30):  # packed into int64, then too wide: lexsort
         order = _key_order(keys, n_elements)
-        assert [tuple(keys[i]) for i in order] == [tuple(keys[i]) for i in expected]
+        assert [tuple(keys[i]) for i in order] == expected
 
 
 def test_partitions_cover_every_element_within_budget():
@@ -87,16 +141,3 @@ def test_partitions_cover_every_element_within_budget():
     assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:], strict=False))
     for lo, hi in ranges:
         assert weights[lo:hi].sum() <= 5 or hi - lo == 1
-
-
-def test_budget_stops_before_enumerating():
-    problem = random_problem(np.random.default_rng(1), n_users=50, n_elements=8, h=3)
-    with pytest.raises(BudgetError, match="engine.max_instances"):
-        Engine(max_instances=10).min_support(problem)
-
-
-def test_users_without_query_get_zero():
-    problem = random_problem(np.random.default_rng(2), n_users=20, n_elements=5, h=2)
-    support = Engine().min_support(problem)
-    assert (support[problem.sizes == 0] == 0).all()
-    assert (support[problem.sizes > 0] >= 1).all()

@@ -15,7 +15,7 @@ from prudence_cli.measures.rac import integrate, rac_curve, summarize
 
 def test_example_8_irac_by_hand(example_view):
     level = KnowledgeLevel("presence", (("h", 1), ("visits", "exact")))
-    risk = PresenceAttack().risks(example_view, level, Engine())
+    risk = PresenceAttack().risks(example_view, level, Engine()).risk
     coverage = example_view.coverage("locations")  # blue 3, pink 1, purple 2, green 2, orange 1
     summary = summarize(risk, coverage)
     # risks 1, 1/2, 1/2, 1, 1/2 and 0 for grey (absent): mean 3.5 / 6

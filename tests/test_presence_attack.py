@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from prudence_cli.attacks.base import KnowledgeLevel
 from prudence_cli.attacks.presence import PresenceAttack, known_counts
-from prudence_cli.engine import Engine, SubsetProblem
+from prudence_cli.engine import CountingProblem, Elements, Engine, QuerySpec
 from tests.conftest import presence_view
 from tests.reference import presence_risks
 
@@ -24,16 +24,12 @@ def test_example_9_candidates_of_d2_at_least_2(example_view):
     """Mr. Smith parked twice at D2: purple (3), green (3) and blue (4) match → 1/3."""
     d2 = example_view.locations["label"].tolist().index("D2")
     n = example_view.n_users
-    mine = example_view.user == 0  # a query made of blue's D2 pair, threshold 2
-    problem = SubsetProblem(
-        offsets=example_view.offsets,
-        elements=example_view.location,
-        values=example_view.count,
-        thresholds=np.full_like(example_view.count, 2),
-        eligible=mine & (example_view.location == d2),
-        sizes=np.array([1] + [0] * (n - 1)),
-    )
-    assert Engine().min_support(problem)[0] == 3
+    members = example_view.elements()
+    mine = (example_view.user == 0) & (example_view.location == d2)  # blue's D2 pair
+    query = Elements(members.offsets, members.elements, np.full(len(mine), 2.0)).select(mine)
+    sizes = np.array([1] + [0] * (n - 1))
+    problem = CountingProblem(members, QuerySpec(query, size_lo=sizes, size_hi=sizes))
+    assert Engine().min_support(problem).minimum[0] == 3
 
 
 @pytest.mark.parametrize(
@@ -53,7 +49,7 @@ def test_example_9_candidates_of_d2_at_least_2(example_view):
     ],
 )
 def test_example_8_risks_by_hand(example_view, h, visits, expected):
-    risks = ATTACK.risks(example_view, level(h, visits), Engine())
+    risks = ATTACK.risks(example_view, level(h, visits), Engine()).risk
     np.testing.assert_allclose(risks, expected)
 
 
@@ -66,7 +62,7 @@ def test_known_counts_round_half_up():
 
 def test_known_ones_are_kept_at_one(example_view):
     known = np.array([False, False, True, False, False, False])
-    risks = ATTACK.risks(example_view, level(2, "exact"), Engine(), known_ones=known)
+    risks = ATTACK.risks(example_view, level(2, "exact"), Engine(), known_ones=known).risk
     assert risks[2] == 1.0
     assert risks[1] == 0.5
 
@@ -98,7 +94,7 @@ def test_engine_equals_reference(case, h, visits, strategy, brute_limit):
     kept = {u: {loc: c for loc, c in d.items() if c >= frequency} for u, d in data.items()}
     view = presence_view(kept, users, frequency)
     engine = Engine(strategy=strategy, brute_limit=brute_limit, partition_instances=5)
-    got = ATTACK.risks(view, level(h, visits), engine)
+    got = ATTACK.risks(view, level(h, visits), engine).risk
     expected = presence_risks(kept, users, frequency, h, visits)
     np.testing.assert_allclose(got, [expected[u] for u in users])
 
@@ -111,6 +107,6 @@ def test_risk_is_monotone_in_h(case, visits):
     view = presence_view(kept, users, frequency)
     previous = np.zeros(len(users))
     for h in (1, 2, 3, "all"):
-        risks = ATTACK.risks(view, level(h, visits), Engine())
+        risks = ATTACK.risks(view, level(h, visits), Engine()).risk
         assert (risks >= previous - 1e-12).all()
         previous = risks

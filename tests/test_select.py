@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prudence_cli.config import load_config
+from prudence_cli.config import DataviewConfig, load_config
+from prudence_cli.dataviews.build import build_dataviews
 from prudence_cli.io.readers import RawPoints
 from prudence_cli.select import select
 from prudence_cli.space import grid_cells, project, utm_crs
@@ -119,12 +120,26 @@ def test_cell_centres_round_trip():
 
 @pytest.mark.parametrize("side", [250.0, 1000.0])
 def test_presence_counts_per_cell(write_config, side):
-    from prudence_cli.dataviews.presence import build_presence_views
-
     config = config_with(write_config, "  points: all")
     selection = select(raw(ROWS), config)
-    views = build_presence_views(selection, side, (1, 2), iter(["d1", "d2"]), {"grid": side})
-    every, frequent = views
+    dims = DataviewConfig("presence", (("grid", (side,)), ("frequency", (1, 2))))
+    every, frequent = build_dataviews(selection, dims)
+    assert (every.id, frequent.id) == ("d1", "d2")
     assert every.count.sum() == len(ROWS)
     assert (frequent.count >= 2).all()
     assert every.n_users == frequent.n_users == 2
+
+
+def test_trajectory_bins_are_local_and_repeats_collapse(write_config):
+    config = config_with(write_config, "  points: all")
+    selection = select(raw(ROWS), config)
+    dims = DataviewConfig(
+        "trajectory", (("grid", (50_000.0,)), ("time", (3600, 86400)), ("frequency", (1,)))
+    )
+    hourly, daily = build_dataviews(selection, dims, timezone="Europe/Rome")
+    # one 50 km cell: a's five fixes fall in the 08:00 and 08:00-08:36 local hours
+    table = hourly.table(selection.user_ids)
+    assert table["time_bin"].tolist() == ["2011-06-01T08:00:00", "2011-06-01T08:00:00"]
+    assert table["user"].tolist() == ["a", "b"]
+    assert len(daily.table(selection.user_ids)) == 2
+    assert hourly.coverage("records").tolist() == [1, 1]

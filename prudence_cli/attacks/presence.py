@@ -18,8 +18,17 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from prudence_cli.attacks.base import Attack, H, KnowledgeDimension, KnowledgeLevel
-from prudence_cli.engine import Engine, SubsetProblem
+from prudence_cli.attacks.base import (
+    Attack,
+    AttackResult,
+    H,
+    KnowledgeDimension,
+    KnowledgeLevel,
+    count_risks,
+    sizes_for,
+    subsets,
+)
+from prudence_cli.engine import Elements, Engine
 
 if TYPE_CHECKING:
     from prudence_cli.dataviews.presence import PresenceView
@@ -53,35 +62,18 @@ class PresenceAttack(Attack):
 
     def risks(
         self,
-        view: PresenceView,
+        view: PresenceView,  # type: ignore[override]
         level: KnowledgeLevel,
         engine: Engine,
         known_ones: np.ndarray | None = None,
-    ) -> np.ndarray:
+    ) -> AttackResult:
         known = known_counts(view.count, level["visits"])
         usable = known >= view.frequency
-        lengths = np.diff(view.offsets)
-        usable_per_user = np.bincount(view.user[usable], minlength=view.n_users)
-        h = level["h"]
-        sizes = usable_per_user if h == "all" else np.minimum(usable_per_user, h)
-        in_view = lengths > 0
-        if known_ones is not None:
-            sizes = np.where(known_ones, 0, sizes)
-        problem = SubsetProblem(
-            offsets=view.offsets,
-            elements=view.location,
-            values=view.count,
-            thresholds=known,
-            eligible=usable,
-            sizes=sizes.astype(np.int64),
-        )
-        support = engine.min_support(problem)
-        risk = np.zeros(view.n_users, dtype=float)
-        queried = sizes > 0
-        risk[queried] = 1.0 / support[queried]
-        # L_s empty: every user of the dataview is a candidate.
-        blind = in_view & ~queried
-        risk[blind] = 1.0 / max(view.users_in_view, 1)
-        if known_ones is not None:
-            risk[known_ones & in_view] = 1.0
-        return risk
+        members = view.elements()
+        if level["visits"] == "exact" and usable.all():
+            queries = members  # the targets' knowledge is their own pairs: count them once
+        else:
+            queries = Elements(members.offsets, members.elements, known.astype(float))
+            queries = queries.select(usable)
+        sizes = sizes_for(level["h"], queries.lengths)
+        return count_risks(view, members, subsets(queries, sizes), engine, known_ones)

@@ -2,9 +2,27 @@
 
 from __future__ import annotations
 
-from prudence_cli.attacks.base import Attack, KnowledgeLevel
+from prudence_cli.attacks.base import Attack, AttackResult, KnowledgeLevel
+from prudence_cli.attacks.frequency import FrequencyAttack, HomeWorkAttack, UniqueLocationAttack
 from prudence_cli.attacks.presence import PresenceAttack
+from prudence_cli.attacks.sequence import LocationSequenceAttack, UniqueLocationSequenceAttack
+from prudence_cli.attacks.tolerance import ProbabilityAttack, ProportionAttack
+from prudence_cli.attacks.trajectory import LocationAttack, VisitAttack
 
-__all__ = ["ATTACKS", "Attack", "KnowledgeLevel"]
+__all__ = ["ATTACKS", "Attack", "AttackResult", "KnowledgeLevel"]
 
-ATTACKS: dict[str, Attack] = {a.name: a for a in (PresenceAttack(),)}
+ATTACKS: dict[str, Attack] = {
+    a.name: a
+    for a in (
+        PresenceAttack(),
+        LocationAttack(),
+        LocationSequenceAttack(),
+        VisitAttack(),
+        UniqueLocationAttack(),
+        UniqueLocationSequenceAttack(),
+        FrequencyAttack(),
+        HomeWorkAttack(),
+        ProbabilityAttack(),
+        ProportionAttack(),
+    )
+}

@@ -1,14 +1,33 @@
-"""Build every dataview of a config: one per combination of dimension values."""
+"""Build every dataview of a config: one per combination of dimension values, the first
+dimension varying slowest. The location of every point is computed once per grid."""
 
 from __future__ import annotations
 
 import itertools
 import math
 from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
 
+import numpy as np
+import pandas as pd
+
+from prudence_cli import columns as C
 from prudence_cli.config import DataviewConfig
-from prudence_cli.dataviews.presence import PresenceView, build_presence_views
+from prudence_cli.dataviews.base import Dataview
+from prudence_cli.dataviews.presence import PresenceView, ProbabilityView, presence_pairs
+from prudence_cli.dataviews.trajectory import TrajectoryView, collapse_repeats, local_bins
 from prudence_cli.select import Selection
+from prudence_cli.space import grid_cells
+
+
+@dataclass(frozen=True)
+class Located:
+    """The selected points placed on one grid (or on their towers)."""
+
+    location: np.ndarray  # int32 per point
+    locations: pd.DataFrame  # label, lon, lat per location code
+    pair_count: np.ndarray  # per point: visits of its (user, location) pair
 
 
 def count_dataviews(config: DataviewConfig) -> int:
@@ -17,19 +36,89 @@ def count_dataviews(config: DataviewConfig) -> int:
 
 def view_ids(config: DataviewConfig) -> Iterator[str]:
     """d1, d2, ... zero-padded to the number of views (d01 ... d15)."""
-    total = count_dataviews(config)
-    width = len(str(total))
+    width = len(str(count_dataviews(config)))
     return (f"d{i:0{width}d}" for i in itertools.count(1))
 
 
-def build_dataviews(selection: Selection, config: DataviewConfig) -> Iterator[PresenceView]:
-    """Views in catalog order: the first dimension varies slowest.
+def locate(selection: Selection, grid: float | None) -> Located:
+    points = selection.points
+    if grid is None:
+        if selection.towers is None:
+            raise ValueError("a dataview without grid needs raw locations (cdr towers)")
+        location = points[C.TOWER].to_numpy()
+        locations = selection.towers
+    else:
+        location, locations = grid_cells(
+            points[C.X].to_numpy(), points[C.Y].to_numpy(), grid, selection.crs
+        )
+    user = points[C.USER].to_numpy()
+    key = user.astype(np.int64) * max(len(locations), 1) + location
+    _, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
+    return Located(location.astype(np.int32), locations, counts[inverse.ravel()])
 
-    The visit counts of one grid are computed once and filtered per frequency threshold.
-    """
-    dims = dict(config.dimensions)
+
+def build_dataviews(
+    selection: Selection, config: DataviewConfig, timezone: str = "UTC"
+) -> Iterator[Dataview]:
+    names = config.dimension_names
     ids = view_ids(config)
-    grids = dims.get("grid", (None,))
-    for grid in grids:
-        prefix = {"grid": grid} if "grid" in dims else {}
-        yield from build_presence_views(selection, grid, dims["frequency"], ids, prefix)
+    located: Located | None = None
+    grid_of_located: Any = object()
+    for combo in itertools.product(*(values for _, values in config.dimensions)):
+        values = dict(zip(names, combo, strict=True))
+        grid = values.get("grid")
+        if located is None or grid != grid_of_located:
+            located, grid_of_located = locate(selection, grid), grid
+        dimensions = tuple(values.items())
+        if config.format == "trajectory":
+            yield _trajectory(selection, located, next(ids), dimensions, timezone)
+        else:
+            yield _presence(selection, located, next(ids), dimensions, config.format)
+
+
+def _presence(
+    selection: Selection,
+    located: Located,
+    view_id: str,
+    dimensions: tuple[tuple[str, Any], ...],
+    view_format: str,
+) -> PresenceView:
+    f = int(dict(dimensions).get("frequency", 1))
+    keep = located.pair_count >= f
+    user, location, count = presence_pairs(
+        selection.points[C.USER].to_numpy()[keep],
+        located.location[keep],
+        len(located.locations),
+    )
+    cls = ProbabilityView if view_format == "probability" else PresenceView
+    return cls(
+        view_id, dimensions, selection.n_users, user, location, located.locations, count=count
+    )
+
+
+def _trajectory(
+    selection: Selection,
+    located: Located,
+    view_id: str,
+    dimensions: tuple[tuple[str, Any], ...],
+    timezone: str,
+) -> TrajectoryView:
+    values = dict(dimensions)
+    f = int(values.get("frequency", 1))
+    seconds = int(values["time"])
+    keep = located.pair_count >= f
+    user = selection.points[C.USER].to_numpy()[keep]
+    location = located.location[keep]
+    tbin = local_bins(selection.points[C.TIME].to_numpy()[keep], seconds, timezone)
+    first = collapse_repeats(user, location, tbin)
+    return TrajectoryView(
+        view_id,
+        dimensions,
+        selection.n_users,
+        user[first].astype(np.int32),
+        location[first],
+        located.locations,
+        tbin=tbin[first],
+        granularity=seconds,
+        timezone=timezone,
+    )

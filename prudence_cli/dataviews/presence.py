@@ -1,71 +1,50 @@
-"""Presence dataviews: per user, location → visit count (seed 000, section 4.1).
+"""Presence and probability dataviews (seed 000 section 4.1; seed 002 Definitions 2-3).
 
-A location is a grid cell of the `grid` dimension, or the raw tower when a cdr input has
-no grid. A visit is one selected point; a user-location pair is kept when its count
-reaches the `frequency` threshold f.
+A presence view holds per user: location → visit count, where a location is a grid cell
+(or the raw tower of a cdr input without grid) and a visit is one selected point; a
+user-location pair is kept when its count reaches the `frequency` threshold f. A
+probability view holds the same pairs with each pair's share of the user's kept visits.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from prudence_cli import columns as C
-from prudence_cli.space import grid_cells
-
-if TYPE_CHECKING:
-    from prudence_cli.select import Selection
-
-COVERAGE_KINDS = ("locations", "visits", "records")
+from prudence_cli.dataviews.base import Dataview, check_coverage
+from prudence_cli.engine.problem import Elements
 
 
 @dataclass(frozen=True)
-class PresenceView:
-    """One presence dataview over the user universe U of the selection.
+class PresenceView(Dataview):
+    """Rows sorted by user, then location id."""
 
-    Arrays are sorted by user, then location; user codes index `Selection.user_ids`.
-    """
+    count: np.ndarray  # int32, ≥ the threshold
 
-    id: str
-    dimensions: tuple[tuple[str, Any], ...]
-    n_users: int  # |U|, every selected user, including those absent from the view
-    user: np.ndarray  # int32
-    location: np.ndarray  # int32, codes into `locations`
-    count: np.ndarray  # int32, ≥ the frequency threshold
-    locations: pd.DataFrame = field(repr=False)  # label, lon, lat per location code
-    format: str = "presence"
+    format = "presence"
 
-    @cached_property
-    def offsets(self) -> np.ndarray:
-        """CSR offsets: user u's rows are [offsets[u], offsets[u + 1])."""
-        out = np.zeros(self.n_users + 1, dtype=np.int64)
-        np.cumsum(np.bincount(self.user, minlength=self.n_users), out=out[1:])
-        return out
+    def elements(self) -> Elements:
+        """Per user: locations (ascending ids) with their counts."""
+        return Elements(self.offsets, self.location, self.count.astype(float))
 
-    @property
-    def frequency(self) -> int:
-        return int(dict(self.dimensions).get("frequency", 1))
-
-    @property
-    def users_in_view(self) -> int:
-        return int(np.count_nonzero(np.diff(self.offsets)))
+    def ranked(self) -> Elements:
+        """Per user: locations by descending count, ties by ascending id (seed 002's
+        frequency vector order), values = counts."""
+        order = np.lexsort((self.location, -self.count.astype(np.int64), self.user))
+        return Elements(self.offsets, self.location[order], self.count[order].astype(float))
 
     def coverage(self, kind: str) -> np.ndarray:
-        """c({u}, D) per user: `locations` and `records` count the user's rows (one per
-        user-location pair), `visits` sums their counts."""
+        """`locations` and `records` count the user's rows (one per user-location pair),
+        `visits` sums their counts."""
+        check_coverage(kind)
         if kind == "visits":
             return np.bincount(self.user, weights=self.count, minlength=self.n_users)
-        if kind in ("locations", "records"):
-            return np.bincount(self.user, minlength=self.n_users).astype(float)
-        raise ValueError(f"unknown coverage {kind!r}; known: {', '.join(COVERAGE_KINDS)}")
+        return np.bincount(self.user, minlength=self.n_users).astype(float)
 
     def table(self, user_ids: np.ndarray) -> pd.DataFrame:
-        """The dataview as shared: original user id, location label, count."""
         return pd.DataFrame(
             {
                 C.USER: user_ids[self.user],
@@ -74,59 +53,36 @@ class PresenceView:
             }
         )
 
-    def restrict(self, keep_rows: np.ndarray) -> PresenceView:
-        """The same view with only the rows where keep_rows is True (same universe)."""
-        return PresenceView(
-            id=self.id,
-            dimensions=self.dimensions,
-            n_users=self.n_users,
-            user=self.user[keep_rows],
-            location=self.location[keep_rows],
-            count=self.count[keep_rows],
-            locations=self.locations,
-        )
+
+@dataclass(frozen=True)
+class ProbabilityView(PresenceView):
+    """A presence view whose pairs also carry their share of the user's visits."""
+
+    format = "probability"
+
+    @property
+    def share(self) -> np.ndarray:
+        totals = np.bincount(self.user, weights=self.count, minlength=self.n_users)
+        return self.count / totals[self.user]
+
+    def elements(self) -> Elements:
+        """Per user: locations (ascending ids) with their shares."""
+        return Elements(self.offsets, self.location, self.share)
+
+    def table(self, user_ids: np.ndarray) -> pd.DataFrame:
+        frame = super().table(user_ids)
+        frame["share"] = self.share
+        return frame
 
 
-def build_presence_views(
-    selection: Selection,
-    grid: float | None,
-    frequencies: tuple[int, ...],
-    ids: Iterator[str],
-    dimensions: dict[str, Any],
-) -> list[PresenceView]:
-    """One view per frequency threshold for one grid (or raw towers when grid is None).
-
-    `dimensions` holds the other dimension values of these views (e.g. the grid);
-    `ids` yields their ids in order.
-    """
-    points = selection.points
-    if grid is None:
-        if selection.towers is None:
-            raise ValueError("a presence dataview without grid needs raw locations (cdr towers)")
-        location = points[C.TOWER].to_numpy()
-        locations = selection.towers
-    else:
-        location, locations = grid_cells(
-            points[C.X].to_numpy(), points[C.Y].to_numpy(), grid, selection.crs
-        )
-    n_locations = max(len(locations), 1)
-    key = points[C.USER].to_numpy().astype(np.int64) * n_locations + location
+def presence_pairs(
+    user: np.ndarray, location: np.ndarray, n_locations: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(user, location, count) of every visited pair, sorted by user then location."""
+    key = user.astype(np.int64) * max(n_locations, 1) + location
     pairs, counts = np.unique(key, return_counts=True)
-    user = (pairs // n_locations).astype(np.int32)
-    loc = (pairs % n_locations).astype(np.int32)
-    counts = counts.astype(np.int32)
-    views = []
-    for f in frequencies:
-        keep = counts >= f
-        views.append(
-            PresenceView(
-                id=next(ids),
-                dimensions=tuple({**dimensions, "frequency": f}.items()),
-                n_users=selection.n_users,
-                user=user[keep],
-                location=loc[keep],
-                count=counts[keep],
-                locations=locations,
-            )
-        )
-    return views
+    return (
+        (pairs // max(n_locations, 1)).astype(np.int32),
+        (pairs % max(n_locations, 1)).astype(np.int32),
+        counts.astype(np.int32),
+    )

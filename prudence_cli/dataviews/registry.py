@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from prudence_cli.units import format_size, parse_size
+from prudence_cli.units import format_duration, format_size, parse_duration, parse_size
 
 
 @dataclass(frozen=True)
@@ -31,10 +31,13 @@ def parse_frequency(value: object) -> int:
 
 
 GRID = DimensionSpec(parse=parse_size, label=format_size, default=None)
+TIME = DimensionSpec(parse=parse_duration, label=format_duration, default=(3600,))
 FREQUENCY = DimensionSpec(parse=parse_frequency, label=str, default=(1,))
 
 FORMATS: dict[str, FormatSpec] = {
     "presence": FormatSpec("presence", {"grid": GRID, "frequency": FREQUENCY}),
+    "trajectory": FormatSpec("trajectory", {"grid": GRID, "time": TIME, "frequency": FREQUENCY}),
+    "probability": FormatSpec("probability", {"grid": GRID, "frequency": FREQUENCY}),
 }
 
 

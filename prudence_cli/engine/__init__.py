@@ -1,75 +1,63 @@
 """The counting engine: exact support of knowledge instances (DESIGN.md section 6).
 
-The problem the engine solves, in its own words (no attack, no dataview):
+The problem is stated in `problem.py`. Two exact strategies, chosen per query size by
+estimated cost, and one seeded approximation:
 
-  Every user v holds a sorted list of elements (e.g. locations), each with a value
-  (e.g. a visit count). A *query* of user u is an s-subset S of u's eligible elements with
-  a threshold per element. Its support is the number of users v that hold every element
-  of S with a value at least the threshold. The engine returns, per user, the minimum
-  support over all of that user's queries — so an attack's risk is 1 / minimum.
-
-Two exact strategies, chosen per subset size by estimated cost:
-
-- ``keyed``: enumerate the s-subsets of every user (members) and of every target (queries),
-  sort both by key, pair equal keys, and count dominance between member values and query
-  thresholds inside each key group. Work is split into partitions by the subset's smallest
-  element (balanced from exact per-element counts), so memory is bounded by a partition.
+- ``keyed``: enumerate the s-subsets of every user's list (members) and the targets'
+  queries, sort both by key, pair equal keys, and count the members inside each query's
+  bounds within the key group (sorted search, Fenwick sweeps). Work is split into
+  partitions by the key's first element, balanced from exact per-element counts, so
+  memory is bounded by a partition, not by the data.
 - ``posting``: for each query, scan the posting list of its rarest element and check the
-  other elements by binary search. Used when member enumeration would be combinatorial
-  (e.g. h = all on users with many elements).
+  other elements of each candidate. Used when member enumeration would be combinatorial
+  (e.g. h = all on people with many places).
+- sampling: when a level would enumerate more than `max_instances` and `sample` is set,
+  each target gets `sample` random instances (seeded), checked exactly with postings; the
+  result is then a lower bound of the risk and is reported as sampled.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numba
 import numpy as np
 
 from prudence_cli.engine import kernels
+from prudence_cli.engine.problem import MATCHES, MODES, CountingProblem, Elements, QuerySpec
 from prudence_cli.errors import BudgetError
+
+__all__ = ["CountingProblem", "Elements", "Engine", "QuerySpec", "Support", "STRATEGIES"]
 
 STRATEGIES = ("auto", "keyed", "posting")
 _SATURATE = 2**62
 
 
 @dataclass(frozen=True)
-class SubsetProblem:
-    """Arrays of a dominance-support problem; see the module docstring.
-
-    offsets: int64, n_users + 1 — user u's elements are elements[offsets[u]:offsets[u+1]]
-    elements: int32, ascending within each user; values: int32 per element
-    thresholds: int32 per element (the known value); eligible: bool per element
-    sizes: int64 per user — the subset size s_u of u's queries; 0 = no query
-    """
-
-    offsets: np.ndarray
-    elements: np.ndarray
-    values: np.ndarray
-    thresholds: np.ndarray
-    eligible: np.ndarray
-    sizes: np.ndarray
-
-    @property
-    def n_users(self) -> int:
-        return int(self.offsets.shape[0] - 1)
-
-
-@dataclass(frozen=True)
 class SizePlan:
-    """The work for one subset size: instance counts and the chosen strategy."""
+    """The work for one query size: instance counts and the chosen strategy."""
 
     size: int
     members: int  # s-subsets of every user (keyed strategy)
-    queries: int  # s-subsets of the targets' eligible elements
-    posting_cost: int  # candidate checks of the posting strategy (upper estimate)
+    queries: int  # the targets' queries of this size
+    posting_cost: int  # candidate checks of the posting strategy (estimate)
     strategy: str
 
     @property
     def instances(self) -> int:
-        return self.members + self.queries if self.strategy == "keyed" else self.queries
+        if self.strategy == "keyed":
+            return self.members + self.queries
+        return self.queries or self.members
+
+
+@dataclass(frozen=True)
+class Support:
+    """The engine's answer: minimum support per user (0 = no query) and how it was got."""
+
+    minimum: np.ndarray
+    instances: int  # instances enumerated or sampled
+    sampled: bool  # True: `sample` random instances per target, a lower bound of risk
 
 
 @dataclass
@@ -78,156 +66,407 @@ class Engine:
 
     max_instances: int = 1_000_000_000
     jobs: int = 0  # threads; 0 = every core
+    sample: int | None = None  # instances per target when a level is over the budget
+    seed: int = 0
     partition_instances: int = 8_000_000
     brute_limit: int = 4096  # groups with members × queries up to this are counted naively
     strategy: str = "auto"
+    seed_key: tuple[int, ...] = field(default=())
 
-    def plan(self, problem: SubsetProblem) -> list[SizePlan]:
-        """Estimate the work per subset size before any enumeration."""
-        p = problem
-        lengths = np.diff(p.offsets)
-        eligible_counts = _segment_sums(p.eligible.astype(np.int64), p.offsets)
-        post_len = np.bincount(p.elements, minlength=int(p.elements.max(initial=-1)) + 1)
+    def plan(self, problem: CountingProblem) -> list[SizePlan]:
+        """Estimate the work per query size before any enumeration."""
+        spec = problem.queries
+        q = spec.elements
+        member_lengths = problem.members.lengths
+        query_lengths = q.lengths
+        post_len = np.bincount(problem.members.elements, minlength=_n_elements(problem))
+        rarest = _segment_min(
+            post_len[q.elements] if q.elements.size else q.elements.astype(np.int64), q.offsets
+        )
+        totals = _segment_sums(q.values, q.offsets)
         plans = []
-        for s in np.unique(p.sizes[p.sizes > 0]).tolist():
-            targets = p.sizes == s
-            members = _sum_binomials(lengths, s)
-            queries = _sum_binomials(eligible_counts[targets], s)
-            rarest = _segment_min(np.where(p.eligible, post_len[p.elements], _SATURATE), p.offsets)[
-                targets
-            ]
-            per_query = _binomials(eligible_counts[targets], s)
-            posting = int(min(_SATURATE, float(np.dot(per_query.astype(float), rarest * s))))
+        sizes = np.arange(1, int(spec.size_hi.max(initial=0)) + 1)
+        for s in sizes.tolist():
+            targets = (spec.size_lo <= s) & (s <= spec.size_hi) & (query_lengths >= s)
+            if not targets.any():
+                continue
+            per_target = _binomials(query_lengths[targets], s)
+            if spec.mode == "compositions":
+                h_u = np.minimum(spec.compose, totals[targets]).astype(np.int64)
+                per_target = _saturating_mul(per_target, _binomials(np.maximum(h_u - 1, 0), s - 1))
+            queries = int(min(_SATURATE, per_target.astype(float).sum()))
+            members = _sum_binomials(member_lengths, s)
+            posting = int(
+                min(_SATURATE, float(np.dot(per_target.astype(float), rarest[targets] * s)))
+            )
+            if problem.self_queries:
+                queries = 0  # the targets' queries are the member subsets themselves
             strategy = self.strategy
             if strategy == "auto":
                 strategy = "posting" if posting < members + queries else "keyed"
             plans.append(SizePlan(s, members, queries, posting, strategy))
         return plans
 
-    def min_support(
-        self,
-        problem: SubsetProblem,
-        progress: Callable[[float], None] | None = None,
-    ) -> np.ndarray:
-        """Minimum support per user (int64; 0 for users without a query)."""
+    def min_support(self, problem: CountingProblem) -> Support:
+        """Minimum support per user over each user's queries (see problem.py)."""
         if self.strategy not in STRATEGIES:
             raise ValueError(f"unknown engine strategy {self.strategy!r}")
         plans = self.plan(problem)
         total = sum(plan.instances for plan in plans)
-        if total > self.max_instances:
-            raise BudgetError(
-                f"would enumerate about {total:,} knowledge instances, more than "
-                f"engine.max_instances = {self.max_instances:,}: use a smaller h, or raise "
-                "engine.max_instances if the machine has the time"
-            )
         if self.jobs:
             numba.set_num_threads(min(self.jobs, numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
         support = np.full(problem.n_users, kernels.UNSET, dtype=np.int64)
-        done = 0
-        for plan in plans:
-            if plan.strategy == "keyed":
-                self._keyed(problem, plan.size, support)
-            else:
-                self._posting(problem, plan.size, support)
-            done += plan.instances
-            if progress is not None and total:
-                progress(done / total)
+        if total > self.max_instances:
+            if not self.sample:
+                raise BudgetError(
+                    f"would enumerate about {total:,} knowledge instances, more than "
+                    f"engine.max_instances = {self.max_instances:,}. Use a smaller h, or set "
+                    "engine.sample: N to check N random instances per person (risks are then "
+                    "lower bounds, and the catalog says so)"
+                )
+            instances = self._sampled(problem, support)
+            sampled = True
+        else:
+            for plan in plans:
+                if plan.strategy == "keyed":
+                    self._keyed(problem, plan.size, support)
+                else:
+                    self._posting(problem, plan.size, support)
+            instances, sampled = total, False
         support[support == kernels.UNSET] = 0
-        return support
+        return Support(support, instances, sampled)
 
-    def _keyed(self, p: SubsetProblem, s: int, support: np.ndarray) -> None:
-        query = _query_table(p, s)
-        n_elements = int(p.elements.max(initial=-1)) + 1
-        binom = _binomial_table(int(np.diff(p.offsets).max(initial=0)), s)
-        weights = _first_element_counts(p.offsets, p.elements, s, binom, n_elements)
-        weights += _first_element_counts(query[0], query[1], s, binom, n_elements)
+    # --- strategies ----------------------------------------------------------------------
+
+    def _keyed(self, problem: CountingProblem, s: int, support: np.ndarray) -> None:
+        if problem.self_queries:
+            self._keyed_self(problem, s, support)
+            return
+        members, spec = problem.members, problem.queries
+        n_elements = _n_elements(problem)
+        binom = _binomial_table(
+            int(max(members.lengths.max(initial=0), spec.elements.lengths.max(initial=0))), s
+        )
+        m_index = _StartIndex(members)
+        q_index = _StartIndex(spec.elements)
+        weights = m_index.weights(s, binom, n_elements)
+        weights += q_index.weights(s, binom, n_elements, _query_sizes_ok(spec, s))
+        match = MATCHES.index(problem.match)
         for lo, hi in _partitions(weights, self.partition_instances):
-            mkeys, mvals, _ = _enumerate(p.offsets, p.elements, p.values, s, lo, hi, binom)
-            qkeys, qvals, owners = _enumerate(*query, s, lo, hi, binom)
+            qkeys, qlo, qhi, qref, owners = _enumerate_queries(spec, q_index.starts(lo, hi), s)
             if qkeys.shape[0] == 0:
                 continue
-            m_order = _key_order(mkeys, n_elements)
+            mkeys, mvals, mown = _enumerate_members(members, m_index.starts(lo, hi), s)
+            m_order = _key_order(mkeys, n_elements, mown if problem.ordered else None)
+            mkeys, mvals, mown = mkeys[m_order], mvals[m_order], mown[m_order]
+            if problem.ordered:
+                keep = kernels.distinct_rows(mkeys, mown)
+                mkeys, mvals = mkeys[keep], mvals[keep]
             q_order = _key_order(qkeys, n_elements)
-            mkeys, mvals = mkeys[m_order], mvals[m_order]
-            qkeys, qvals, owners = qkeys[q_order], qvals[q_order], owners[q_order]
+            qkeys, qlo, qhi = qkeys[q_order], qlo[q_order], qhi[q_order]
+            qref, owners = qref[q_order], owners[q_order]
             qs, qe, ms, me = kernels.match_groups(mkeys, qkeys)
-            counts = kernels.grouped_dominance(mvals, qvals, qs, qe, ms, me, self.brute_limit)
+            counts = kernels.grouped_counts(
+                match, mvals, qlo, qhi, qref, qs, qe, ms, me, self.brute_limit
+            )
             kernels.scatter_min(support, owners, counts)
 
-    def _posting(self, p: SubsetProblem, s: int, support: np.ndarray) -> None:
-        qoffsets, qelements, qthresholds = _query_table(p, s)
-        order = np.argsort(p.elements, kind="stable")
-        owners = np.repeat(np.arange(p.n_users, dtype=np.int64), np.diff(p.offsets))
-        n_elements = int(p.elements.max(initial=-1)) + 1
-        post_offsets = np.zeros(n_elements + 1, dtype=np.int64)
-        np.cumsum(np.bincount(p.elements, minlength=n_elements), out=post_offsets[1:])
-        targets = np.flatnonzero(p.sizes == s).astype(np.int64)
-        result = np.full(p.n_users, kernels.UNSET, dtype=np.int64)
-        kernels.posting_support(
-            p.offsets,
-            p.elements,
-            p.values,
-            post_offsets,
-            owners[order],
-            p.values[order],
-            qoffsets,
-            qelements,
-            qthresholds,
-            s,
-            targets,
-            result,
+    def _keyed_self(self, problem: CountingProblem, s: int, support: np.ndarray) -> None:
+        """Keyed counting when the queries are the members' own subsets: each key group
+        is counted once, and every queried member row takes its group's count."""
+        members, spec = problem.members, problem.queries
+        n_elements = _n_elements(problem)
+        binom = _binomial_table(int(members.lengths.max(initial=0)), s)
+        index = _StartIndex(members)
+        weights = index.weights(s, binom, n_elements)
+        queried = (spec.size_lo <= s) & (s <= spec.size_hi)
+        bits = max(1, int(n_elements).bit_length())
+        owner_bits = max(1, int(members.n_users).bit_length())
+        packed = problem.match == "contains" and bits * s + owner_bits <= 63
+        for lo, hi in _partitions(weights, self.partition_instances):
+            starts = index.starts(lo, hi)
+            if packed:
+                codes = _enumerate_codes(members, index.owners, starts, s, bits, owner_bits)
+                codes.sort()
+                kernels.self_containment(codes, owner_bits, queried, support)
+                continue
+            keys, vals, own = _enumerate_members(members, starts, s)
+            order = _key_order(keys, n_elements, own if problem.ordered else None)
+            keys, vals, own = keys[order], vals[order], own[order]
+            if problem.ordered:
+                keep = kernels.distinct_rows(keys, own)
+                keys, vals, own = keys[keep], vals[keep], own[keep]
+            group_starts, group_ends = kernels.runs(keys)
+            if problem.match == "contains":
+                counts = np.repeat(group_ends - group_starts, group_ends - group_starts)
+            else:
+                counts = kernels.self_dominance(vals, group_starts, group_ends, self.brute_limit)
+            rows = queried[own]
+            kernels.scatter_min(support, own[rows], counts[rows])
+
+    def _posting(self, problem: CountingProblem, s: int, support: np.ndarray) -> None:
+        spec = problem.queries
+        n_elements = _n_elements(problem)
+        binom = _binomial_table(int(spec.elements.lengths.max(initial=0)), s)
+        q_index = _StartIndex(spec.elements)
+        weights = q_index.weights(s, binom, n_elements, _query_sizes_ok(spec, s))
+        postings = _Postings(problem.members, n_elements)
+        for lo, hi in _partitions(weights, max(self.partition_instances // max(s, 1), 1)):
+            qkeys, qlo, qhi, qref, owners = _enumerate_queries(spec, q_index.starts(lo, hi), s)
+            if qkeys.shape[0] == 0:
+                continue
+            offsets = np.arange(0, qkeys.size + 1, s, dtype=np.int64)
+            counts = postings.verify(
+                problem, offsets, qkeys.ravel(), qlo.ravel(), qhi.ravel(), qref
+            )
+            kernels.scatter_min(support, owners, counts)
+
+    def _sampled(self, problem: CountingProblem, support: np.ndarray) -> int:
+        spec = problem.queries
+        q = spec.elements
+        n = self.sample or 0
+        lengths = q.lengths
+        totals = _segment_sums(q.values, q.offsets)
+        if spec.mode == "compositions":
+            width = np.minimum(spec.compose, totals).astype(np.int64)
+            usable = (spec.size_hi > 0) & (lengths > 0)
+        else:
+            width = np.minimum(spec.size_hi, lengths).astype(np.int64)
+            usable = (width >= np.maximum(spec.size_lo, 1)) & (width > 0)
+        users = np.flatnonzero(usable)
+        rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=self.seed_key))
+        postings = _Postings(problem.members, _n_elements(problem))
+        mode = MODES.index(spec.mode)
+        upper = spec.upper if spec.upper is not None else np.full(q.values.shape, np.inf)
+        per_chunk = max(1, self.partition_instances // max(n * int(width.max(initial=1)), 1))
+        for start in range(0, users.shape[0], per_chunk):
+            chunk = users[start : start + per_chunk]
+            sizes = width[chunk]
+            n_queries = chunk.shape[0] * n
+            randoms = rng.random((n_queries, int(sizes.max(initial=1))))
+            capacity = int(sizes.sum()) * n
+            q_offsets = np.zeros(n_queries + 1, dtype=np.int64)
+            q_elements = np.empty(capacity, dtype=np.int32)
+            q_lo = np.empty(capacity)
+            q_hi = np.empty(capacity)
+            q_ref = np.empty(n_queries, dtype=np.int64)
+            q_owner = np.empty(n_queries, dtype=np.int64)
+            kernels.sample_queries(
+                q.offsets,
+                q.elements,
+                q.values,
+                upper,
+                chunk,
+                sizes,
+                n,
+                mode,
+                spec.compose,
+                totals,
+                spec.delta,
+                randoms,
+                q_offsets,
+                q_elements,
+                q_lo,
+                q_hi,
+                q_ref,
+                q_owner,
+            )
+            counts = postings.verify(problem, q_offsets, q_elements, q_lo, q_hi, q_ref)
+            kernels.scatter_min(support, q_owner, counts)
+        return int(users.shape[0]) * n
+
+
+class _StartIndex:
+    """Positions of a CSR list ordered by element, so that a partition [lo, hi) of element
+    ids is a contiguous slice of first positions."""
+
+    def __init__(self, lists: Elements) -> None:
+        self.lists = lists
+        self.order = np.argsort(lists.elements, kind="stable")
+        self.sorted = lists.elements[self.order]
+        self.owners = np.repeat(np.arange(lists.n_users, dtype=np.int64), lists.lengths)
+
+    def starts(self, lo: int, hi: int) -> np.ndarray:
+        a, b = np.searchsorted(self.sorted, [lo, hi])
+        return self.order[a:b]
+
+    def weights(
+        self, s: int, binom: np.ndarray, n_elements: int, users: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Exact number of s-subsets per first element (optionally only for `users`)."""
+        ends = self.lists.offsets[1:][self.owners]
+        remaining = ends - 1 - np.arange(self.lists.elements.shape[0])
+        w = binom[np.maximum(remaining, 0), s - 1].astype(float)
+        w[remaining < s - 1] = 0
+        if users is not None:
+            w *= users[self.owners]
+        return np.bincount(self.lists.elements, weights=w, minlength=n_elements)
+
+
+class _Postings:
+    """Distinct (element, user) pairs grouped by element, for candidate scans."""
+
+    def __init__(self, members: Elements, n_elements: int) -> None:
+        n = max(members.n_users, 1)
+        owners = np.repeat(np.arange(members.n_users, dtype=np.int64), members.lengths)
+        pairs = np.unique(members.elements.astype(np.int64) * n + owners)
+        self.users = pairs % n
+        self.offsets = np.zeros(n_elements + 1, dtype=np.int64)
+        np.cumsum(np.bincount(pairs // n, minlength=n_elements), out=self.offsets[1:])
+        self.members = members
+
+    def verify(
+        self,
+        problem: CountingProblem,
+        q_offsets: np.ndarray,
+        q_elements: np.ndarray,
+        q_lo: np.ndarray,
+        q_hi: np.ndarray,
+        q_ref: np.ndarray,
+    ) -> np.ndarray:
+        counts = np.zeros(q_offsets.shape[0] - 1, dtype=np.int64)
+        m = self.members
+        kernels.verify_queries(
+            MATCHES.index(problem.match),
+            problem.ordered,
+            m.offsets,
+            m.elements,
+            m.values,
+            self.offsets,
+            self.users,
+            q_offsets,
+            q_elements,
+            q_lo,
+            q_hi,
+            q_ref,
+            counts,
         )
-        np.minimum(support, result, out=support)
+        return counts
 
 
-def _query_table(p: SubsetProblem, s: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """CSR of the eligible elements of the users whose queries have size s."""
-    owners = np.repeat(np.arange(p.n_users), np.diff(p.offsets))
-    keep = p.eligible & (p.sizes[owners] == s)
-    offsets = np.zeros(p.n_users + 1, dtype=np.int64)
-    np.cumsum(np.bincount(owners[keep], minlength=p.n_users), out=offsets[1:])
-    return offsets, p.elements[keep], p.thresholds[keep]
-
-
-def _enumerate(
-    offsets: np.ndarray,
-    elements: np.ndarray,
-    values: np.ndarray,
-    s: int,
-    lo: int,
-    hi: int,
-    binom: np.ndarray,
+def _enumerate_members(
+    members: Elements, starts: np.ndarray, s: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    n = int(kernels.count_subsets(offsets, elements, s, binom, lo, hi))
+    owners = np.repeat(np.arange(members.n_users, dtype=np.int64), members.lengths)
+    empty_keys = np.empty((0, s), dtype=np.int32)
+    n = kernels.enumerate_members(
+        members.offsets,
+        owners,
+        members.elements,
+        members.values,
+        starts,
+        s,
+        empty_keys,
+        np.empty((0, s)),
+        np.empty(0, np.int64),
+    )
     keys = np.empty((n, s), dtype=np.int32)
-    vals = np.empty((n, s), dtype=np.int32)
-    owners = np.empty(n, dtype=np.int64)
-    written = kernels.enumerate_subsets(offsets, elements, values, s, lo, hi, keys, vals, owners)
-    assert written == n
-    return keys, vals, owners
+    vals = np.empty((n, s))
+    own = np.empty(n, dtype=np.int64)
+    kernels.enumerate_members(
+        members.offsets, owners, members.elements, members.values, starts, s, keys, vals, own
+    )
+    return keys, vals, own
 
 
-def _key_order(keys: np.ndarray, n_elements: int) -> np.ndarray:
-    """Row order that sorts keys lexicographically (packed into int64 when it fits)."""
+def _enumerate_codes(
+    members: Elements,
+    owners: np.ndarray,
+    starts: np.ndarray,
+    s: int,
+    bits: int,
+    owner_bits: int,
+) -> np.ndarray:
+    args = (members.offsets, owners, members.elements, starts, s, bits, owner_bits)
+    n = kernels.enumerate_codes(*args, np.empty(0, np.int64))
+    codes = np.empty(n, dtype=np.int64)
+    kernels.enumerate_codes(*args, codes)
+    return codes
+
+
+def _enumerate_queries(
+    spec: QuerySpec, starts: np.ndarray, s: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    q = spec.elements
+    owners = np.repeat(np.arange(q.n_users, dtype=np.int64), q.lengths)
+    upper = spec.upper if spec.upper is not None else np.full(q.values.shape, np.inf)
+    totals = _segment_sums(q.values, q.offsets)
+    mode = MODES.index(spec.mode)
+
+    def run(
+        keys: np.ndarray, lo: np.ndarray, hi: np.ndarray, ref: np.ndarray, own: np.ndarray
+    ) -> int:
+        return int(
+            kernels.enumerate_queries(
+                q.offsets,
+                owners,
+                q.elements,
+                q.values,
+                upper,
+                starts,
+                s,
+                spec.size_lo,
+                spec.size_hi,
+                totals,
+                mode,
+                spec.compose,
+                spec.delta,
+                keys,
+                lo,
+                hi,
+                ref,
+                own,
+            )
+        )
+
+    n = run(
+        np.empty((0, s), np.int32),
+        np.empty((0, s)),
+        np.empty((0, s)),
+        np.empty(0, np.int64),
+        np.empty(0, np.int64),
+    )
+    out = (
+        np.empty((n, s), np.int32),
+        np.empty((n, s)),
+        np.empty((n, s)),
+        np.empty(n, np.int64),
+        np.empty(n, np.int64),
+    )
+    run(*out)
+    return out
+
+
+def _query_sizes_ok(spec: QuerySpec, s: int) -> np.ndarray:
+    return ((spec.size_lo <= s) & (s <= spec.size_hi)).astype(float)
+
+
+def _n_elements(problem: CountingProblem) -> int:
+    return (
+        int(
+            max(
+                problem.members.elements.max(initial=-1),
+                problem.queries.elements.elements.max(initial=-1),
+            )
+        )
+        + 1
+    )
+
+
+def _key_order(keys: np.ndarray, n_elements: int, owners: np.ndarray | None = None) -> np.ndarray:
+    """Row order sorting keys lexicographically (then by owner when given); keys are
+    packed into one int64 when they fit."""
     s = keys.shape[1]
     bits = max(1, int(n_elements).bit_length())
     if bits * s <= 63:
         packed = np.zeros(keys.shape[0], dtype=np.int64)
         for j in range(s):
             packed = (packed << bits) | keys[:, j].astype(np.int64)
-        return np.argsort(packed, kind="stable")
-    return np.lexsort(keys.T[::-1])
-
-
-def _first_element_counts(
-    offsets: np.ndarray, elements: np.ndarray, s: int, binom: np.ndarray, n_elements: int
-) -> np.ndarray:
-    """Exact number of s-subsets per smallest element (for balanced partitions)."""
-    lengths = np.diff(offsets)
-    position = np.arange(elements.shape[0]) - np.repeat(offsets[:-1], lengths)
-    remaining = np.repeat(lengths, lengths) - 1 - position
-    weights = binom[remaining, s - 1]
-    return np.bincount(elements, weights=weights.astype(float), minlength=n_elements)
+        if owners is None:
+            return np.argsort(packed, kind="stable")
+        return np.lexsort((owners, packed))
+    columns = [keys[:, j] for j in range(s - 1, -1, -1)]
+    return np.lexsort(([owners] if owners is not None else []) + columns)
 
 
 def _partitions(weights: np.ndarray, budget: int) -> list[tuple[int, int]]:
@@ -261,8 +500,12 @@ def _binomials(n: np.ndarray, s: int) -> np.ndarray:
     """C(n, s) per entry, exact, saturating at 2**62."""
     out = np.zeros(n.shape[0], dtype=np.int64)
     for value in np.unique(n).tolist():
-        out[n == value] = min(math.comb(int(value), s), _SATURATE)
+        out[n == value] = min(math.comb(int(value), s), _SATURATE) if value >= 0 else 0
     return out
+
+
+def _saturating_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.minimum(a.astype(float) * b.astype(float), _SATURATE).astype(np.int64)
 
 
 def _sum_binomials(n: np.ndarray, s: int) -> int:
@@ -272,7 +515,7 @@ def _sum_binomials(n: np.ndarray, s: int) -> int:
 
 
 def _segment_sums(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    cumulative = np.concatenate([[0], np.cumsum(values)])
+    cumulative = np.concatenate([[0.0], np.cumsum(values, dtype=float)])
     return cumulative[offsets[1:]] - cumulative[offsets[:-1]]
 
 

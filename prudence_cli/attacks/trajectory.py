@@ -1,0 +1,77 @@
+"""Attacks on trajectories (seed 002, section 4.1), on trajectory dataviews.
+
+- `location` (Definitions 7-8): the attacker knows an h-sub-multiset of the locations the
+  target visited, without order; candidates visited each location at least as many
+  times. The instances are the distinct sub-multisets of size h (all of the target's
+  visits when fewer than h).
+- `visit` (Definitions 11-12): the attacker knows h of the target's visits (location,
+  time bin); candidates made every one of those visits. Seed 002 prints the time test as
+  t ≤ t'; Prudence matches the visit's time bin exactly, at the dataview's `time`
+  granularity, as the trajectory dataview defines it. Instances are sets of distinct
+  visits (a repeated visit adds no knowledge).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+
+from prudence_cli.attacks.base import (
+    Attack,
+    AttackResult,
+    H,
+    KnowledgeDimension,
+    KnowledgeLevel,
+    count_risks,
+    sizes_for,
+    subsets,
+)
+from prudence_cli.engine import Engine, QuerySpec
+
+if TYPE_CHECKING:
+    from prudence_cli.dataviews.trajectory import TrajectoryView
+
+
+class LocationAttack(Attack):
+    name: ClassVar[str] = "location"
+    formats: ClassVar[frozenset[str]] = frozenset({"trajectory"})
+    knowledge: ClassVar[tuple[KnowledgeDimension, ...]] = (H,)
+
+    def risks(
+        self,
+        view: TrajectoryView,  # type: ignore[override]
+        level: KnowledgeLevel,
+        engine: Engine,
+        known_ones: np.ndarray | None = None,
+    ) -> AttackResult:
+        multisets = view.multisets()
+        h = level["h"]
+        distinct = multisets.lengths
+        visits = np.bincount(view.user, minlength=view.n_users)
+        compose = int(visits.max(initial=0)) if h == "all" else int(h)
+        size_hi = distinct if h == "all" else np.minimum(distinct, h)
+        size_lo = distinct if h == "all" else np.minimum(distinct, 1)
+        spec = QuerySpec(
+            multisets, size_lo=size_lo, size_hi=size_hi, mode="compositions", compose=compose
+        )
+        return count_risks(view, multisets, spec, engine, known_ones)
+
+
+class VisitAttack(Attack):
+    name: ClassVar[str] = "visit"
+    formats: ClassVar[frozenset[str]] = frozenset({"trajectory"})
+    knowledge: ClassVar[tuple[KnowledgeDimension, ...]] = (H,)
+
+    def risks(
+        self,
+        view: TrajectoryView,  # type: ignore[override]
+        level: KnowledgeLevel,
+        engine: Engine,
+        known_ones: np.ndarray | None = None,
+    ) -> AttackResult:
+        visits = view.visit_sets()
+        sizes = sizes_for(level["h"], visits.lengths)
+        return count_risks(
+            view, visits, subsets(visits, sizes), engine, known_ones, match="contains"
+        )

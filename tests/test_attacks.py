@@ -1,0 +1,173 @@
+"""Every attack of seed 002 (and the presence attack's relatives) against a literal
+reference implementation, on many random small datasets, and on hand-made examples."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from prudence_cli.attacks.base import KnowledgeLevel
+from prudence_cli.attacks.registry import ATTACKS
+from prudence_cli.engine import Engine
+from tests.conftest import presence_view, probability_view, trajectory_view
+from tests.reference import trajectory_attack_risks, vector_attack_risks
+
+ENGINES = [
+    Engine(),
+    Engine(strategy="keyed", brute_limit=0, partition_instances=5),
+    Engine(strategy="posting"),
+]
+
+
+def risks(attack: str, view, engine: Engine = ENGINES[0], **knowledge) -> np.ndarray:
+    names = [d.name for d in ATTACKS[attack].knowledge]
+    level = KnowledgeLevel(attack, tuple((n, knowledge[n]) for n in names))
+    return ATTACKS[attack].risks(view, level, engine).risk
+
+
+# --- hand-made examples ---------------------------------------------------------------------
+# Three people over locations 0-3 and hours 8-10:
+#   a: 0@8, 1@9, 0@10      b: 0@8, 1@9, 2@10      c: 1@8, 0@9, 0@10
+TRIPS = {
+    "a": [(0, 8), (1, 9), (0, 10)],
+    "b": [(0, 8), (1, 9), (2, 10)],
+    "c": [(1, 8), (0, 9), (0, 10)],
+}
+PEOPLE = ["a", "b", "c", "d"]  # d: selected but absent from the view
+
+
+@pytest.mark.parametrize(
+    ("attack", "h", "expected"),
+    [
+        # {0, 0} is held by a and c; b's {2} is unique
+        ("location", 1, [1 / 3, 1, 1 / 3, 0]),
+        ("location", 2, [1 / 2, 1, 1 / 2, 0]),
+        # a's pairs (0,1), (0,0), (1,0) are each held by 2 people; b's (1,2) only by b
+        ("location_sequence", 2, [1 / 2, 1, 1 / 2, 0]),
+        ("location_sequence", 3, [1, 1, 1, 0]),
+        # visits: a's 0@10 is shared with c only; b's 2@10 is unique
+        ("visit", 1, [1 / 2, 1, 1, 0]),
+    ],
+)
+def test_trajectory_attacks_by_hand(attack, h, expected):
+    view = trajectory_view(TRIPS, PEOPLE)
+    np.testing.assert_allclose(risks(attack, view, h=h), expected)
+
+
+# Counts: a: {0: 5, 1: 2}, b: {0: 3, 1: 3, 2: 1}, c: {0: 5, 1: 2, 3: 1}
+COUNTS = {"a": {0: 5, 1: 2}, "b": {0: 3, 1: 3, 2: 1}, "c": {0: 5, 1: 2, 3: 1}}
+
+
+@pytest.mark.parametrize(
+    ("attack", "knowledge", "expected"),
+    [
+        ("unique_location", {"h": 1}, [1 / 3, 1, 1, 0]),
+        # a ranks 0 > 1; b ranks 0, 1 (tie 3-3 broken by id) > 2; c ranks 0 > 1 > 3
+        ("unique_location_sequence", {"h": 2}, [1 / 3, 1, 1, 0]),
+        # a's (0 ≥ 5, 1 ≥ 2) matches a and c
+        ("frequency", {"h": 2}, [1 / 2, 1, 1, 0]),
+        ("home_work", {}, [1 / 2, 1 / 1, 1 / 2, 0]),
+        # proportions with 0 as reference: a 2/5 = 0.4, b 1.0, c 0.4
+        ("proportion", {"h": 2, "delta": 0.1}, [1 / 2, 1, 1, 0]),
+    ],
+)
+def test_frequency_vector_attacks_by_hand(attack, knowledge, expected):
+    view = presence_view(COUNTS, PEOPLE)
+    np.testing.assert_allclose(risks(attack, view, **knowledge), expected)
+
+
+def test_probability_attack_by_hand():
+    # shares: a 5/7 and 2/7; b 3/7, 3/7, 1/7; c 5/8, 2/8, 1/8
+    view = probability_view(COUNTS, PEOPLE)
+    # location 0 within ±0.1 of a's 0.714: a and c (0.625); b's 0.43 is alone
+    np.testing.assert_allclose(risks("probability", view, h=1, delta=0.1), [1 / 2, 1, 1, 0])
+    # δ = 0: only exact shares match; everyone is unique on some location
+    np.testing.assert_allclose(risks("probability", view, h=1, delta=0.0), [1, 1, 1, 0])
+
+
+# --- property tests against the literal definitions ----------------------------------------
+
+
+@st.composite
+def trajectories(draw):
+    n_users = draw(st.integers(1, 7))
+    data = {
+        u: draw(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 3)), max_size=6))
+        for u in range(n_users)
+    }
+    # the dataview collapses consecutive repeats of a visit
+    for u, visits in data.items():
+        data[u] = [v for i, v in enumerate(visits) if i == 0 or v != visits[i - 1]]
+    return data, list(range(n_users))
+
+
+@st.composite
+def count_vectors(draw):
+    n_users = draw(st.integers(1, 8))
+    data = {
+        u: draw(st.dictionaries(st.integers(0, 5), st.integers(1, 6), max_size=5))
+        for u in range(n_users)
+    }
+    return data, list(range(n_users))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    trajectories(),
+    st.sampled_from(["location", "location_sequence", "visit"]),
+    st.sampled_from([1, 2, 3, "all"]),
+    st.sampled_from(range(len(ENGINES))),
+)
+def test_trajectory_attacks_equal_reference(case, attack, h, engine_index):
+    data, users = case
+    view = trajectory_view(data, users)
+    expected = trajectory_attack_risks(data, users, attack, h)
+    got = risks(attack, view, ENGINES[engine_index], h=h)
+    np.testing.assert_allclose(got, [expected[u] for u in users])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    count_vectors(),
+    st.sampled_from(
+        ["unique_location", "unique_location_sequence", "frequency", "home_work", "proportion"]
+    ),
+    st.sampled_from([1, 2, 3, "all"]),
+    st.sampled_from([0.0, 0.1, 0.34]),
+    st.sampled_from(range(len(ENGINES))),
+)
+def test_vector_attacks_equal_reference(case, attack, h, delta, engine_index):
+    data, users = case
+    view = presence_view(data, users)
+    expected = vector_attack_risks(data, users, attack, h, delta)
+    knowledge = {"h": h, "delta": delta}
+    got = risks(attack, view, ENGINES[engine_index], **knowledge)
+    np.testing.assert_allclose(got, [expected[u] for u in users])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    count_vectors(),
+    st.sampled_from([1, 2, 3, "all"]),
+    st.sampled_from([0.0, 0.05, 0.2]),
+    st.sampled_from(range(len(ENGINES))),
+)
+def test_probability_attack_equals_reference(case, h, delta, engine_index):
+    data, users = case
+    view = probability_view(data, users)
+    expected = vector_attack_risks(data, users, "probability", h, delta)
+    got = risks("probability", view, ENGINES[engine_index], h=h, delta=delta)
+    np.testing.assert_allclose(got, [expected[u] for u in users])
+
+
+@settings(max_examples=30, deadline=None)
+@given(trajectories(), st.sampled_from(["location", "location_sequence", "visit"]))
+def test_known_ones_shortcut_gives_the_same_risks(case, attack):
+    data, users = case
+    view = trajectory_view(data, users)
+    low = risks(attack, view, h=1)
+    level = KnowledgeLevel(attack, (("h", 2),))
+    shortcut = ATTACKS[attack].risks(view, level, Engine(), known_ones=low >= 1).risk
+    np.testing.assert_allclose(shortcut, risks(attack, view, h=2))
