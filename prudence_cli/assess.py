@@ -128,6 +128,7 @@ def assess(
                         "attack": level.attack,
                         **{k: str(v) for k, v in level.values},
                         **summary.__dict__,
+                        "sampled": result.sampled,
                         "curve": curve,
                     }
                 )

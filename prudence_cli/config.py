@@ -386,12 +386,14 @@ def _parse_attacks(r: _Reader, data: object, view_format: str) -> tuple[AttackCo
 
 
 def _parse_engine(r: _Reader, data: object) -> EngineConfig:
-    m = r.mapping(data, "engine", allowed={"max_instances", "jobs"})
+    m = r.mapping(data, "engine", allowed={"max_instances", "jobs", "sample"})
+    sample = m.get("sample")
     return EngineConfig(
         max_instances=r.integer(
             m.get("max_instances", DEFAULT_MAX_INSTANCES), "engine.max_instances", minimum=1
         ),
         jobs=r.integer(m.get("jobs", 0), "engine.jobs", minimum=0),
+        sample=None if sample is None else r.integer(sample, "engine.sample", minimum=1),
     )
 
 

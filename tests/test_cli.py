@@ -253,3 +253,63 @@ def test_cdr_on_raw_towers(tmp_path, monkeypatch):
     assert "grid" not in catalog.irac.columns
     locations = pd.read_csv(tmp_path / "catalog" / "cdr" / "dataviews" / "d1.locations.csv")
     assert locations["label"].str.startswith("T").all()
+
+
+ALL_ATTACKS = {
+    "trajectory": "[{attack: location, knowledge: {h: [1, 2]}},"
+    " {attack: location_sequence, knowledge: {h: [2]}}, {attack: visit, knowledge: {h: [2]}}]",
+    "presence": "[{attack: presence, knowledge: {h: [2], visits: [half]}},"
+    " {attack: unique_location, knowledge: {h: [2]}},"
+    " {attack: unique_location_sequence, knowledge: {h: [2]}},"
+    " {attack: frequency, knowledge: {h: [1]}}, {attack: home_work},"
+    " {attack: proportion, knowledge: {h: [2], delta: [0.1]}}]",
+    "probability": "[{attack: probability, knowledge: {h: [1, 2], delta: [0.05]}}]",
+}
+
+
+@pytest.mark.parametrize("view_format", sorted(ALL_ATTACKS))
+def test_every_attack_lands_in_the_catalog(project, sample_gps, view_format):
+    dims = "{grid: [1km], time: [1d]}" if view_format == "trajectory" else "{grid: [1km]}"
+    (project / f"{view_format}.yaml").write_text(
+        f"input: {{path: {sample_gps}, columns: {{user: uid, time: datetime, lat: lat, "
+        f"lon: lng}}, timezone: Europe/Rome}}\n"
+        "select: {points: trip_ends}\n"
+        f"dataview: {{format: {view_format}, dimensions: {dims}}}\n"
+        f"attacks: {ALL_ATTACKS[view_format]}\n"
+    )
+    result = run("assess", f"{view_format}.yaml", "--quiet")
+    assert result.exit_code == 0, result.output
+    shown = json.loads(run("catalog", "show", "--format", "json").stdout)
+    attacks = {row["attack"] for row in shown}
+    expected = set(ALL_ATTACKS[view_format].replace("attack: ", "\n").split("\n")[1:])
+    assert attacks == {name.split(",")[0].split("}")[0] for name in expected}
+    assert all(0 <= row["i_rac_u"] <= 1 and row["sampled"] is False for row in shown)
+    risks = pd.read_csv(io.StringIO(run("catalog", "risks").stdout))
+    assert set(risks["attack"]) == attacks
+    assert risks["risk"].between(0, 1).all()
+
+
+def test_budget_error_and_sampling(project, sample_gps):
+    base = (
+        f"input: {{path: {sample_gps}, columns: {{user: uid, time: datetime, lat: lat, "
+        "lon: lng}}\n"
+        "dataview: {format: trajectory, dimensions: {grid: [250m], time: [1h]}}\n"
+        "attacks: [{attack: location_sequence, knowledge: {h: [4]}}]\n"
+    )
+    (project / "big.yaml").write_text(base + "engine: {max_instances: 1000}\n")
+    result = run("assess", "big.yaml", "--quiet")
+    assert result.exit_code == 2
+    assert "d1 grid=250m time=1h frequency=1 location_sequence[h=4]" in result.stderr
+    assert "use a smaller h, or set engine.sample: N" in result.stderr.replace("Use", "use")
+    (project / "sampled.yaml").write_text(base + "engine: {max_instances: 1000, sample: 5}\n")
+    sampled = run("assess", "sampled.yaml", "--quiet")
+    assert sampled.exit_code == 0, sampled.stderr
+    manifest = open_catalog(project / "catalog" / "sampled").manifest
+    assert manifest["sampling"][0]["level"] == "location_sequence[h=4]"
+    assert manifest["sampling"][0]["instances_per_user"] == 5
+    shown = json.loads(
+        run(
+            "catalog", "show", "--format", "json", "--catalog", str(project / "catalog" / "sampled")
+        ).stdout
+    )
+    assert shown[0]["sampled"] is True

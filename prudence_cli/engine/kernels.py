@@ -437,10 +437,21 @@ def grouped_counts(match, mvals, qlo, qhi, qref, qs, qe, ms, me, brute_limit):
 def self_dominance(mvals, starts, ends, brute_limit):
     """Per member row: the members of its key group whose values are all ≥ its own."""
     counts = np.zeros(mvals.shape[0], np.int64)
+    s = mvals.shape[1]
     for g in nb.prange(starts.shape[0]):
         a, b = starts[g], ends[g]
         if (b - a) * (b - a) <= 64:
-            _brute_rows(mvals, a, b, mvals, np.full_like(mvals, np.inf), a, b, counts)
+            for i in range(a, b):
+                n = 0
+                for k in range(a, b):
+                    ok = True
+                    for j in range(s):
+                        if mvals[k, j] < mvals[i, j]:
+                            ok = False
+                            break
+                    if ok:
+                        n += 1
+                counts[i] = n
         else:
             group = mvals[a:b]
             count_in_group(
