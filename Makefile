@@ -17,6 +17,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 demo: $(STAMP)
 	$(BIN)/prudence assess configs/demo.yaml
 	$(BIN)/prudence catalog show --catalog catalog/demo --format table
+	$(BIN)/prudence sanitize --catalog catalog/demo --threshold 0.3 --where visits=half --out release/demo
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
@@ -25,6 +26,12 @@ lint: $(STAMP)
 	$(BIN)/ruff check prudence_cli tests benchmarks
 	$(BIN)/ruff format --check prudence_cli tests benchmarks
 	$(BIN)/mypy prudence_cli
+
+# Speed against scikit-mobility and fastmob (installed in benchmarks/.peers), and at scale.
+# Not part of CI; results land in benchmarks/out/results.json (see benchmarks/RESULTS.md).
+bench: $(STAMP)
+	bash benchmarks/peers_setup.sh
+	$(BIN)/python benchmarks/run.py
 
 # Regenerates the shipped sample data (seeded: the files do not change).
 sample: $(STAMP)

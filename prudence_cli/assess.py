@@ -36,6 +36,7 @@ from prudence_cli.errors import BudgetError, PrudenceError
 from prudence_cli.io.atomic import atomic_folder
 from prudence_cli.io.readers import read_points
 from prudence_cli.measures.rac import rac_curve, summarize
+from prudence_cli.sanitize.ledger import carry_over
 from prudence_cli.select import Selection, select
 
 ProgressCallback = Callable[[int, int, str], None]
@@ -150,6 +151,8 @@ def assess(
             )
         timings["attacks"] = time.perf_counter() - mark
         timings["total"] = time.perf_counter() - started
+        if is_catalog(out):
+            carry_over(out, folder)
         irac = _irac_table(rows, config)
         manifest = _manifest(config, selection, raw.dropped, views_meta, engine, timings, sampling)
         writer.finish(manifest, irac)

@@ -181,6 +181,159 @@ def catalog_risks(catalog_dir: Path | None, where: tuple[str, ...], fmt: str) ->
         first = False
 
 
+@catalog.command("releases")
+@_CATALOG_OPTION
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "csv", "json"]),
+    help="Output format (default: table on a terminal, csv otherwise).",
+)
+@_errors
+def catalog_releases(catalog_dir: Path | None, fmt: str | None) -> None:
+    """List the release ledger: what was released, to whom, when."""
+    import pandas as pd
+
+    from prudence_cli.catalog import find_catalog, open_catalog
+    from prudence_cli.render import print_table, releases_table, to_csv, to_json
+    from prudence_cli.sanitize.ledger import read_ledger
+
+    opened = open_catalog(find_catalog(catalog_dir))
+    records = read_ledger(opened)
+    columns = [
+        "id",
+        "recipient",
+        "created",
+        "dataview",
+        "format",
+        "dimensions",
+        "threshold",
+        "method",
+        "users",
+        "pseudonymized",
+        "release",
+    ]
+    frame = pd.DataFrame(
+        [
+            {**r, "dimensions": " ".join(f"{k}={v}" for k, v in r["dimensions"].items())}
+            for r in records
+        ],
+        columns=columns,
+    )
+    fmt = fmt or ("table" if sys.stdout.isatty() else "csv")
+    if fmt == "table":
+        print_table(releases_table(frame))
+    elif fmt == "csv":
+        click.echo(to_csv(frame), nl=False)
+    else:
+        click.echo(to_json(frame), nl=False)
+    if not records:
+        click.echo("No release recorded in this catalog yet.", err=True)
+
+
+@main.command()
+@click.option(
+    "--threshold",
+    type=float,
+    required=True,
+    help="Tolerated risk R in (0, 1]: every released person ends at or below it.",
+)
+@_CATALOG_OPTION
+@click.option(
+    "--dataview",
+    "dataview",
+    metavar="ID",
+    help="Dataview to release (default: the largest i-RAC_D that can meet R).",
+)
+@click.option(
+    "--attack",
+    "attacks",
+    multiple=True,
+    metavar="NAME",
+    help="Count only this assessed attack (repeatable; default: every one).",
+)
+@_WHERE_OPTION
+@click.option(
+    "--method",
+    type=click.Choice(["suppress-users", "suppress-locations"]),
+    default="suppress-users",
+    show_default=True,
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=Path("release"),
+    show_default=True,
+    help="Release folder (replaced atomically).",
+)
+@click.option(
+    "--recipient",
+    help="Who receives it; earlier releases to them are assessed together with this one.",
+)
+@click.option(
+    "--pseudonymize",
+    is_flag=True,
+    help="Replace user ids by fresh seeded pseudonyms (mapping kept in the catalog).",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress messages.")
+@_errors
+def sanitize(
+    threshold: float,
+    catalog_dir: Path | None,
+    dataview: str | None,
+    attacks: tuple[str, ...],
+    where: tuple[str, ...],
+    method: str,
+    out: Path,
+    recipient: str | None,
+    pseudonymize: bool,
+    quiet: bool,
+) -> None:
+    """Release a dataview with every person at risk above R suppressed, re-assessed to a
+    fixpoint; writes the release folder and records it in the catalog's ledger.
+
+    Exit code 0: the release meets the threshold; 1: it cannot (nobody would be left)."""
+    from prudence_cli.catalog import find_catalog, open_catalog
+    from prudence_cli.sanitize.release import SanitizeRequest, run_sanitize
+
+    opened = open_catalog(find_catalog(catalog_dir))
+    request = SanitizeRequest(threshold, dataview, attacks, where, method, recipient, pseudonymize)
+
+    def step(s: Any) -> None:
+        if not quiet:
+            click.echo(
+                f"pass {s.iteration}: {s.users_above:,} above {threshold:g} "
+                f"(highest {s.max_risk:.3g}); removed {s.users_removed:,} people, "
+                f"{s.rows_removed:,} rows",
+                err=True,
+            )
+
+    def announce(choice: str) -> None:
+        if not quiet:
+            click.echo(f"Dataview {choice}.", err=True)
+
+    result = run_sanitize(opened, request, out, step, announce)
+    report = result.report
+    if not report:
+        click.echo(f"Cannot release: {result.choice}; nothing was written.", err=True)
+        sys.exit(1)
+    users, data = report["users"], report["data"]
+    if not result.met:
+        click.echo(
+            f"Cannot release: at threshold {threshold:g} nobody of "
+            f"{report['dataview']['id']} would be left; nothing was written.",
+            err=True,
+        )
+        sys.exit(1)
+    click.echo(
+        f"Release {report['release']} written to {result.folder}: {users['released']:,} of "
+        f"{users['in_view']:,} people, {data['released']:,.0f} of {data['before']:,.0f} "
+        f"{data['coverage']}, highest risk {report['max_risk_after']:.3g} ≤ {threshold:g} "
+        f"after {len(report['iterations'])} suppression passes.",
+        err=True,
+    )
+
+
 @main.command()
 @click.argument("kind", type=click.Choice(["gps", "cdr"]))
 @click.option("--users", type=click.IntRange(min=1), default=400, show_default=True)

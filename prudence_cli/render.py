@@ -101,3 +101,26 @@ def _plain(value: Any) -> Any:
     if isinstance(value, float) and math.isnan(value):
         return None
     return value
+
+
+def releases_table(frame: pd.DataFrame) -> Table:
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+        title="Release ledger",
+        title_justify="left",
+    )
+    for column in ("id", "recipient", "created (UTC)", "dataview", "R", "method", "people"):
+        table.add_column(column, no_wrap=True, min_width=len(column))
+    for _, row in frame.iterrows():
+        table.add_row(
+            str(row["id"]),
+            str(row["recipient"] or "—"),
+            str(row["created"])[:16].replace("T", " "),
+            str(row["dataview"]),
+            f"{row['threshold']:g}",
+            str(row["method"]),
+            f"{int(row['users']):,}",
+        )
+    return table

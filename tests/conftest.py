@@ -142,3 +142,14 @@ def probability_view(data, users, frequency=1):
         view.locations,
         count=view.count,
     )
+
+
+@pytest.fixture(scope="session")
+def sample_gps_150(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A larger seeded GPS sample (150 people, 10 days), for sanitizing."""
+    from prudence_cli.io.writers import write_csv
+    from prudence_cli.sample import generate_gps
+
+    path = tmp_path_factory.mktemp("sample150") / "gps.csv"
+    write_csv(generate_gps(users=150, days=10, seed=5), path)
+    return path

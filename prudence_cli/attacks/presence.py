@@ -68,7 +68,7 @@ class PresenceAttack(Attack):
         known_ones: np.ndarray | None = None,
     ) -> AttackResult:
         known = known_counts(view.count, level["visits"])
-        usable = known >= view.frequency
+        usable = known >= view.thresholds
         members = view.elements()
         if level["visits"] == "exact" and usable.all():
             queries = members  # the targets' knowledge is their own pairs: count them once

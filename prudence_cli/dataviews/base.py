@@ -3,9 +3,9 @@ sorted by user, and the locations they refer to (DESIGN.md section 4)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -26,6 +26,7 @@ class Dataview:
     locations: pd.DataFrame = field(repr=False)
 
     format = "dataview"
+    row_fields: ClassVar[tuple[str, ...]] = ("user", "location")  # per-row arrays
 
     @cached_property
     def offsets(self) -> np.ndarray:
@@ -41,6 +42,15 @@ class Dataview:
     @property
     def frequency(self) -> int:
         return int(dict(self.dimensions).get("frequency", 1))
+
+    def keep(self, rows: np.ndarray) -> Dataview:
+        """The same view (same universe U) with only the rows where `rows` is True."""
+        changes = {
+            name: getattr(self, name)[rows]
+            for name in self.row_fields
+            if getattr(self, name) is not None
+        }
+        return replace(self, **changes)
 
     def used_locations(self) -> pd.DataFrame:
         """The locations table restricted to the locations the view holds."""

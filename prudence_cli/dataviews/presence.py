@@ -9,6 +9,7 @@ probability view holds the same pairs with each pair's share of the user's kept 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -23,8 +24,18 @@ class PresenceView(Dataview):
     """Rows sorted by user, then location id."""
 
     count: np.ndarray  # int32, ≥ the threshold
+    # per-row frequency threshold, for views that join releases with different thresholds
+    row_threshold: np.ndarray | None = None
 
     format = "presence"
+    row_fields: ClassVar[tuple[str, ...]] = ("user", "location", "count", "row_threshold")
+
+    @property
+    def thresholds(self) -> np.ndarray:
+        """The frequency threshold each row was kept under (known to the attacker)."""
+        if self.row_threshold is not None:
+            return self.row_threshold
+        return np.full(self.count.shape[0], self.frequency, dtype=np.int64)
 
     def elements(self) -> Elements:
         """Per user: locations (ascending ids) with their counts."""
@@ -58,10 +69,22 @@ class PresenceView(Dataview):
 class ProbabilityView(PresenceView):
     """A presence view whose pairs also carry their share of the user's visits."""
 
+    # shares fixed by the view they come from, for views that join several releases
+    row_share: np.ndarray | None = None
+
     format = "probability"
+    row_fields: ClassVar[tuple[str, ...]] = (
+        "user",
+        "location",
+        "count",
+        "row_threshold",
+        "row_share",
+    )
 
     @property
     def share(self) -> np.ndarray:
+        if self.row_share is not None:
+            return self.row_share
         totals = np.bincount(self.user, weights=self.count, minlength=self.n_users)
         return self.count / totals[self.user]
 

@@ -10,6 +10,7 @@ one (DESIGN.md section 4).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -28,6 +29,7 @@ class TrajectoryView(Dataview):
     timezone: str = "UTC"
 
     format = "trajectory"
+    row_fields: ClassVar[tuple[str, ...]] = ("user", "location", "tbin")
 
     def sequences(self) -> Elements:
         """Per user: the location of each visit, in time order (repeats kept)."""
@@ -44,11 +46,9 @@ class TrajectoryView(Dataview):
 
     def visit_sets(self) -> Elements:
         """Per user: distinct visits (location, time bin), as ascending visit codes."""
-        visit = np.unique(
-            np.column_stack([self.location.astype(np.int64), self.tbin]),
-            axis=0,
-            return_inverse=True,
-        )[1].ravel()
+        span = int(self.tbin.max(initial=0) - self.tbin.min(initial=0)) + 1
+        packed = self.location.astype(np.int64) * span + (self.tbin - self.tbin.min(initial=0))
+        visit = np.unique(packed, return_inverse=True)[1].ravel()
         n_visits = int(visit.max(initial=-1)) + 1
         key = np.unique(self.user.astype(np.int64) * max(n_visits, 1) + visit)
         return Elements.from_rows(

@@ -19,7 +19,7 @@ estimated cost, and one seeded approximation:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numba
 import numpy as np
@@ -111,6 +111,7 @@ class Engine:
         """Minimum support per user over each user's queries (see problem.py)."""
         if self.strategy not in STRATEGIES:
             raise ValueError(f"unknown engine strategy {self.strategy!r}")
+        problem = _by_rarity(problem)
         plans = self.plan(problem)
         total = sum(plan.instances for plan in plans)
         if self.jobs:
@@ -435,6 +436,40 @@ def _enumerate_queries(
     )
     run(*out)
     return out
+
+
+def _by_rarity(problem: CountingProblem) -> CountingProblem:
+    """The same problem with element ids ranked by how few users hold them (rarest = 0).
+
+    Keys are partitioned by their first element, which for unordered problems is the
+    smallest id: ranked this way it is the key's rarest element, so no partition is made
+    of one very popular place. Supports do not depend on the labels. Not for ordered
+    problems (their first element is fixed by the order) nor ratios (their reference
+    breaks ties by position).
+    """
+    spec = problem.queries
+    if problem.ordered or spec.mode == "ratios" or not problem.members.elements.size:
+        return problem
+    n = _n_elements(problem)
+    popularity = np.bincount(problem.members.elements, minlength=n)
+    rank = np.empty(n, dtype=np.int32)
+    rank[np.argsort(popularity, kind="stable")] = np.arange(n, dtype=np.int32)
+    members, _ = _relabel(problem.members, rank, None)
+    if problem.self_queries:
+        return replace(problem, members=members, queries=replace(spec, elements=members))
+    queries, upper = _relabel(spec.elements, rank, spec.upper)
+    return replace(problem, members=members, queries=replace(spec, elements=queries, upper=upper))
+
+
+def _relabel(
+    lists: Elements, rank: np.ndarray, upper: np.ndarray | None
+) -> tuple[Elements, np.ndarray | None]:
+    """Lists with elements renamed by `rank`, re-sorted within each user."""
+    owners = np.repeat(np.arange(lists.n_users), lists.lengths)
+    renamed = rank[lists.elements]
+    order = np.lexsort((renamed, owners))
+    relabelled = Elements(lists.offsets, renamed[order], lists.values[order])
+    return relabelled, (upper[order] if upper is not None else None)
 
 
 def _query_sizes_ok(spec: QuerySpec, s: int) -> np.ndarray:

@@ -1,0 +1,428 @@
+"""Prudence against its peers (scikit-mobility 1.3.1, fastmob), and alone at scale.
+
+    python benchmarks/run.py [--peers/--no-peers] [--scaling/--no-scaling]
+                             [--skmob-targets 2 1] [--scaling-sizes 10000 100000 1000000]
+
+Peers: the same seeded data — users with 30 points over 200 places, one point per hour
+at most — is written as a trajectory CSV for the peers and as call records on a tower
+table for Prudence, so that a place is the same place for every tool (a tower for
+Prudence, its exact coordinates for scikit-mobility, its H3 cell for fastmob; places are
+300 m apart). Each attack runs on the same data in the same run; times cover the
+attack only (Prudence: building the dataview and computing every risk; peers: their
+`assess_risk` call), never reading the CSV. fastmob runs in full; scikit-mobility takes
+seconds to minutes per target, so it runs on a seeded sample of targets and its time
+for all users is extrapolated (per-target time × users) — the output says so. Per-user
+risks are compared where the tools define the same attack (see benchmarks/PEERS.md).
+
+Scaling: Prudence alone on synthetic presence and trajectory dataviews of 10k to 1M
+users, one subprocess per run, wall time and peak memory (max RSS).
+
+Numba compiles Prudence's kernels once per machine (cached on disk); a warm-up run
+excludes that from the timings. Nothing here runs in CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+HERE = Path(__file__).resolve().parent
+PEER_PYTHON = HERE / ".peers" / "venv" / "bin" / "python"
+OUT = HERE / "out"
+
+
+@dataclass(frozen=True)
+class PeerCase:
+    """One attack as run by every tool: Prudence's names and the peers' options."""
+
+    attack: str
+    view: str  # Prudence dataview format
+    knowledge: dict[str, object]
+    peer_options: tuple[str, ...] = ()
+    same_as: tuple[str, ...] = ("skmob", "fastmob")  # tools whose risks must agree
+    note: str = ""
+
+
+H = 2
+PEER_CASES = [
+    PeerCase("location", "trajectory", {"h": H}),
+    PeerCase("location_sequence", "trajectory", {"h": H}),
+    PeerCase(
+        "visit",
+        "trajectory",
+        {"h": H},
+        ("--precision", "Hour"),
+        ("fastmob",),
+        "scikit-mobility's Hour key ignores the hour (PEERS.md)",
+    ),
+    PeerCase(
+        "frequency",
+        "presence",
+        {"h": H},
+        ("--tolerance", "0"),
+        (),
+        "peers match equal counts at tolerance 0; Prudence matches count ≥ known",
+    ),
+    PeerCase("unique_location", "presence", {"h": H}),
+    PeerCase("probability", "probability", {"h": H, "delta": 0.0}, ("--tolerance", "0")),
+    PeerCase("proportion", "presence", {"h": H, "delta": 0.0}, ("--tolerance", "0")),
+    PeerCase(
+        "home_work",
+        "presence",
+        {},
+        (),
+        (),
+        "peers take the two least visited places; Prudence the two most visited",
+    ),
+]
+HEADLINE = ("location", "location_sequence", "visit", "frequency")
+
+
+# --- data -----------------------------------------------------------------------------------
+
+
+def make_data(users: int, points: int, places: int, seed: int, folder: Path) -> dict[str, Path]:
+    """Write traj.csv (peers) and events.csv + towers.csv (Prudence) for the same data."""
+    rng = np.random.default_rng(seed)
+    side = int(np.ceil(np.sqrt(places)))
+    lattice = np.array([(i % side, i // side) for i in range(places)], dtype=float) * 300.0
+    lat = 43.70 + lattice[:, 1] / 110_540.0
+    lon = 10.38 + lattice[:, 0] / (111_320.0 * np.cos(np.radians(43.7)))
+    popularity = 1.0 / np.arange(1, places + 1) ** 0.8
+    popularity /= popularity.sum()
+    rows = []
+    start = np.datetime64("2011-06-01T00:00:00")
+    for u in range(users):
+        favourites = rng.choice(places, size=rng.integers(5, 16), replace=False, p=popularity)
+        weights = 1.0 / np.arange(1, favourites.size + 1) ** 1.2
+        visited = rng.choice(favourites, size=points, p=weights / weights.sum())
+        hours = np.cumsum(rng.integers(1, 7, size=points))
+        times = (
+            start
+            + hours.astype("timedelta64[h]")
+            + rng.integers(0, 3600, points).astype("timedelta64[s]")
+        )
+        rows.append(pd.DataFrame({"uid": f"u{u:05d}", "time": times, "place": visited}))
+    data = pd.concat(rows, ignore_index=True)
+    paths = {
+        "traj": folder / "traj.csv",
+        "events": folder / "events.csv",
+        "towers": folder / "towers.csv",
+    }
+    pd.DataFrame(
+        {
+            "uid": data["uid"],
+            "datetime": data["time"].dt.strftime("%Y-%m-%dT%H:%M:%S"),
+            "lat": lat[data["place"]],
+            "lng": lon[data["place"]],
+        }
+    ).to_csv(paths["traj"], index=False, float_format="%.7f")
+    pd.DataFrame(
+        {
+            "user": data["uid"],
+            "time": data["time"].dt.strftime("%Y-%m-%dT%H:%M:%S"),
+            "tower": [f"p{p:04d}" for p in data["place"]],
+        }
+    ).to_csv(paths["events"], index=False)
+    pd.DataFrame({"tower": [f"p{p:04d}" for p in range(places)], "lat": lat, "lon": lon}).to_csv(
+        paths["towers"], index=False, float_format="%.7f"
+    )
+    return paths
+
+
+# --- Prudence ---------------------------------------------------------------------------
+
+
+def prudence_risks(paths: dict[str, Path], case: PeerCase) -> tuple[pd.Series, float]:
+    """Per-user risks of one attack and the seconds spent building the view and attacking."""
+    from prudence_cli.attacks.base import KnowledgeLevel
+    from prudence_cli.attacks.registry import ATTACKS
+    from prudence_cli.config import parse_config
+    from prudence_cli.dataviews.build import build_dataviews
+    from prudence_cli.engine import Engine
+    from prudence_cli.io.readers import read_points
+    from prudence_cli.select import select
+
+    attack = ATTACKS[case.attack]
+    dims = {"time": ["1h"]} if case.view == "trajectory" else {}
+    raw_config = {
+        "input": {
+            "path": str(paths["events"]),
+            "format": "cdr",
+            "towers": str(paths["towers"]),
+            "timezone": "UTC",
+        },
+        "dataview": {"format": case.view, "dimensions": dims},
+        "attacks": [{"attack": case.attack}],
+    }
+    config = parse_config(raw_config, paths["events"].parent / "bench.yaml")
+    selection = select(read_points(config.input), config)
+    level = KnowledgeLevel(
+        case.attack, tuple((d.name, case.knowledge[d.name]) for d in attack.knowledge)
+    )
+    started = time.perf_counter()
+    view = next(build_dataviews(selection, config.dataview, "UTC"))
+    result = attack.risks(view, level, Engine())
+    seconds = time.perf_counter() - started
+    return pd.Series(result.risk, index=selection.user_ids), seconds
+
+
+# --- peers ------------------------------------------------------------------------------------
+
+
+def peer_run(
+    tool: str, case: PeerCase, data: Path, targets: int | None, folder: Path
+) -> tuple[pd.Series, dict[str, object]] | None:
+    out = folder / f"{tool}-{case.attack}.csv"
+    command = [
+        str(PEER_PYTHON),
+        str(HERE / "peer_attacks.py"),
+        "--tool",
+        tool,
+        "--attack",
+        case.attack,
+        "--h",
+        str(case.knowledge.get("h", 2)),
+        "--data",
+        str(data),
+        "--out",
+        str(out),
+        *case.peer_options,
+    ]
+    if targets is not None:
+        command += ["--targets", str(targets), "--seed", "1"]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        print(f"  {tool} {case.attack}: failed ({done.stderr.strip()[-300:]})", file=sys.stderr)
+        return None
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    risks = pd.read_csv(out, dtype={"uid": str}).set_index("uid")["risk"]
+    return risks, report
+
+
+def compare_peers(users: int, skmob_targets: int, folder: Path) -> list[dict[str, object]]:
+    paths = make_data(users, 30, 200, seed=users, folder=folder)
+    rows = []
+    for case in PEER_CASES:
+        prudence, seconds = prudence_risks(paths, case)
+        row: dict[str, object] = {"users": users, "attack": case.attack, "prudence_s": seconds}
+        for tool, targets in (("fastmob", None), ("skmob", skmob_targets)):
+            if tool == "skmob" and case.attack not in HEADLINE:
+                continue
+            ran = peer_run(tool, case, paths["traj"], targets, folder)
+            if ran is None:
+                continue
+            risks, report = ran
+            assessed = int(report["targets"])
+            total = float(report["seconds"]) * users / assessed
+            row[f"{tool}_s"] = total
+            row[f"{tool}_extrapolated"] = assessed < users
+            row[f"{tool}_targets"] = assessed
+            row[f"{tool}_ratio"] = total / seconds
+            if tool in case.same_as:
+                mine = prudence.reindex(risks.index)
+                row[f"{tool}_agree"] = bool(np.allclose(mine.to_numpy(), risks.to_numpy()))
+        row["note"] = case.note
+        rows.append(row)
+        print(_peer_line(row), flush=True)
+    return rows
+
+
+def _peer_line(row: dict[str, object]) -> str:
+    parts = [f"{row['users']:>5} users  {row['attack']:<18} prudence {row['prudence_s']:8.3f} s"]
+    for tool in ("fastmob", "skmob"):
+        if f"{tool}_s" in row:
+            mark = "~" if row[f"{tool}_extrapolated"] else " "
+            agree = row.get(f"{tool}_agree")
+            check = "" if agree is None else (" agree" if agree else " DIFFER")
+            parts.append(
+                f"{tool} {mark}{row[f'{tool}_s']:10.2f} s ×{row[f'{tool}_ratio']:,.0f}{check}"
+            )
+    return "  ".join(parts)
+
+
+# --- scaling ----------------------------------------------------------------------------------
+
+SCALING_CASES = [
+    ("presence", "unique_location", {}),
+    ("presence", "frequency", {}),
+    ("presence", "presence", {"visits": "half"}),
+    ("trajectory", "location", {}),
+    ("trajectory", "location_sequence", {}),
+    ("trajectory", "visit", {}),
+]
+
+
+def scaling_child(
+    view_format: str, attack_name: str, users: int, h: int, extra: dict[str, object]
+) -> None:
+    """Run in a subprocess: build a synthetic view, attack it, print one JSON line."""
+    import resource
+
+    from prudence_cli.attacks.base import KnowledgeLevel
+    from prudence_cli.attacks.registry import ATTACKS
+    from prudence_cli.dataviews.presence import PresenceView
+    from prudence_cli.dataviews.trajectory import TrajectoryView
+    from prudence_cli.engine import Engine
+
+    rng = np.random.default_rng(users)
+    places = 20_000
+    popularity = 1.0 / np.arange(1, places + 1)
+    popularity /= popularity.sum()
+    labels = pd.DataFrame({"label": np.arange(places).astype(str), "lon": 0.0, "lat": 0.0})
+    if view_format == "presence":
+        k = 1 + rng.poisson(6, users)
+        user = np.repeat(np.arange(users), k)
+        key, first = np.unique(
+            user.astype(np.int64) * places + rng.choice(places, k.sum(), p=popularity),
+            return_index=True,
+        )
+        view = PresenceView(
+            "d1",
+            (("frequency", 1),),
+            users,
+            (key // places).astype(np.int32),
+            (key % places).astype(np.int32),
+            labels,
+            count=rng.geometric(0.3, key.size).astype(np.int32),
+        )
+    else:
+        k = 1 + rng.poisson(9, users)
+        user = np.repeat(np.arange(users), k).astype(np.int32)
+        location = rng.choice(places, k.sum(), p=popularity).astype(np.int32)
+        tbin = np.arange(k.sum(), dtype=np.int64) % 720
+        view = TrajectoryView(
+            "d1", (("time", 3600), ("frequency", 1)), users, user, location, labels, tbin=tbin
+        )
+    attack = ATTACKS[attack_name]
+    values = {"h": h, **extra}
+    level = KnowledgeLevel(attack_name, tuple((d.name, values[d.name]) for d in attack.knowledge))
+    started = time.perf_counter()
+    result = attack.risks(view, level, Engine())
+    seconds = time.perf_counter() - started
+    print(
+        json.dumps(
+            {
+                "format": view_format,
+                "attack": attack_name,
+                "users": users,
+                "h": h,
+                "rows": int(view.user.shape[0]),
+                "seconds": seconds,
+                "instances": result.instances,
+                "peak_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6,
+                "mean_risk": float(result.risk.mean()),
+            }
+        )
+    )
+
+
+def scaling(sizes: list[int]) -> list[dict[str, object]]:
+    rows = []
+    for users in sizes:
+        for view_format, attack, extra in SCALING_CASES:
+            for h in (1, 2, 3):
+                command = [
+                    sys.executable,
+                    __file__,
+                    "--child",
+                    json.dumps([view_format, attack, users, h, extra]),
+                ]
+                done = subprocess.run(command, capture_output=True, text=True)
+                if done.returncode != 0:
+                    print(f"  {attack} h={h} {users}: failed {done.stderr[-300:]}", file=sys.stderr)
+                    continue
+                row = json.loads(done.stdout.strip().splitlines()[-1])
+                rows.append(row)
+                print(
+                    f"{users:>8} users  {view_format:<10} {attack:<18} h={h}  "
+                    f"{row['seconds']:7.1f} s  {row['peak_gb']:5.2f} GB  "
+                    f"{row['instances']:>13,} instances",
+                    flush=True,
+                )
+    return rows
+
+
+# --- main -------------------------------------------------------------------------------------
+
+
+def warm_up() -> None:
+    """Compile (or load from cache) every kernel on tiny data, outside the timings."""
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = make_data(20, 10, 30, seed=0, folder=Path(tmp))
+        for case in PEER_CASES:
+            prudence_risks(paths, case)
+
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    with open("/proc/cpuinfo") as handle:
+        for line in handle:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return f"{os.cpu_count()} cores, {cpu}, Python {platform.python_version()}"
+
+
+def main() -> None:
+    if len(sys.argv) == 3 and sys.argv[1] == "--child":
+        scaling_child(*json.loads(sys.argv[2]))
+        return
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--peers", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--scaling", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--peer-sizes", type=int, nargs="+", default=[200, 2000])
+    parser.add_argument(
+        "--skmob-targets",
+        type=int,
+        nargs="+",
+        default=[2, 1],
+        help="scikit-mobility targets per peer size",
+    )
+    parser.add_argument(
+        "--scaling-sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000]
+    )
+    args = parser.parse_args()
+    OUT.mkdir(exist_ok=True)
+    results: dict[str, object] = {
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "machine": machine(),
+        "command": " ".join(["python", "benchmarks/run.py", *sys.argv[1:]]),
+    }
+    print(f"{results['machine']}; {results['date']}", flush=True)
+    warm_up()
+    if args.peers:
+        if not PEER_PYTHON.exists():
+            subprocess.run(["bash", str(HERE / "peers_setup.sh")], check=True)
+        print(
+            "\nPeers (h = 2; ~ = extrapolated from a seeded sample of targets; "
+            "×N = peer time / Prudence time):",
+            flush=True,
+        )
+        peer_rows = []
+        with tempfile.TemporaryDirectory() as tmp:
+            for users, targets in zip(args.peer_sizes, args.skmob_targets, strict=False):
+                peer_rows += compare_peers(users, targets, Path(tmp))
+        results["peers"] = peer_rows
+    if args.scaling:
+        print("\nPrudence alone (one subprocess per run; peak = max RSS):", flush=True)
+        results["scaling"] = scaling(args.scaling_sizes)
+    out = OUT / "results.json"
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"\nResults in {out}")
+
+
+if __name__ == "__main__":
+    main()

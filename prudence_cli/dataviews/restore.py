@@ -1,0 +1,70 @@
+"""Dataviews rebuilt from their catalog files, so that sanitizing needs no raw data."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from prudence_cli.dataviews.base import Dataview
+from prudence_cli.dataviews.presence import PresenceView, ProbabilityView
+from prudence_cli.dataviews.registry import FORMATS
+from prudence_cli.dataviews.trajectory import TrajectoryView
+
+
+def parse_dimensions(view_format: str, labels: dict[str, str]) -> tuple[tuple[str, Any], ...]:
+    """Dimension values from their printed labels (as in catalog.json)."""
+    dims = FORMATS[view_format].dimensions
+    return tuple((name, dims[name].parse(_scalar(text))) for name, text in labels.items())
+
+
+def view_from_table(
+    view_id: str,
+    view_format: str,
+    dimensions: tuple[tuple[str, Any], ...],
+    user_ids: np.ndarray,
+    table: pd.DataFrame,
+    locations: pd.DataFrame,
+) -> Dataview:
+    """A dataview over the universe `user_ids` from its shared table (see Dataview.table).
+
+    Unknown users or locations raise ValueError: the table and its universe disagree.
+    """
+    user = pd.Index(user_ids).get_indexer(table["user"].astype(str))
+    location = pd.Index(locations["label"].astype(str)).get_indexer(table["location"].astype(str))
+    if (user < 0).any():
+        raise ValueError(f"user {table['user'].iloc[int(np.argmax(user < 0))]!r} is not in U")
+    if (location < 0).any():
+        raise ValueError("a location of the dataview is missing from its locations table")
+    n_users = len(user_ids)
+    if view_format == "trajectory":
+        seconds = int(dict(dimensions)["time"])
+        wall = pd.to_datetime(table["time_bin"]).to_numpy().astype("datetime64[s]")
+        tbin = wall.astype(np.int64) // seconds
+        order = np.lexsort((table["order"].to_numpy(), user))
+        return TrajectoryView(
+            view_id,
+            dimensions,
+            n_users,
+            user[order].astype(np.int32),
+            location[order].astype(np.int32),
+            locations,
+            tbin=tbin[order],
+            granularity=seconds,
+        )
+    order = np.lexsort((location, user))
+    cls = ProbabilityView if view_format == "probability" else PresenceView
+    return cls(
+        view_id,
+        dimensions,
+        n_users,
+        user[order].astype(np.int32),
+        location[order].astype(np.int32),
+        locations,
+        count=table["count"].to_numpy()[order].astype(np.int32),
+    )
+
+
+def _scalar(text: str) -> Any:
+    return int(text) if text.isdigit() else text

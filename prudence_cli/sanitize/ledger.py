@@ -1,0 +1,181 @@
+"""The release ledger (seed 000, section 6): what each recipient has already received.
+
+The ledger lives in the catalog, under `ledger/`: `ledger.json` lists the releases, and
+`ledger/<release id>/` keeps a copy of each released dataview with the original user ids
+(and the pseudonym mapping, when ids were replaced). When a new dataview is released to
+a recipient who already holds others, the attacks are run on the union of the new view
+and the earlier ones: an attacker's knowledge may mix elements of every view, and a
+candidate must match in each view the elements that come from it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from prudence_cli.catalog import Catalog
+from prudence_cli.dataviews.base import Dataview
+from prudence_cli.dataviews.presence import PresenceView, ProbabilityView
+from prudence_cli.dataviews.restore import parse_dimensions, view_from_table
+from prudence_cli.dataviews.trajectory import TrajectoryView
+from prudence_cli.errors import PrudenceError
+from prudence_cli.io.atomic import write_bytes_atomic, write_text_atomic
+
+LEDGER = "ledger"
+LEDGER_FILE = "ledger.json"
+
+
+def read_ledger(catalog: Catalog) -> list[dict[str, Any]]:
+    path = catalog.path / LEDGER / LEDGER_FILE
+    if not path.is_file():
+        return []
+    try:
+        return list(json.loads(path.read_text(encoding="utf-8"))["releases"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise PrudenceError(f"{path}: unreadable release ledger: {exc}") from None
+
+
+def next_release_id(catalog: Catalog) -> str:
+    return f"r{len(read_ledger(catalog)) + 1:03d}"
+
+
+def released_views(catalog: Catalog, recipient: str, user_ids: np.ndarray) -> list[Dataview]:
+    """The dataviews already released to `recipient`. Their universe is the catalog's U
+    followed by the people they hold who are not in U (an earlier assessment may have
+    selected others): those stay candidates for an attacker."""
+    loaded = []
+    for record in read_ledger(catalog):
+        if record.get("recipient") != recipient:
+            continue
+        folder = catalog.path / LEDGER / record["id"]
+        table = pd.read_csv(
+            folder / "dataview.csv.gz", dtype={"user": str, "location": str}, keep_default_na=False
+        )
+        locations = pd.read_csv(
+            folder / "locations.csv", dtype={"label": str}, keep_default_na=False
+        )
+        loaded.append((record, table, locations))
+    extra = sorted({u for _, table, _ in loaded for u in table["user"]} - set(user_ids.tolist()))
+    universe = np.concatenate([user_ids, np.array(extra, dtype=object)])
+    views = []
+    for record, table, locations in loaded:
+        dims = parse_dimensions(record["format"], record["dimensions"])
+        views.append(
+            view_from_table(record["id"], record["format"], dims, universe, table, locations)
+        )
+    return views
+
+
+def carry_over(old_catalog: Path, new_folder: Path) -> None:
+    """Copy the ledger of a catalog being replaced into its replacement: re-assessing
+    must never forget what was released."""
+    source = old_catalog / LEDGER
+    if source.is_dir():
+        shutil.copytree(source, new_folder / LEDGER)
+
+
+def record_release(
+    catalog: Catalog,
+    record: dict[str, Any],
+    table: pd.DataFrame,
+    locations: pd.DataFrame,
+    mapping: pd.DataFrame | None,
+) -> None:
+    """Keep a copy of the release in the ledger, then append its record (written last)."""
+    folder = catalog.path / LEDGER / record["id"]
+    folder.mkdir(parents=True, exist_ok=True)
+    write_bytes_atomic(folder / "dataview.csv.gz", _gzip_csv(table))
+    write_text_atomic(folder / "locations.csv", locations.to_csv(index=False))
+    if mapping is not None:
+        write_text_atomic(folder / "mapping.csv", mapping.to_csv(index=False))
+    releases = [*read_ledger(catalog), record]
+    write_text_atomic(
+        catalog.path / LEDGER / LEDGER_FILE,
+        json.dumps({"releases": releases}, indent=2, default=str) + "\n",
+    )
+
+
+def forget_release(catalog: Catalog, release_id: str) -> None:
+    """Undo `record_release` when the release itself could not be written."""
+    releases = [r for r in read_ledger(catalog) if r["id"] != release_id]
+    write_text_atomic(
+        catalog.path / LEDGER / LEDGER_FILE,
+        json.dumps({"releases": releases}, indent=2, default=str) + "\n",
+    )
+
+
+def join_views(view: Dataview, earlier: list[Dataview]) -> Dataview:
+    """One view holding the rows of `view` and of every earlier release, each view's
+    locations kept apart, each row keeping the frequency threshold (and share) of the
+    view it comes from. Same format and universe required."""
+    if not earlier:
+        return view
+    for other in earlier:
+        if other.format != view.format:
+            raise PrudenceError(
+                f"the recipient already holds release {other.id}, a {other.format} dataview; "
+                f"Prudence assesses releases of one format together, not a {view.format} one "
+                "with it: release a dataview of that format, or release to another recipient"
+            )
+    views = [view, *earlier]
+    n_users = max(v.n_users for v in views)
+    offsets = np.cumsum([0] + [len(v.locations) for v in views])
+    user = np.concatenate([v.user for v in views])
+    location = np.concatenate([v.location + off for v, off in zip(views, offsets, strict=False)])
+    locations = pd.concat(
+        [v.locations.assign(label=f"{v.id}:" + v.locations["label"].astype(str)) for v in views],
+        ignore_index=True,
+    )
+    if isinstance(view, TrajectoryView):
+        trajectories = [v for v in views if isinstance(v, TrajectoryView)]
+        start = np.concatenate([v.tbin * v.granularity for v in trajectories])
+        order = np.lexsort((start, user))
+        tbin = np.concatenate([v.tbin for v in trajectories])
+        return TrajectoryView(
+            view.id,
+            view.dimensions,
+            n_users,
+            user[order],
+            location[order].astype(np.int32),
+            locations,
+            tbin=tbin[order],
+            granularity=view.granularity,
+            timezone=view.timezone,
+        )
+    presence = [v for v in views if isinstance(v, PresenceView)]
+    count = np.concatenate([v.count for v in presence])
+    threshold = np.concatenate([v.thresholds for v in presence])
+    order = np.lexsort((location, user))
+    if isinstance(view, ProbabilityView):
+        share = np.concatenate([v.share for v in presence if isinstance(v, ProbabilityView)])
+        return ProbabilityView(
+            view.id,
+            view.dimensions,
+            n_users,
+            user[order],
+            location[order].astype(np.int32),
+            locations,
+            count=count[order],
+            row_threshold=threshold[order],
+            row_share=share[order],
+        )
+    return PresenceView(
+        view.id,
+        view.dimensions,
+        n_users,
+        user[order],
+        location[order].astype(np.int32),
+        locations,
+        count=count[order],
+        row_threshold=threshold[order],
+    )
+
+
+def _gzip_csv(table: pd.DataFrame) -> bytes:
+    return gzip.compress(table.to_csv(index=False).encode("utf-8"), compresslevel=6, mtime=0)

@@ -1,0 +1,368 @@
+"""`prudence sanitize`: choose a dataview, suppress to the threshold, write the release.
+
+The release folder is written atomically (all or nothing) and holds the sanitized
+dataview, `locations.csv`, `report.json` and `report.md`. The release is recorded in the
+catalog's ledger before the folder appears, and the record is withdrawn if the folder
+cannot be written: the ledger may over-state what a recipient holds, never under-state.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from prudence_cli import __version__
+from prudence_cli.attacks.base import Attack, KnowledgeLevel
+from prudence_cli.attacks.registry import ATTACKS
+from prudence_cli.catalog import Catalog, sha256_file
+from prudence_cli.dataviews.base import Dataview
+from prudence_cli.dataviews.restore import parse_dimensions, view_from_table
+from prudence_cli.engine import Engine
+from prudence_cli.errors import CatalogError, PrudenceError
+from prudence_cli.io.atomic import atomic_folder
+from prudence_cli.measures.rac import RacSummary, rac_curve, summarize
+from prudence_cli.query import parse_where
+from prudence_cli.sanitize.ledger import (
+    forget_release,
+    join_views,
+    next_release_id,
+    record_release,
+    released_views,
+)
+from prudence_cli.sanitize.report import render_markdown
+from prudence_cli.sanitize.suppress import METHODS, Step, sanitize
+
+RELEASE_FORMAT = "prudence-release"
+REPORT = "report.json"
+
+
+@dataclass(frozen=True)
+class SanitizeRequest:
+    threshold: float
+    dataview: str | None = None
+    attacks: tuple[str, ...] = ()
+    where: tuple[str, ...] = ()
+    method: str = "suppress-users"
+    recipient: str | None = None
+    pseudonymize: bool = False
+
+
+@dataclass(frozen=True)
+class ReleaseResult:
+    met: bool  # every released user at or below the threshold, and someone released
+    report: dict[str, Any]
+    folder: Path | None  # None when nothing was written
+    choice: str  # which dataview and why
+
+
+def is_release(folder: Path) -> bool:
+    try:
+        data = json.loads((Path(folder) / REPORT).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("format") == RELEASE_FORMAT
+
+
+def counted_levels(
+    catalog: Catalog, attacks: Sequence[str], where: Sequence[str]
+) -> list[tuple[Attack, KnowledgeLevel]]:
+    """The assessed attack levels that count: all, or those the filters keep."""
+    filters = parse_where(catalog, where)
+    known = {a["attack"] for a in catalog.manifest["attacks"]}
+    for name in attacks:
+        if name not in known:
+            raise PrudenceError(
+                f"--attack {name}: not assessed in this catalog (assessed: "
+                f"{', '.join(sorted(known))})"
+            )
+    levels = []
+    for entry in catalog.manifest["attacks"]:
+        if attacks and entry["attack"] not in attacks:
+            continue
+        if "attack" in filters and entry["attack"] not in filters["attack"]:
+            continue
+        for values in entry["levels"]:
+            if any(k in filters and str(v) not in filters[k] for k, v in values.items()):
+                continue
+            levels.append(
+                (ATTACKS[entry["attack"]], KnowledgeLevel(entry["attack"], tuple(values.items())))
+            )
+    if not levels:
+        raise PrudenceError("no assessed attack level is left by --attack / --where")
+    return levels
+
+
+def load_view(catalog: Catalog, view_id: str) -> tuple[Dataview, np.ndarray, pd.DataFrame]:
+    """A dataview of the catalog, its universe U (original ids) and its per-user risks."""
+    entry = catalog.dataview_entry(view_id)
+    for key in ("risks", "file"):
+        if not (catalog.path / entry.get(key, "")).is_file():
+            raise CatalogError(
+                f"{catalog.path}: dataview {view_id} has no {key} file; this catalog cannot be "
+                "sanitized: run prudence assess again"
+            )
+    risks = catalog.risks(view_id)
+    user_ids = risks["user"].astype(str).to_numpy(dtype=object)
+    locations = pd.read_csv(
+        catalog.path / entry["file"].replace(".csv.gz", ".locations.csv"),
+        dtype={"label": str},
+        keep_default_na=False,
+    )
+    dims = parse_dimensions(entry["format"], entry["dimensions"])
+    try:
+        view = view_from_table(
+            view_id, entry["format"], dims, user_ids, catalog.dataview_table(view_id), locations
+        )
+    except ValueError as exc:
+        raise CatalogError(f"{catalog.path}: dataview {view_id} is inconsistent: {exc}") from None
+    return view, user_ids, risks
+
+
+def choose_dataview(
+    catalog: Catalog,
+    levels: Sequence[tuple[Attack, KnowledgeLevel]],
+    threshold: float,
+    where: Sequence[str],
+) -> tuple[str | None, str]:
+    """The dataview with the largest i-RAC_D under the max risk over the counted levels,
+    among those where someone is at or below the threshold (None if there is none); and
+    the reason, in words."""
+    filters = parse_where(catalog, where)
+    coverage_kind = catalog.manifest["coverage"]
+    scored = []
+    for entry in catalog.dataviews:
+        dims = entry["dimensions"]
+        if any(k in filters and str(v) not in filters[k] for k, v in dims.items()):
+            continue
+        if "dataview" in filters and entry["id"] not in filters["dataview"]:
+            continue
+        view, _, risks = load_view(catalog, entry["id"])
+        risk = np.max([risks[level.key].to_numpy() for _, level in levels], axis=0)
+        coverage = view.coverage(coverage_kind)
+        total = coverage.sum()
+        kept = float(coverage[risk <= threshold].sum() / total) if total else 0.0
+        scored.append((summarize(risk, coverage).i_rac_d, kept, entry))
+    eligible = [s for s in scored if s[1] > 0]
+    if not scored:
+        raise PrudenceError("no dataview of the catalog matches --where")
+    if not eligible:
+        return None, (
+            f"none of the {len(scored)} dataviews has anyone at risk ≤ {threshold:g} under the "
+            f"{len(levels)} counted attack levels; raise the threshold or count fewer levels"
+        )
+    i_rac_d, kept, entry = max(eligible, key=lambda s: (s[0], s[1]))
+    dims = " ".join(f"{k}={v}" for k, v in entry["dimensions"].items())
+    reason = (
+        f"{entry['id']} ({dims}): the largest i-RAC_D ({i_rac_d:.3f}) under each person's "
+        f"maximum risk over {len(levels)} attack levels, among {len(scored)} dataviews; "
+        f"before suppression, people at risk ≤ {threshold:g} hold {kept:.0%} of its "
+        f"{catalog.manifest['coverage']}"
+    )
+    return entry["id"], reason
+
+
+def run_sanitize(
+    catalog: Catalog,
+    request: SanitizeRequest,
+    out: Path,
+    progress: Callable[[Step], None] | None = None,
+    announce: Callable[[str], None] | None = None,
+) -> ReleaseResult:
+    """Sanitize and, when the threshold is met by a non-empty release, write it.
+
+    `announce` hears which dataview was chosen and why, before suppression starts."""
+    if not 0 < request.threshold <= 1:
+        raise PrudenceError(f"--threshold {request.threshold:g} must be in (0, 1]")
+    if request.method not in METHODS:
+        raise PrudenceError(f"--method {request.method}: known methods: {', '.join(METHODS)}")
+    levels = counted_levels(catalog, request.attacks, request.where)
+    if request.dataview is not None:
+        catalog.dataview_entry(request.dataview)  # unknown id: CatalogError
+        view_id = request.dataview
+        choice = f"{view_id}: chosen with --dataview"
+    else:
+        chosen, choice = choose_dataview(catalog, levels, request.threshold, request.where)
+        if chosen is None:
+            return ReleaseResult(False, {}, None, choice)
+        view_id = chosen
+    if announce is not None:
+        announce(choice)
+    view, user_ids, _ = load_view(catalog, view_id)
+    earlier = released_views(catalog, request.recipient, user_ids) if request.recipient else []
+    join = (lambda v: join_views(v, earlier)) if earlier else None
+    settings = catalog.manifest.get("engine", {})
+    engine = Engine(
+        max_instances=settings.get("max_instances", Engine.max_instances),
+        sample=settings.get("sample"),
+        seed=int(catalog.manifest.get("seed", 0)),
+    )
+    outcome = sanitize(view, levels, engine, request.threshold, request.method, join, progress)
+    coverage_kind = catalog.manifest["coverage"]
+    coverage_before = view.coverage(coverage_kind)
+    coverage_after = outcome.view.coverage(coverage_kind)
+    released = np.diff(outcome.view.offsets) > 0
+    met = bool(released.any()) and bool((outcome.risk <= request.threshold).all())
+    release_id = next_release_id(catalog)
+    report = _report(
+        catalog,
+        request,
+        release_id,
+        view,
+        outcome.view,
+        levels,
+        outcome.steps,
+        outcome.initial_risk,
+        outcome.risk,
+        coverage_before,
+        coverage_after,
+        [v.id for v in earlier],
+        outcome.sampled,
+        met,
+    )
+    if not met:
+        return ReleaseResult(False, report, None, choice)
+    table = outcome.view.table(user_ids)
+    mapping = None
+    if request.pseudonymize:
+        table, mapping = _pseudonymize(table, catalog, release_id)
+    locations = outcome.view.used_locations()
+    ledger_table = outcome.view.table(user_ids)
+    record = {
+        "id": release_id,
+        "recipient": request.recipient,
+        "created": report["created"],
+        "dataview": view.id,
+        "format": view.format,
+        "dimensions": report["dataview"]["dimensions"],
+        "threshold": request.threshold,
+        "method": request.method,
+        "levels": report["levels_counted"],
+        "users": int(released.sum()),
+        "release": str(out.resolve()),
+        "pseudonymized": request.pseudonymize,
+    }
+    record_release(catalog, record, ledger_table, locations, mapping)
+    try:
+        with atomic_folder(out, is_release) as folder:
+            table.to_csv(folder / "dataview.csv", index=False)
+            locations.to_csv(folder / "locations.csv", index=False)
+            report["files"] = {
+                name: sha256_file(folder / name) for name in ("dataview.csv", "locations.csv")
+            }
+            (folder / "report.md").write_text(render_markdown(report), encoding="utf-8")
+            (folder / REPORT).write_text(
+                json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8"
+            )
+    except BaseException:
+        forget_release(catalog, release_id)
+        raise
+    return ReleaseResult(True, report, out, choice)
+
+
+def _report(
+    catalog: Catalog,
+    request: SanitizeRequest,
+    release_id: str,
+    before: Dataview,
+    after: Dataview,
+    levels: Sequence[tuple[Attack, KnowledgeLevel]],
+    steps: list[Step],
+    risk_before: np.ndarray,
+    risk_after: np.ndarray,
+    coverage_before: np.ndarray,
+    coverage_after: np.ndarray,
+    combined_with: list[str],
+    sampled: bool,
+    met: bool,
+) -> dict[str, Any]:
+    total = float(coverage_before.sum())
+    in_before = np.diff(before.offsets) > 0
+    in_after = np.diff(after.offsets) > 0
+    summary_before = summarize(risk_before, coverage_before)
+    summary_after = summarize(risk_after, coverage_after, total=total)
+    manifest = catalog.manifest
+    return {
+        "format": RELEASE_FORMAT,
+        "format_version": 1,
+        "tool": "prudence",
+        "tool_version": __version__,
+        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "release": release_id,
+        "recipient": request.recipient,
+        "met": met,
+        "threshold": request.threshold,
+        "method": request.method,
+        "catalog": {
+            "path": str(catalog.path.resolve()),
+            "name": manifest.get("name"),
+            "manifest_sha256": hashlib.sha256(
+                (catalog.path / "catalog.json").read_bytes()
+            ).hexdigest(),
+        },
+        "dataview": {
+            "id": before.id,
+            "format": before.format,
+            "dimensions": catalog.dataview_entry(before.id)["dimensions"],
+        },
+        "levels_counted": [level.key for _, level in levels],
+        "combined_with": combined_with,
+        "users": {
+            "in_universe": int(before.n_users),
+            "in_view": int(in_before.sum()),
+            "released": int(in_after.sum()),
+            "removed": int((in_before & ~in_after).sum()),
+        },
+        "data": {
+            "coverage": manifest["coverage"],
+            "before": total,
+            "released": float(coverage_after.sum()),
+            "removed": total - float(coverage_after.sum()),
+            "rows_before": int(before.user.shape[0]),
+            "rows_released": int(after.user.shape[0]),
+        },
+        "iterations": [step.__dict__ for step in steps],
+        "max_risk_after": float(risk_after[in_after].max(initial=0.0)),
+        "sampled": sampled,
+        "i_rac": {"before": _summary(summary_before), "after": _summary(summary_after)},
+        "curves": {
+            "before": rac_curve(risk_before, coverage_before).to_dict(orient="list"),
+            "after": rac_curve(risk_after, coverage_after, total=total).to_dict(orient="list"),
+        },
+        "inputs": manifest.get("inputs", []),
+        "seed": manifest.get("seed", 0),
+        "pseudonymized": request.pseudonymize,
+    }
+
+
+def _summary(summary: RacSummary) -> dict[str, float]:
+    return {
+        "i_rac_u": summary.i_rac_u,
+        "i_rac_d": summary.i_rac_d,
+        "mean_risk": summary.mean_risk,
+        "share_at_risk_1": summary.share_at_risk_1,
+    }
+
+
+def _pseudonymize(
+    table: pd.DataFrame, catalog: Catalog, release_id: str
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Fresh ids p0001, ... assigned in a seeded random order; returns the table and the
+    mapping (kept in the catalog's ledger, not in the release)."""
+    users = pd.unique(table["user"])
+    seed = np.random.SeedSequence(
+        int(catalog.manifest.get("seed", 0)), spawn_key=(int(release_id[1:]),)
+    )
+    order = np.random.default_rng(seed).permutation(len(users))
+    width = len(str(len(users)))
+    pseudonyms = np.array([f"p{i + 1:0{width}d}" for i in order], dtype=object)
+    mapping = pd.DataFrame({"user": users, "pseudonym": pseudonyms})
+    renamed = table.assign(user=table["user"].map(dict(zip(users, pseudonyms, strict=True))))
+    return renamed, mapping
