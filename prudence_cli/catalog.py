@@ -162,19 +162,40 @@ def open_catalog(path: Path | str) -> Catalog:
 
 
 def find_catalog(given: Path | None, cwd: Path | None = None) -> Path:
-    """The catalog to read: `given`, else ./catalog, else the only catalog inside it."""
+    """The catalog to read: `given`; else the output of the config in the current folder
+    (the only *.yaml / *.yml there that is a Prudence config with an assessed catalog);
+    else ./catalog, or the only catalog inside it."""
     if given is not None:
         return given
-    root = (cwd or Path.cwd()) / "catalog"
+    here = cwd or Path.cwd()
+    from_config = _catalogs_of_configs(here)
+    if len(from_config) == 1:
+        return from_config[0]
+    root = here / "catalog"
     if is_catalog(root):
         return root
     found = sorted(p for p in root.glob("*") if is_catalog(p)) if root.is_dir() else []
     if len(found) == 1:
         return found[0]
-    if not found:
+    if not found and not from_config:
         raise CatalogError("no catalog in ./catalog; run prudence assess, or pass --catalog DIR")
-    names = ", ".join(str(p) for p in found)
-    raise CatalogError(f"several catalogs under ./catalog ({names}); pick one with --catalog")
+    names = ", ".join(str(p) for p in (from_config or found))
+    raise CatalogError(f"several catalogs ({names}); pick one with --catalog")
+
+
+def _catalogs_of_configs(folder: Path) -> list[Path]:
+    from prudence_cli.config import load_config
+    from prudence_cli.errors import ConfigError
+
+    found = []
+    for path in sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")]):
+        try:
+            output = load_config(path).output
+        except ConfigError:
+            continue
+        if is_catalog(output) and output not in found:
+            found.append(output)
+    return found
 
 
 def sha256_file(path: Path) -> str:

@@ -101,3 +101,14 @@ def test_find_catalog_defaults(tmp_path):
         find_catalog(None, cwd=tmp_path)
     (tmp_path / "catalog" / "b" / "catalog.json").unlink()
     assert find_catalog(None, cwd=tmp_path) == tmp_path / "catalog" / "a"
+
+
+def test_find_catalog_prefers_the_config_in_the_folder(tmp_path):
+    from tests.conftest import MINIMAL_CONFIG
+
+    (tmp_path / "config.yaml").write_text(MINIMAL_CONFIG)  # output: out
+    (tmp_path / "notes.yaml").write_text("just: notes\n")
+    for name in ("out", "catalog/other"):
+        (tmp_path / name).mkdir(parents=True)
+        (tmp_path / name / "catalog.json").write_text("{}")
+    assert find_catalog(None, cwd=tmp_path) == tmp_path / "out"

@@ -109,7 +109,10 @@ def test_trajectory_release(tmp_path, sample_gps_150, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "s.yaml").write_text(
         CONFIG.format(
-            path=sample_gps_150, format="trajectory", extra=", time: [1d]", attacks=TRAJECTORY_ATTACKS
+            path=sample_gps_150,
+            format="trajectory",
+            extra=", time: [1d]",
+            attacks=TRAJECTORY_ATTACKS,
         )
     )
     assert run("assess", "s.yaml", "--quiet").exit_code == 0
