@@ -46,11 +46,13 @@ class TrajectoryView(Dataview):
 
     def visit_sets(self) -> Elements:
         """Per user: distinct visits (location, time bin), as ascending visit codes."""
-        span = int(self.tbin.max(initial=0) - self.tbin.min(initial=0)) + 1
-        packed = self.location.astype(np.int64) * span + (self.tbin - self.tbin.min(initial=0))
-        visit = np.unique(packed, return_inverse=True)[1].ravel()
+        low = self.tbin.min(initial=0)
+        span = int(self.tbin.max(initial=0) - low) + 1
+        packed = self.location.astype(np.int64) * span + (self.tbin - low)
+        visit, _ = pd.factorize(packed, sort=True)
         n_visits = int(visit.max(initial=-1)) + 1
-        key = np.unique(self.user.astype(np.int64) * max(n_visits, 1) + visit)
+        key = pd.unique(self.user.astype(np.int64) * max(n_visits, 1) + visit)
+        key.sort()
         return Elements.from_rows(
             self.n_users,
             key // max(n_visits, 1),

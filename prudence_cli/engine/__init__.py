@@ -465,9 +465,9 @@ def _relabel(
     lists: Elements, rank: np.ndarray, upper: np.ndarray | None
 ) -> tuple[Elements, np.ndarray | None]:
     """Lists with elements renamed by `rank`, re-sorted within each user."""
-    owners = np.repeat(np.arange(lists.n_users), lists.lengths)
+    owners = np.repeat(np.arange(lists.n_users, dtype=np.int64), lists.lengths)
     renamed = rank[lists.elements]
-    order = np.lexsort((renamed, owners))
+    order = np.argsort(owners * len(rank) + renamed)  # elements are distinct per user
     relabelled = Elements(lists.offsets, renamed[order], lists.values[order])
     return relabelled, (upper[order] if upper is not None else None)
 
