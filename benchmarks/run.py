@@ -2,6 +2,7 @@
 
     python benchmarks/run.py [--peers/--no-peers] [--scaling/--no-scaling]
                              [--skmob-targets 2 1] [--scaling-sizes 10000 100000 1000000]
+    python benchmarks/run.py --markdown benchmarks/out/results.json   (tables for RESULTS.md)
 
 Peers: the same seeded data — users with 30 points over 200 places, one point per hour
 at most — is written as a trajectory CSV for the peers and as call records on a tower
@@ -376,9 +377,56 @@ def machine() -> str:
     return f"{os.cpu_count()} cores, {cpu}, Python {platform.python_version()}"
 
 
+def render_markdown(results: dict[str, object]) -> str:
+    """The tables of a run, as they go into benchmarks/RESULTS.md."""
+    lines = [
+        f"Machine: {results['machine']}. Date: {results['date']}. Command: `{results['command']}`.",
+        "",
+    ]
+    peers = results.get("peers") or []
+    if peers:
+        lines += [
+            "| users | attack (h = 2) | Prudence s | fastmob s | fastmob / Prudence | "
+            "scikit-mobility s | scikit-mobility / Prudence | same risks |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for row in peers:  # type: ignore[attr-defined]
+            skmob = "—"
+            ratio = "—"
+            if "skmob_s" in row:
+                skmob = (
+                    f"~{row['skmob_s']:,.0f} (extrapolated from {row['skmob_targets']} "
+                    f"target{'s' if row['skmob_targets'] > 1 else ''})"
+                )
+                ratio = f"{row['skmob_ratio']:,.0f}×"
+            agree = [t for t in ("fastmob", "skmob") if row.get(f"{t}_agree")]
+            lines.append(
+                f"| {row['users']:,} | {row['attack']} | {row['prudence_s']:.3f} | "
+                f"{row.get('fastmob_s', float('nan')):.2f} | {row.get('fastmob_ratio', 0):,.0f}× | "
+                f"{skmob} | {ratio} | {', '.join(agree) or row['note'] or '—'} |"
+            )
+        lines.append("")
+    scaling_rows = results.get("scaling") or []
+    if scaling_rows:
+        lines += [
+            "| users | data | attack | h | wall s | peak GB | instances |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for row in scaling_rows:  # type: ignore[attr-defined]
+            lines.append(
+                f"| {row['users']:,} | {row['format']} | {row['attack']} | {row['h']} | "
+                f"{row['seconds']:.1f} | {row['peak_gb']:.2f} | {row['instances']:,} |"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
 def main() -> None:
     if len(sys.argv) == 3 and sys.argv[1] == "--child":
         scaling_child(*json.loads(sys.argv[2]))
+        return
+    if len(sys.argv) == 3 and sys.argv[1] == "--markdown":
+        print(render_markdown(json.loads(Path(sys.argv[2]).read_text())))
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--peers", action=argparse.BooleanOptionalAction, default=True)
@@ -421,7 +469,20 @@ def main() -> None:
         results["scaling"] = scaling(args.scaling_sizes)
     out = OUT / "results.json"
     out.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"\nResults in {out}")
+    (OUT / "results.md").write_text(render_markdown(results))
+    print(f"\nResults in {out} and {OUT / 'results.md'}")
+    differ = [
+        f"{r['users']} users {r['attack']} ({t})"
+        for r in results.get("peers", [])
+        for t in ("fastmob", "skmob")
+        if r.get(f"{t}_agree") is False
+    ]
+    if differ:
+        print(
+            "Per-user risks differ where the semantics are the same: " + "; ".join(differ),
+            file=sys.stderr,
+        )
+        sys.exit(1)
 
 
 if __name__ == "__main__":
