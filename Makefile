@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint bench sample clean
+.PHONY: demo test browser lint bench sample clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -18,9 +18,18 @@ demo: $(STAMP)
 	$(BIN)/prudence assess configs/demo.yaml
 	$(BIN)/prudence catalog show --catalog catalog/demo --format table
 	$(BIN)/prudence sanitize --catalog catalog/demo --threshold 0.3 --where visits=half --out release/demo
+	$(BIN)/prudence report --catalog catalog/demo --where visits=half --out demo-report.html
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(BIN)/python -m pytest
+
+# The report's browser test needs Debian's chromium; installed where apt-get can, else the
+# test is skipped with that reason.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+	  && { apt-get install -y -q chromium >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1; }; } \
+	  && echo "installed chromium for the browser test"; } \
+	  || echo "chromium is not installable here: the browser test will be skipped"
 
 lint: $(STAMP)
 	$(BIN)/ruff check prudence_cli tests benchmarks

@@ -23,6 +23,8 @@ import numpy as np
 import pandas as pd
 
 from prudence_cli.attacks.base import KnowledgeLevel
+from prudence_cli.dataviews.base import Dataview
+from prudence_cli.dataviews.restore import parse_dimensions, view_from_table
 from prudence_cli.errors import CatalogError
 from prudence_cli.io.atomic import write_text_atomic
 
@@ -128,6 +130,30 @@ class Catalog:
     def risks(self, view_id: str) -> pd.DataFrame:
         entry = self.dataview_entry(view_id)
         return pd.read_csv(self.path / entry["risks"], dtype={"user": str}, keep_default_na=False)
+
+    def view(self, view_id: str) -> tuple[Dataview, np.ndarray]:
+        """A dataview rebuilt from its files, and its universe U (original user ids)."""
+        entry = self.dataview_entry(view_id)
+        for key in ("risks", "file"):
+            if not (self.path / entry.get(key, "")).is_file():
+                raise CatalogError(
+                    f"{self.path}: dataview {view_id} has no {key} file; this catalog cannot "
+                    "be used for it: run prudence assess again"
+                )
+        user_ids = self.risks(view_id)["user"].astype(str).to_numpy(dtype=object)
+        locations = pd.read_csv(
+            self.path / entry["file"].replace(".csv.gz", ".locations.csv"),
+            dtype={"label": str},
+            keep_default_na=False,
+        )
+        dims = parse_dimensions(entry["format"], entry["dimensions"])
+        try:
+            view = view_from_table(
+                view_id, entry["format"], dims, user_ids, self.dataview_table(view_id), locations
+            )
+        except ValueError as exc:
+            raise CatalogError(f"{self.path}: dataview {view_id} is inconsistent: {exc}") from None
+        return view, user_ids
 
     def dataview_table(self, view_id: str) -> pd.DataFrame:
         entry = self.dataview_entry(view_id)

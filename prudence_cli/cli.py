@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -124,34 +125,165 @@ _WHERE_OPTION = click.option(
 )
 
 
-@catalog.command("show")
-@_CATALOG_OPTION
-@_WHERE_OPTION
-@click.option(
+_FORMAT_OPTION = click.option(
     "--format",
     "fmt",
     type=click.Choice(["table", "csv", "json"]),
     help="Output format (default: table on a terminal, csv otherwise).",
 )
-@_errors
-def catalog_show(catalog_dir: Path | None, where: tuple[str, ...], fmt: str | None) -> None:
-    """Print the i-RAC table: one row per dataview × attack × knowledge level."""
-    from prudence_cli.catalog import find_catalog, open_catalog
-    from prudence_cli.query import irac_rows
-    from prudence_cli.render import irac_table, print_table, to_csv, to_json
+_ATTACK_OPTION = click.option(
+    "--attack",
+    "attacks",
+    multiple=True,
+    metavar="NAME",
+    help="Only this assessed attack (repeatable; default: every one).",
+)
 
-    opened = open_catalog(find_catalog(catalog_dir))
-    rows = irac_rows(opened, where)
+
+def _output(frame: Any, fmt: str | None, table: Callable[[], Any], typed: list[str]) -> None:
+    """A table on a terminal (or --format table), else CSV or JSON on stdout."""
+    from prudence_cli.render import print_table, to_csv, to_json
+
     fmt = fmt or ("table" if sys.stdout.isatty() else "csv")
     if fmt == "table":
-        print_table(irac_table(opened, rows))
+        rendered = table()
+        for item in rendered if isinstance(rendered, list) else [rendered]:
+            print_table(item)
     elif fmt == "csv":
-        click.echo(to_csv(rows), nl=False)
+        click.echo(to_csv(frame), nl=False)
     else:
-        typed = [*opened.dimension_names, *opened.knowledge_names]
-        click.echo(to_json(rows, typed), nl=False)
+        click.echo(to_json(frame, typed), nl=False)
+
+
+@catalog.command("show")
+@_CATALOG_OPTION
+@_WHERE_OPTION
+@click.option(
+    "--plane",
+    metavar="DIM1,DIM2",
+    help="Show the i-RAC_U and i-RAC_D planes over two dimensions instead.",
+)
+@click.option("--attack", help="With --plane: the attack whose planes to show.")
+@_FORMAT_OPTION
+@_errors
+def catalog_show(
+    catalog_dir: Path | None,
+    where: tuple[str, ...],
+    plane: str | None,
+    attack: str | None,
+    fmt: str | None,
+) -> None:
+    """Print the i-RAC table: one row per dataview × attack × knowledge level; or, with
+    --plane, the i-RAC planes of the paper as two-way tables."""
+    from prudence_cli.catalog import find_catalog, open_catalog
+    from prudence_cli.explore import plane as planes
+    from prudence_cli.query import irac_rows
+    from prudence_cli.render import irac_table, plane_long, plane_tables
+
+    opened = open_catalog(find_catalog(catalog_dir))
+    typed = [*opened.dimension_names, *opened.knowledge_names]
+    if plane is not None:
+        dims = tuple(d.strip() for d in plane.split(","))
+        if len(dims) != 2:
+            raise UserError(f"--plane {plane}: give two columns, e.g. --plane grid,frequency")
+        u_plane, d_plane = planes(opened, (dims[0], dims[1]), where, attack)
+        fixed = " ".join([*([f"attack={attack}"] if attack else []), *where])
+        subtitle = f" ({fixed})" if fixed else ""
+        _output(
+            plane_long(u_plane, d_plane, (dims[0], dims[1])),
+            fmt,
+            lambda: plane_tables(u_plane, d_plane, (dims[0], dims[1]), subtitle),
+            typed,
+        )
+        return
+    if attack is not None:
+        where = (*where, f"attack={attack}")
+    rows = irac_rows(opened, where)
+    _output(rows, fmt, lambda: irac_table(opened, rows), typed)
     if rows.empty:
         click.echo("No row matches the filters.", err=True)
+
+
+@catalog.command("curve")
+@_CATALOG_OPTION
+@click.option("--dataview", required=True, metavar="ID")
+@click.option("--attack", help="The attack (needed when several were assessed).")
+@_WHERE_OPTION
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["chart", "csv", "json"]),
+    help="Output format (default: chart on a terminal, csv otherwise).",
+)
+@_errors
+def catalog_curve(
+    catalog_dir: Path | None,
+    dataview: str,
+    attack: str | None,
+    where: tuple[str, ...],
+    fmt: str | None,
+) -> None:
+    """Draw the RAC_U and RAC_D curves of one dataview, attack and knowledge level."""
+    from prudence_cli.catalog import find_catalog, open_catalog
+    from prudence_cli.explore import curve
+    from prudence_cli.render import curve_chart, to_csv, to_json
+
+    opened = open_catalog(find_catalog(catalog_dir))
+    frame, row = curve(opened, dataview, attack, where)
+    fmt = fmt or ("chart" if sys.stdout.isatty() else "csv")
+    if fmt == "chart":
+        dims = " ".join(f"{d}={row[d]}" for d in opened.dimension_names)
+        level = " ".join(f"{k}={row[k]}" for k in opened.knowledge_names if row[k] != "")
+        click.echo(curve_chart(frame, f"{dataview} {dims} · {row['attack']} {level}"))
+        click.echo(
+            f"i-RAC_U = {row['i_rac_u']:.3f}, i-RAC_D = {row['i_rac_d']:.3f}: the "
+            "areas under the curves."
+        )
+    elif fmt == "csv":
+        click.echo(to_csv(frame), nl=False)
+    else:
+        click.echo(to_json(frame), nl=False)
+
+
+@catalog.command("best")
+@_CATALOG_OPTION
+@click.option("--max-risk", type=float, required=True, help="Tolerated risk R in (0, 1].")
+@click.option("--min-coverage", type=float, help="Mark dataviews keeping less data than this.")
+@_ATTACK_OPTION
+@_WHERE_OPTION
+@_FORMAT_OPTION
+@_errors
+def catalog_best(
+    catalog_dir: Path | None,
+    max_risk: float,
+    min_coverage: float | None,
+    attacks: tuple[str, ...],
+    where: tuple[str, ...],
+    fmt: str | None,
+) -> None:
+    """Rank the dataviews by the data kept at risk ≤ R, with their Pareto front of
+    (mean risk, data kept); a person's risk is the max over the counted levels."""
+    from prudence_cli.catalog import find_catalog, open_catalog
+    from prudence_cli.explore import counted_levels, dataview_scores
+    from prudence_cli.render import best_table
+
+    _check_share("--max-risk", max_risk, zero=False)
+    if min_coverage is not None:
+        _check_share("--min-coverage", min_coverage, zero=True)
+    opened = open_catalog(find_catalog(catalog_dir))
+    levels = counted_levels(opened, attacks, where)
+    scores = dataview_scores(opened, levels, max_risk, where)
+    table = scores.table.assign(
+        meets_min_coverage=(scores.table["kept"] >= min_coverage) if min_coverage else True
+    )
+    _output(
+        table,
+        fmt,
+        lambda: best_table(
+            scores.table, opened.dimension_names, max_risk, scores.levels, min_coverage
+        ),
+        opened.dimension_names,
+    )
 
 
 @catalog.command("risks")
@@ -229,6 +361,123 @@ def catalog_releases(catalog_dir: Path | None, fmt: str | None) -> None:
         click.echo(to_json(frame), nl=False)
     if not records:
         click.echo("No release recorded in this catalog yet.", err=True)
+
+
+@main.command()
+@_CATALOG_OPTION
+@click.option("--max-risk", type=float, required=True, help="Tolerated risk R in (0, 1].")
+@click.option("--min-irac-u", type=float, help="Fail a level whose i-RAC_U is below this.")
+@click.option(
+    "--min-coverage",
+    type=float,
+    help="Allow people above R, but those at or below must hold this share of the data "
+    "(else everyone must be at or below R).",
+)
+@_ATTACK_OPTION
+@_WHERE_OPTION
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+@_errors
+def check(
+    catalog_dir: Path | None,
+    max_risk: float,
+    min_irac_u: float | None,
+    min_coverage: float | None,
+    attacks: tuple[str, ...],
+    where: tuple[str, ...],
+    fmt: str,
+) -> None:
+    """Check a catalog against a risk policy, for CI: exit 0 when every dataview and
+    attack level holds it, 1 with the list of those that fail."""
+    from prudence_cli.catalog import find_catalog, open_catalog
+    from prudence_cli.explore import Policy, counted_levels
+    from prudence_cli.explore import check as run_check
+    from prudence_cli.render import to_json
+
+    _check_share("--max-risk", max_risk, zero=False)
+    for name, value in (("--min-irac-u", min_irac_u), ("--min-coverage", min_coverage)):
+        if value is not None:
+            _check_share(name, value, zero=True)
+    opened = open_catalog(find_catalog(catalog_dir))
+    levels = counted_levels(opened, attacks, where)
+    result = run_check(opened, Policy(max_risk, min_irac_u, min_coverage), levels, where)
+    failing = result[result["failures"] != ""]
+    if fmt == "json":
+        payload = {
+            "policy": {
+                "max_risk": max_risk,
+                "min_irac_u": min_irac_u,
+                "min_coverage": min_coverage,
+            },
+            "checked": len(result),
+            "failed": len(failing),
+            "ok": bool(failing.empty),
+            "failures": json.loads(to_json(failing, opened.dimension_names)),
+        }
+        click.echo(json.dumps(payload, indent=2))
+    else:
+        for _, row in failing.iterrows():
+            dims = " ".join(f"{d}={row[d]}" for d in opened.dimension_names)
+            level = ",".join(
+                f"{k}={row[k]}" for k in opened.knowledge_names if isinstance(row.get(k), str)
+            )
+            click.echo(f"FAIL {row['dataview']} {dims} {row['attack']}[{level}]: {row['failures']}")
+        click.echo(
+            f"{len(result) - len(failing)} of {len(result)} dataview × attack levels hold the "
+            "policy.",
+            err=True,
+        )
+    if not failing.empty:
+        sys.exit(1)
+
+
+@main.command()
+@_CATALOG_OPTION
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="The HTML file (--format html) or a folder of PNG files (--format png).",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["html", "png"]), default="html", show_default=True
+)
+@click.option(
+    "--max-risk",
+    type=float,
+    default=0.3,
+    show_default=True,
+    help="Tolerated risk R of the Pareto chart.",
+)
+@_ATTACK_OPTION
+@_WHERE_OPTION
+@_errors
+def report(
+    catalog_dir: Path | None,
+    out: Path,
+    fmt: str,
+    max_risk: float,
+    attacks: tuple[str, ...],
+    where: tuple[str, ...],
+) -> None:
+    """Write the catalog as a self-contained HTML report (planes, RAC curves, Pareto
+    front, releases, and how to read each chart), or its charts as PNG files.
+    --attack / --where choose the attack levels counted in the Pareto chart."""
+    from prudence_cli.catalog import find_catalog, open_catalog
+    from prudence_cli.explore import counted_levels
+    from prudence_cli.report.page import write_html, write_png
+
+    _check_share("--max-risk", max_risk, zero=False)
+    opened = open_catalog(find_catalog(catalog_dir))
+    levels = counted_levels(opened, attacks, where)
+    count = (write_html if fmt == "html" else write_png)(opened, out, max_risk, levels)
+    click.echo(f"Report with {count} charts written to {out}.", err=True)
+
+
+def _check_share(name: str, value: float, zero: bool) -> None:
+    if not (0 <= value <= 1) or (not zero and value == 0):
+        raise UserError(f"{name} {value:g} must be in {'[0, 1]' if zero else '(0, 1]'}")
 
 
 @main.command()

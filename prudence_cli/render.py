@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,9 +13,11 @@ import pandas as pd
 from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from prudence_cli.catalog import Catalog
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 MEASURES = {
     "i_rac_u": "i-RAC\nU",
     "i_rac_d": "i-RAC\nD",
@@ -124,3 +127,103 @@ def releases_table(frame: pd.DataFrame) -> Table:
             f"{int(row['users']):,}",
         )
     return table
+
+
+def _heat(value: float) -> str:
+    """Background colour of a plane cell: red (0) through yellow to green (1)."""
+    if isinstance(value, float) and math.isnan(value):
+        return ""
+    v = min(max(float(value), 0.0), 1.0)
+    red = int(220 if v < 0.5 else 220 - (v - 0.5) * 2 * 170)
+    green = int(60 + v * 2 * 140 if v < 0.5 else 200)
+    return f"black on rgb({red},{green},70)"
+
+
+def plane_tables(
+    u_plane: pd.DataFrame, d_plane: pd.DataFrame, dims: tuple[str, str], subtitle: str
+) -> list[Table]:
+    """The two i-RAC planes as colour-graded two-way tables."""
+    tables = []
+    for name, frame in (("i-RAC_U", u_plane), ("i-RAC_D", d_plane)):
+        table = Table(
+            box=box.SIMPLE_HEAD,
+            title=f"{name}: {dims[0]} × {dims[1]}{subtitle}",
+            title_justify="left",
+        )
+        table.add_column(f"{dims[0]} \\ {dims[1]}", no_wrap=True)
+        for column in frame.columns:
+            table.add_column(str(column), justify="center", no_wrap=True)
+        for index, row in frame.iterrows():
+            table.add_row(str(index), *[Text(_number(v), style=_heat(v)) for v in row.tolist()])
+        tables.append(table)
+    return tables
+
+
+def plane_long(u_plane: pd.DataFrame, d_plane: pd.DataFrame, dims: tuple[str, str]) -> pd.DataFrame:
+    u = u_plane.stack().rename("i_rac_u")
+    d = d_plane.stack().rename("i_rac_d")
+    frame = pd.concat([u, d], axis=1).reset_index()
+    frame.columns = [dims[0], dims[1], "i_rac_u", "i_rac_d"]
+    return frame
+
+
+def curve_chart(curve: pd.DataFrame, title: str, width: int = 72, height: int = 18) -> str:
+    """RAC_U and RAC_D as a text chart (step functions, risk on x)."""
+    import plotext as plt
+
+    risk = curve["risk"].to_numpy()
+    plt.clear_figure()
+    plt.plotsize(width, height)
+    plt.theme("clear")
+    for column, marker in (("rac_u", "braille"), ("rac_d", "dot")):
+        xs, ys = _steps(risk, curve[column].to_numpy())
+        plt.plot(xs, ys, label=column.upper(), marker=marker)
+    plt.xlim(0, 1)
+    plt.ylim(0, 1)
+    plt.xlabel("risk r (share of people / of data at risk ≤ r)")
+    plt.title(title)
+    return _ANSI.sub("", plt.build())
+
+
+def best_table(
+    scores: pd.DataFrame, dims: list[str], max_risk: float, levels: int, min_coverage: float | None
+) -> Table:
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+        title_justify="left",
+        caption_justify="left",
+        title=f"Dataviews by data kept at risk ≤ {max_risk:g} (max over {levels} attack levels)",
+        caption="front: no other dataview is at least as good on both mean risk and data "
+        "kept and better on one (the Pareto front); dominated: another one is."
+        + (f" Dim: below the minimum coverage {min_coverage:.0%}." if min_coverage else ""),
+    )
+    for column in ["dataview", *dims]:
+        table.add_column(column, no_wrap=True)
+    for column in ("kept", "people ≤ R", "mean\nrisk", "i-RAC\nU", "i-RAC\nD", "Pareto"):
+        table.add_column(column, justify="right", no_wrap=True)
+    for _, row in scores.iterrows():
+        low = min_coverage is not None and row["kept"] < min_coverage
+        style = "dim" if low else ("bold" if row["pareto"] == "front" else None)
+        table.add_row(
+            *[str(row[c]) for c in ["dataview", *dims]],
+            f"{row['kept']:.1%}",
+            f"{int(row['users_at_or_below']):,}",
+            f"{row['mean_risk']:.3f}",
+            f"{row['i_rac_u']:.3f}",
+            f"{row['i_rac_d']:.3f}",
+            str(row["pareto"]),
+            style=style,
+        )
+    return table
+
+
+def _steps(x: Any, y: Any) -> tuple[list[float], list[float]]:
+    xs: list[float] = []
+    ys: list[float] = []
+    for i in range(len(x)):
+        end = float(x[i + 1]) if i + 1 < len(x) else 1.0
+        xs += [float(x[i]), end]
+        ys += [float(y[i]), float(y[i])]
+    return xs, ys

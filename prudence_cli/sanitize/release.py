@@ -21,15 +21,13 @@ import pandas as pd
 
 from prudence_cli import __version__
 from prudence_cli.attacks.base import Attack, KnowledgeLevel
-from prudence_cli.attacks.registry import ATTACKS
 from prudence_cli.catalog import Catalog, sha256_file
 from prudence_cli.dataviews.base import Dataview
-from prudence_cli.dataviews.restore import parse_dimensions, view_from_table
 from prudence_cli.engine import Engine
-from prudence_cli.errors import CatalogError, PrudenceError
+from prudence_cli.errors import PrudenceError
+from prudence_cli.explore import counted_levels, dataview_scores
 from prudence_cli.io.atomic import atomic_folder
 from prudence_cli.measures.rac import RacSummary, rac_curve, summarize
-from prudence_cli.query import parse_where
 from prudence_cli.sanitize.ledger import (
     forget_release,
     join_views,
@@ -71,61 +69,6 @@ def is_release(folder: Path) -> bool:
     return isinstance(data, dict) and data.get("format") == RELEASE_FORMAT
 
 
-def counted_levels(
-    catalog: Catalog, attacks: Sequence[str], where: Sequence[str]
-) -> list[tuple[Attack, KnowledgeLevel]]:
-    """The assessed attack levels that count: all, or those the filters keep."""
-    filters = parse_where(catalog, where)
-    known = {a["attack"] for a in catalog.manifest["attacks"]}
-    for name in attacks:
-        if name not in known:
-            raise PrudenceError(
-                f"--attack {name}: not assessed in this catalog (assessed: "
-                f"{', '.join(sorted(known))})"
-            )
-    levels = []
-    for entry in catalog.manifest["attacks"]:
-        if attacks and entry["attack"] not in attacks:
-            continue
-        if "attack" in filters and entry["attack"] not in filters["attack"]:
-            continue
-        for values in entry["levels"]:
-            if any(k in filters and str(v) not in filters[k] for k, v in values.items()):
-                continue
-            levels.append(
-                (ATTACKS[entry["attack"]], KnowledgeLevel(entry["attack"], tuple(values.items())))
-            )
-    if not levels:
-        raise PrudenceError("no assessed attack level is left by --attack / --where")
-    return levels
-
-
-def load_view(catalog: Catalog, view_id: str) -> tuple[Dataview, np.ndarray, pd.DataFrame]:
-    """A dataview of the catalog, its universe U (original ids) and its per-user risks."""
-    entry = catalog.dataview_entry(view_id)
-    for key in ("risks", "file"):
-        if not (catalog.path / entry.get(key, "")).is_file():
-            raise CatalogError(
-                f"{catalog.path}: dataview {view_id} has no {key} file; this catalog cannot be "
-                "sanitized: run prudence assess again"
-            )
-    risks = catalog.risks(view_id)
-    user_ids = risks["user"].astype(str).to_numpy(dtype=object)
-    locations = pd.read_csv(
-        catalog.path / entry["file"].replace(".csv.gz", ".locations.csv"),
-        dtype={"label": str},
-        keep_default_na=False,
-    )
-    dims = parse_dimensions(entry["format"], entry["dimensions"])
-    try:
-        view = view_from_table(
-            view_id, entry["format"], dims, user_ids, catalog.dataview_table(view_id), locations
-        )
-    except ValueError as exc:
-        raise CatalogError(f"{catalog.path}: dataview {view_id} is inconsistent: {exc}") from None
-    return view, user_ids, risks
-
-
 def choose_dataview(
     catalog: Catalog,
     levels: Sequence[tuple[Attack, KnowledgeLevel]],
@@ -135,38 +78,23 @@ def choose_dataview(
     """The dataview with the largest i-RAC_D under the max risk over the counted levels,
     among those where someone is at or below the threshold (None if there is none); and
     the reason, in words."""
-    filters = parse_where(catalog, where)
-    coverage_kind = catalog.manifest["coverage"]
-    scored = []
-    for entry in catalog.dataviews:
-        dims = entry["dimensions"]
-        if any(k in filters and str(v) not in filters[k] for k, v in dims.items()):
-            continue
-        if "dataview" in filters and entry["id"] not in filters["dataview"]:
-            continue
-        view, _, risks = load_view(catalog, entry["id"])
-        risk = np.max([risks[level.key].to_numpy() for _, level in levels], axis=0)
-        coverage = view.coverage(coverage_kind)
-        total = coverage.sum()
-        kept = float(coverage[risk <= threshold].sum() / total) if total else 0.0
-        scored.append((summarize(risk, coverage).i_rac_d, kept, entry))
-    eligible = [s for s in scored if s[1] > 0]
-    if not scored:
-        raise PrudenceError("no dataview of the catalog matches --where")
-    if not eligible:
+    scores = dataview_scores(catalog, levels, threshold, where).table
+    eligible = scores[scores["kept"] > 0]
+    if eligible.empty:
         return None, (
-            f"none of the {len(scored)} dataviews has anyone at risk ≤ {threshold:g} under the "
+            f"none of the {len(scores)} dataviews has anyone at risk ≤ {threshold:g} under the "
             f"{len(levels)} counted attack levels; raise the threshold or count fewer levels"
         )
-    i_rac_d, kept, entry = max(eligible, key=lambda s: (s[0], s[1]))
+    best = eligible.sort_values(["i_rac_d", "kept"], ascending=False, kind="stable").iloc[0]
+    entry = catalog.dataview_entry(best["dataview"])
     dims = " ".join(f"{k}={v}" for k, v in entry["dimensions"].items())
     reason = (
-        f"{entry['id']} ({dims}): the largest i-RAC_D ({i_rac_d:.3f}) under each person's "
-        f"maximum risk over {len(levels)} attack levels, among {len(scored)} dataviews; "
-        f"before suppression, people at risk ≤ {threshold:g} hold {kept:.0%} of its "
-        f"{catalog.manifest['coverage']}"
+        f"{best['dataview']} ({dims}): the largest i-RAC_D ({best['i_rac_d']:.3f}) under each "
+        f"person's maximum risk over {len(levels)} attack levels, among {len(scores)} "
+        f"dataviews; before suppression, people at risk ≤ {threshold:g} hold "
+        f"{best['kept']:.0%} of its {catalog.manifest['coverage']}"
     )
-    return entry["id"], reason
+    return str(best["dataview"]), reason
 
 
 def run_sanitize(
@@ -195,7 +123,7 @@ def run_sanitize(
         view_id = chosen
     if announce is not None:
         announce(choice)
-    view, user_ids, _ = load_view(catalog, view_id)
+    view, user_ids = catalog.view(view_id)
     earlier = released_views(catalog, request.recipient, user_ids) if request.recipient else []
     join = (lambda v: join_views(v, earlier)) if earlier else None
     settings = catalog.manifest.get("engine", {})

@@ -1,0 +1,155 @@
+"""The report's charts, drawn with matplotlib: i-RAC planes as heatmaps, RAC curves,
+and the Pareto front of the dataviews. Each chart comes with a plain-language text."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import matplotlib
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from prudence_cli.catalog import Catalog
+from prudence_cli.explore import Scores, natural_order
+
+matplotlib.rcParams.update({"svg.hashsalt": "prudence", "font.size": 9})
+
+
+@dataclass(frozen=True)
+class Chart:
+    name: str  # file-safe id
+    section: str  # planes | curves | pareto
+    title: str
+    figure: Figure
+
+    def svg(self) -> bytes:
+        return _save(self.figure, "svg")
+
+    def png(self) -> bytes:
+        return _save(self.figure, "png")
+
+
+def plane_charts(catalog: Catalog) -> Iterator[Chart]:
+    """One chart per attack level (and value of any further dimension): i-RAC_U and
+    i-RAC_D over the first two data dimensions, or along the only one."""
+    irac = catalog.irac
+    dims = catalog.dimension_names
+    if not dims:
+        return
+    level_columns = ["attack", *catalog.knowledge_names]
+    extra = dims[2:]
+    for keys, rows in irac.groupby(level_columns + extra, sort=False, dropna=False):
+        values = dict(zip(level_columns + extra, keys, strict=True))
+        label = " ".join(f"{k}={v}" for k, v in values.items() if k != "attack" and v != "")
+        title = f"{values['attack']} {label}".strip()
+        figure = Figure(figsize=(9, 3.2), layout="constrained")
+        axes = figure.subplots(1, 2)
+        for ax, measure, name in zip(
+            axes, ("i_rac_u", "i_rac_d"), ("i-RAC_U", "i-RAC_D"), strict=True
+        ):
+            if len(dims) == 1:
+                _bars(ax, rows, dims[0], measure, name)
+            else:
+                _heatmap(figure, ax, rows, dims[0], dims[1], measure, name)
+        figure.suptitle(title)
+        yield Chart(f"plane-{_safe(title)}", "planes", title, figure)
+
+
+def curve_charts(catalog: Catalog) -> Iterator[Chart]:
+    """One chart per dataview and attack: RAC_U and RAC_D, one step line per level."""
+    irac = catalog.irac
+    for (view_id, attack), rows in irac.groupby(["dataview", "attack"], sort=False):
+        entry = catalog.dataview_entry(str(view_id))
+        dims = " ".join(f"{k}={v}" for k, v in entry["dimensions"].items())
+        title = f"{view_id} ({dims}) · {attack}"
+        figure = Figure(figsize=(9, 3.2), layout="constrained")
+        axes = figure.subplots(1, 2, sharey=True)
+        for _, row in rows.iterrows():
+            curve = pd.read_csv(catalog.path / row["curve"])
+            label = " ".join(f"{k}={row[k]}" for k in catalog.knowledge_names if row[k] != "")
+            for ax, column in zip(axes, ("rac_u", "rac_d"), strict=True):
+                ax.step(curve["risk"], curve[column], where="post", label=label or attack)
+        for ax, name in zip(axes, ("RAC_U: share of people", "RAC_D: share of data"), strict=True):
+            ax.set_xlim(0, 1)
+            ax.set_ylim(0, 1.02)
+            ax.set_xlabel("tolerated risk r")
+            ax.set_title(f"{name} at risk ≤ r")
+            ax.grid(alpha=0.3)
+        axes[1].legend(fontsize=7, loc="lower right")
+        figure.suptitle(title)
+        yield Chart(f"curves-{view_id}-{_safe(str(attack))}", "curves", title, figure)
+
+
+def pareto_chart(scores: Scores) -> Chart:
+    """Mean risk against data kept at R per dataview; the Pareto front joined."""
+    table = scores.table
+    figure = Figure(figsize=(6.5, 4.2), layout="constrained")
+    ax = figure.subplots()
+    front = table[table["pareto"] == "front"].sort_values("mean_risk")
+    dominated = table[table["pareto"] == "dominated"]
+    ax.scatter(dominated["kept"], dominated["mean_risk"], color="#999999", label="dominated")
+    ax.plot(front["kept"], front["mean_risk"], "o-", color="#1b7837", label="Pareto front")
+    for _, row in table.iterrows():
+        ax.annotate(
+            str(row["dataview"]),
+            (row["kept"], row["mean_risk"]),
+            textcoords="offset points",
+            xytext=(4, 3),
+            fontsize=7,
+        )
+    ax.set_xlabel(f"share of data held by people at risk ≤ {scores.max_risk:g}")
+    ax.set_ylabel("mean risk")
+    ax.set_xlim(-0.02, 1.02)
+    ax.set_ylim(-0.02, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper right")
+    title = f"Risk and data kept at R = {scores.max_risk:g}"
+    ax.set_title(title)
+    return Chart("pareto", "pareto", title, figure)
+
+
+def _heatmap(
+    figure: Figure,
+    ax: Axes,
+    rows: pd.DataFrame,
+    row_dim: str,
+    col_dim: str,
+    measure: str,
+    name: str,
+) -> None:
+    table = rows.pivot_table(index=row_dim, columns=col_dim, values=measure, aggfunc="first")
+    table = table.reindex(index=natural_order(rows[row_dim]), columns=natural_order(rows[col_dim]))
+    image = ax.imshow(table.to_numpy(dtype=float), cmap="RdYlGn", vmin=0, vmax=1, aspect="auto")
+    ax.set_xticks(range(len(table.columns)), [str(c) for c in table.columns])
+    ax.set_yticks(range(len(table.index)), [str(i) for i in table.index])
+    ax.set_xlabel(col_dim)
+    ax.set_ylabel(row_dim)
+    ax.set_title(name)
+    for (i, j), value in np.ndenumerate(table.to_numpy(dtype=float)):
+        if not np.isnan(value):
+            ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=7)
+    figure.colorbar(image, ax=ax, shrink=0.8)
+
+
+def _bars(ax: Axes, rows: pd.DataFrame, dim: str, measure: str, name: str) -> None:
+    order = natural_order(rows[dim])
+    values = rows.set_index(dim)[measure].reindex(order)
+    ax.bar([str(v) for v in order], values.to_numpy(dtype=float), color="#4575b4")
+    ax.set_ylim(0, 1)
+    ax.set_xlabel(dim)
+    ax.set_title(name)
+
+
+def _save(figure: Figure, fmt: str) -> bytes:
+    buffer = io.BytesIO()
+    metadata = {"Date": None} if fmt == "svg" else {"Software": None}
+    figure.savefig(buffer, format=fmt, dpi=110, metadata=metadata)
+    return buffer.getvalue()
+
+
+def _safe(text: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "=.-" else "_" for ch in text).strip("_")

@@ -1,0 +1,194 @@
+"""`prudence report`: the catalog as one self-contained HTML page (charts embedded as
+data URIs; nothing is fetched when it is opened), or its charts as PNG files."""
+
+from __future__ import annotations
+
+import base64
+import html
+from pathlib import Path
+from typing import Any
+
+from prudence_cli.catalog import Catalog
+from prudence_cli.explore import Levels, dataview_scores
+from prudence_cli.io.atomic import atomic_folder, write_text_atomic
+from prudence_cli.report.charts import Chart, curve_charts, pareto_chart, plane_charts
+from prudence_cli.sanitize.ledger import read_ledger
+
+READING = {
+    "planes": (
+        "i-RAC planes",
+        "Each square is one dataview, placed by its data dimensions, for one attacker. "
+        "i-RAC_U is the area under the RAC_U curve: 1 means nobody can be singled out, 0 "
+        "that everyone can. i-RAC_D is the same weighted by how much data each person holds: "
+        "it says how much of the data could be shared with only low-risk people. Green is "
+        "safe and useful, red is risky. Coarser dimensions usually move towards green "
+        "(PRUDEnce, Figure 5).",
+    ),
+    "curves": (
+        "RAC curves",
+        "For a tolerated risk r on the horizontal axis, RAC_U (left) gives the share of "
+        "people whose risk is at most r and RAC_D (right) the share of the data they hold. "
+        "A curve that climbs early means most people are safe at a low threshold; a curve "
+        "that stays flat until r = 1 means most people are unique. One line per attacker "
+        "knowledge level: more knowledge pushes the curves down and to the right.",
+    ),
+    "pareto": (
+        "Choosing a dataview",
+        "Each point is a dataview: horizontally, the share of its data held by people at "
+        "or below the tolerated risk R (what a release at R would keep before "
+        "re-assessment); vertically, the mean risk under the strongest counted attacker. "
+        "Good choices are to the right and low. Green points form the Pareto front: no "
+        "other dataview is at least as good on both and better on one; grey points are "
+        "dominated and never the best choice (seed 003, chapter 5).",
+    ),
+}
+
+
+def build_charts(catalog: Catalog, max_risk: float, levels: Levels) -> list[Chart]:
+    scores = dataview_scores(catalog, levels, max_risk)
+    return [*plane_charts(catalog), *curve_charts(catalog), pareto_chart(scores)]
+
+
+def write_html(catalog: Catalog, out: Path, max_risk: float, levels: Levels) -> int:
+    """Write the report page; returns the number of charts."""
+    charts = build_charts(catalog, max_risk, levels)
+    write_text_atomic(out, render_page(catalog, charts, max_risk, levels))
+    return len(charts)
+
+
+def write_png(catalog: Catalog, out: Path, max_risk: float, levels: Levels) -> int:
+    """Write every chart as `<name>.png` into the folder `out` (atomically)."""
+    charts = build_charts(catalog, max_risk, levels)
+    with atomic_folder(out, _is_chart_folder) as folder:
+        for chart in charts:
+            (folder / f"{chart.name}.png").write_bytes(chart.png())
+    return len(charts)
+
+
+def render_page(catalog: Catalog, charts: list[Chart], max_risk: float, levels: Levels) -> str:
+    manifest = catalog.manifest
+    parts = [
+        "<!doctype html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>Prudence report: {_e(manifest.get('name', ''))}</title>",
+        f"<style>{_STYLE}</style></head><body>",
+        f"<h1>Privacy risk and data quality: {_e(manifest.get('name', ''))}</h1>",
+        _summary(catalog),
+    ]
+    for section in ("pareto", "planes", "curves"):
+        title, text = READING[section]
+        members = [c for c in charts if c.section == section]
+        if not members:
+            continue
+        parts += [
+            f'<section id="{section}"><h2>{_e(title)}</h2>',
+            f'<p class="how">How to read it. {_e(text)}</p>',
+        ]
+        for chart in members:
+            data = base64.b64encode(chart.svg()).decode("ascii")
+            parts.append(
+                f'<figure><img class="chart" alt="{_e(chart.title)}" '
+                f'src="data:image/svg+xml;base64,{data}"><figcaption>{_e(chart.title)}'
+                "</figcaption></figure>"
+            )
+        parts.append("</section>")
+    parts += [_releases(catalog), _footer(manifest, max_risk, levels), "</body></html>"]
+    return "\n".join(parts) + "\n"
+
+
+def _summary(catalog: Catalog) -> str:
+    m = catalog.manifest
+    selection = m.get("selection", {})
+    dims = (
+        "; ".join(
+            f"{name}: {', '.join(sorted({str(v['dimensions'][name]) for v in catalog.dataviews}))}"
+            for name in catalog.dimension_names
+        )
+        or "none (raw locations)"
+    )
+    attacks = "; ".join(
+        f"{a['attack']} ({len(a['levels'])} level{'s' if len(a['levels']) != 1 else ''})"
+        for a in m["attacks"]
+    )
+    inputs = "".join(
+        f"<li><code>{_e(i['path'])}</code> sha256 <code>{_e(i['sha256'][:16])}…</code></li>"
+        for i in m.get("inputs", [])
+    )
+    dropped = sum(m.get("invalid_rows", {}).get("dropped", {}).values())
+    rows = [
+        ("people (U)", f"{selection.get('users', 0):,}"),
+        (
+            "points selected",
+            f"{selection.get('points', 0):,} of {selection.get('rows_read', 0):,} "
+            f"rows read" + (f" ({dropped:,} invalid rows dropped)" if dropped else ""),
+        ),
+        ("dataviews", f"{len(catalog.dataviews)} {m.get('format_of_dataviews', '')}: {dims}"),
+        ("attacks", attacks),
+        ("data measured as", m.get("coverage", "")),
+        ("assessed", f"{m.get('created', '')} by prudence {m.get('tool_version', '')}"),
+    ]
+    if m.get("sampling"):
+        rows.append(("sampled levels", f"{len(m['sampling'])} (their risks are lower bounds)"))
+    table = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in rows)
+    return (
+        f'<section id="summary"><table class="summary">{table}</table><ul>{inputs}</ul></section>'
+    )
+
+
+def _releases(catalog: Catalog) -> str:
+    records = read_ledger(catalog)
+    if not records:
+        return (
+            '<section id="releases"><h2>Releases</h2><p>No release recorded yet '
+            "(<code>prudence sanitize</code> records them).</p></section>"
+        )
+    head = "".join(
+        f"<th>{h}</th>"
+        for h in ("release", "recipient", "created", "dataview", "R", "method", "people")
+    )
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f"<td>{_e(v)}</td>"
+            for v in (
+                r["id"],
+                r.get("recipient") or "—",
+                r["created"],
+                r["dataview"],
+                f"{r['threshold']:g}",
+                r["method"],
+                f"{r['users']:,}",
+            )
+        )
+        + "</tr>"
+        for r in records
+    )
+    return f'<section id="releases"><h2>Releases</h2><table><tr>{head}</tr>{body}</table></section>'
+
+
+def _footer(manifest: dict[str, Any], max_risk: float, levels: Levels) -> str:
+    keys = ", ".join(level.key for _, level in levels)
+    return (
+        f"<footer>Catalog <code>{_e(manifest.get('name', ''))}</code>. Pareto analysis at "
+        f"R = {max_risk:g}, a person's risk being the maximum over: {_e(keys)}.</footer>"
+    )
+
+
+def _is_chart_folder(folder: Path) -> bool:
+    return all(p.suffix == ".png" for p in folder.iterdir())
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value))
+
+
+_STYLE = """
+body{font-family:system-ui,sans-serif;max-width:1000px;margin:2em auto;padding:0 1em;
+color:#222;line-height:1.45}
+h1{font-size:1.5em}h2{margin-top:2em;border-bottom:1px solid #ddd}
+table{border-collapse:collapse}td,th{padding:.25em .7em;text-align:left;
+border-bottom:1px solid #eee}
+p.how{background:#f4f7fa;padding:.6em .9em;border-left:3px solid #4575b4}
+figure{margin:1.2em 0}img.chart{max-width:100%}figcaption{color:#555;font-size:.9em}
+footer{margin-top:3em;color:#777;font-size:.85em}
+"""
