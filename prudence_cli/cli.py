@@ -584,7 +584,13 @@ def sanitize(
 
 
 @main.command()
-@click.argument("kind", type=click.Choice(["gps", "cdr"]))
+@click.argument("kind", required=False, type=click.Choice(["gps", "cdr", "segments"]))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["gps", "cdr", "segments"]),
+    help="The kind of data, instead of the KIND argument.",
+)
 @click.option("--users", type=click.IntRange(min=1), default=400, show_default=True)
 @click.option("--days", type=click.IntRange(min=1), default=21, show_default=True)
 @click.option("--seed", type=int, default=7, show_default=True)
@@ -604,25 +610,56 @@ def sanitize(
 @click.option(
     "--towers", type=click.Path(path_type=Path), help="cdr only: where to write the tower table."
 )
+@click.option(
+    "--segments",
+    type=click.Path(path_type=Path),
+    help="segments only: where to write the street segments table.",
+)
 @_errors
 def sample(
-    kind: str, users: int, days: int, seed: int, start: dt.datetime, out: Path, towers: Path | None
+    kind: str | None,
+    fmt: str | None,
+    users: int,
+    days: int,
+    seed: int,
+    start: dt.datetime,
+    out: Path,
+    towers: Path | None,
+    segments: Path | None,
 ) -> None:
-    """Write seeded synthetic GPS or CDR data over Pisa (the shipped sample data)."""
+    """Write seeded synthetic GPS fixes, call records or map-matched trips over Pisa
+    (how the shipped sample data was made)."""
     from prudence_cli.io.writers import write_csv
     from prudence_cli.sample import generate_cdr, generate_gps
+    from prudence_cli.sample_network import generate_segments
 
+    if kind and fmt and kind != fmt:
+        raise click.UsageError(f"KIND {kind} and --format {fmt} disagree")
+    kind = kind or fmt
+    if kind is None:
+        raise click.UsageError("say which data: gps, cdr or segments (or --format)")
+    if towers is not None and kind != "cdr":
+        raise click.UsageError("--towers is for cdr samples only")
+    if segments is not None and kind != "segments":
+        raise click.UsageError("--segments is for segments samples only")
+    extra: Path | None = None
     if kind == "gps":
-        if towers is not None:
-            raise click.UsageError("--towers is for cdr samples only")
         write_csv(generate_gps(users, days, seed, start.date()), out)
-    else:
+    elif kind == "cdr":
         if towers is None:
             raise click.UsageError("a cdr sample needs --towers FILE for the tower table")
         events, table = generate_cdr(users, days, seed, start.date())
         write_csv(events, out)
         write_csv(table, towers)
-    click.echo(f"Wrote {out}" + (f" and {towers}" if towers else ""), err=True)
+        extra = towers
+    else:
+        if segments is None:
+            raise click.UsageError("a segments sample needs --segments FILE for the streets")
+        trips, streets = generate_segments(users, days, seed, start.date())
+        write_csv(trips, out)
+        write_csv(streets, segments)
+        extra = segments
+    click.echo(f"Wrote {out}" + (f" and {extra}" if extra else ""), err=True)
 
 
 @contextmanager

@@ -18,16 +18,16 @@ import shapely
 import yaml
 
 from prudence_cli.attacks.registry import ATTACKS, KnowledgeLevel
-from prudence_cli.dataviews.registry import FORMATS
+from prudence_cli.dataviews.registry import FORMATS, SEGMENT_FORMATS
 from prudence_cli.errors import ConfigError
 from prudence_cli.space import check_projected_crs
 from prudence_cli.units import parse_duration
 
 T = TypeVar("T")
 
-INPUT_FORMATS = ("gps", "cdr")
+INPUT_FORMATS = ("gps", "cdr", "segments")
 POINT_MODES = ("all", "trip_ends")
-COVERAGES = ("locations", "visits", "records")
+COVERAGES = ("locations", "visits", "records", "segments")
 DEFAULT_MAX_INSTANCES = 400_000_000
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -41,6 +41,23 @@ class ColumnMap:
     lat: str = "lat"
     lon: str = "lon"
     tower: str = "tower"
+    trip: str = "trip"
+    segment: str = "segment"
+    enter: str = "enter"
+    leave: str = "leave"
+
+
+@dataclass(frozen=True)
+class SegmentsConfig:
+    """The road segments table: an id and either a WKT LineString or its two ends."""
+
+    path: Path
+    segment: str = "segment"
+    wkt: str = "wkt"
+    start_lat: str = "start_lat"
+    start_lon: str = "start_lon"
+    end_lat: str = "end_lat"
+    end_lon: str = "end_lon"
 
 
 @dataclass(frozen=True)
@@ -61,13 +78,7 @@ class InputConfig:
     time_format: str  # auto | iso | epoch
     delimiter: str
     on_invalid: str  # stop | drop
-
-    @property
-    def required_columns(self) -> tuple[str, ...]:
-        c = self.columns
-        if self.format == "cdr":
-            return (c.user, c.time, c.tower)
-        return (c.user, c.time, c.lat, c.lon)
+    segments: SegmentsConfig | None = None
 
 
 @dataclass(frozen=True)
@@ -134,6 +145,8 @@ class Config:
         files = [self.input.path]
         if self.input.towers is not None:
             files.append(self.input.towers.path)
+        if self.input.segments is not None:
+            files.append(self.input.segments.path)
         if self.select.area is not None and self.select.area.path is not None:
             files.append(self.select.area.path)
         return tuple(files)
@@ -168,8 +181,15 @@ def parse_config(data: object, file: Path) -> Config:
     input_config = _parse_input(r, top["input"])
     select = _parse_select(r, top.get("select", {}), input_config.timezone)
     dataview = _parse_dataview(r, top["dataview"], input_config.format)
+    if dataview.format in SEGMENT_FORMATS and input_config.format != "segments":
+        r.fail(
+            "dataview.format",
+            f"{dataview.format!r} dataviews need input.format: segments (map-matched trips)",
+        )
     attacks = _parse_attacks(r, top["attacks"], dataview.format)
     coverage = r.choice(top.get("coverage", "locations"), "coverage", COVERAGES)
+    if coverage == "segments" and dataview.format not in SEGMENT_FORMATS:
+        r.fail("coverage", "segments coverage is for segments dataviews")
     output = r.path(top.get("output", f"catalog/{name}"), "output")
     return Config(
         file=file,
@@ -211,6 +231,7 @@ def _parse_input(r: _Reader, data: object) -> InputConfig:
             "format",
             "columns",
             "towers",
+            "segments",
             "timezone",
             "time_format",
             "delimiter",
@@ -219,7 +240,9 @@ def _parse_input(r: _Reader, data: object) -> InputConfig:
     )
     fmt = r.choice(m.get("format", "gps"), "input.format", INPUT_FORMATS)
     columns_data = r.mapping(
-        m.get("columns", {}), "input.columns", allowed={"user", "time", "lat", "lon", "tower"}
+        m.get("columns", {}),
+        "input.columns",
+        allowed={"user", "time", "lat", "lon", "tower", "trip", "segment", "enter", "leave"},
     )
     columns = ColumnMap(**{k: r.string(v, f"input.columns.{k}") for k, v in columns_data.items()})
     towers = None
@@ -229,6 +252,13 @@ def _parse_input(r: _Reader, data: object) -> InputConfig:
         towers = _parse_towers(r, m["towers"])
     elif "towers" in m:
         r.fail("input.towers", "only a cdr input takes a towers table")
+    segments = None
+    if fmt == "segments":
+        if "segments" not in m:
+            r.fail("input.segments", "a segments input needs a segments CSV (segment, wkt)")
+        segments = _parse_segments(r, m["segments"])
+    elif "segments" in m:
+        r.fail("input.segments", "only a segments input takes a segments table")
     timezone = r.string(m.get("timezone", "UTC"), "input.timezone")
     try:
         zoneinfo.ZoneInfo(timezone)
@@ -248,6 +278,19 @@ def _parse_input(r: _Reader, data: object) -> InputConfig:
         ),
         delimiter=delimiter,
         on_invalid=r.choice(m.get("on_invalid", "stop"), "input.on_invalid", ("stop", "drop")),
+        segments=segments,
+    )
+
+
+def _parse_segments(r: _Reader, data: object) -> SegmentsConfig:
+    if isinstance(data, str):
+        return SegmentsConfig(path=r.path(data, "input.segments"))
+    m = r.mapping(data, "input.segments", required={"path"}, allowed={"path", "columns"})
+    names = {"segment", "wkt", "start_lat", "start_lon", "end_lat", "end_lon"}
+    cols = r.mapping(m.get("columns", {}), "input.segments.columns", allowed=names)
+    return SegmentsConfig(
+        path=r.path(m["path"], "input.segments.path"),
+        **{k: r.string(v, f"input.segments.columns.{k}") for k, v in cols.items()},
     )
 
 

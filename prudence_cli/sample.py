@@ -30,8 +30,8 @@ CENTRE_LAT = 43.7160
 TIMEZONE = "Europe/Rome"
 _M_PER_DEG_LAT = 110_540.0
 _M_PER_DEG_LON = 111_320.0 * np.cos(np.radians(CENTRE_LAT))
-_HALF_WIDTH = 6_000.0  # metres east-west of the centre
-_HALF_HEIGHT = 5_000.0
+HALF_WIDTH = 6_000.0  # metres east-west of the centre
+HALF_HEIGHT = 5_000.0
 
 
 @dataclass(frozen=True)
@@ -50,11 +50,11 @@ class Stay:
     end: float
 
 
-def _to_lonlat(xy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def to_lonlat(xy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return CENTRE_LON + xy[..., 0] / _M_PER_DEG_LON, CENTRE_LAT + xy[..., 1] / _M_PER_DEG_LAT
 
 
-def _population(users: int, rng: np.random.Generator) -> list[Person]:
+def population(users: int, rng: np.random.Generator) -> list[Person]:
     hood_centres = rng.normal(0, [2_200, 1_800], size=(12, 2))
     hood_weights = np.exp(-np.linalg.norm(hood_centres, axis=1) / 2_500)
     hood_weights /= hood_weights.sum()
@@ -87,7 +87,7 @@ def _population(users: int, rng: np.random.Generator) -> list[Person]:
     return people
 
 
-def _stays(person: Person, days: int, start: dt.date, rng: np.random.Generator) -> list[Stay]:
+def stays_of(person: Person, days: int, start: dt.date, rng: np.random.Generator) -> list[Stay]:
     """The person's stays, in order; consecutive stays are separated by a drive."""
     stays: list[Stay] = []
     here, since = person.home, 0.0
@@ -134,7 +134,7 @@ def _favourite(person: Person, rng: np.random.Generator) -> np.ndarray:
     return person.favourites[rng.choice(len(person.preference), p=person.preference)]
 
 
-def _local_start(start: dt.date) -> pd.Timestamp:
+def local_start(start: dt.date) -> pd.Timestamp:
     return pd.Timestamp(start.isoformat()).tz_localize(ZoneInfo(TIMEZONE))
 
 
@@ -143,10 +143,10 @@ def generate_gps(
 ) -> pd.DataFrame:
     """GPS fixes while driving: uid, datetime (naive, Europe/Rome), lat, lng."""
     rng = np.random.default_rng(seed)
-    t0 = _local_start(start)
+    t0 = local_start(start)
     rows_user, rows_t, rows_xy = [], [], []
-    for index, person in enumerate(_population(users, rng)):
-        stays = _stays(person, days, start, rng)
+    for index, person in enumerate(population(users, rng)):
+        stays = stays_of(person, days, start, rng)
         for before, after in zip(stays, stays[1:], strict=False):
             depart, arrive = before.end, after.start
             steps = np.arange(depart, arrive, rng.uniform(60, 180))[1:]
@@ -160,7 +160,7 @@ def generate_gps(
             rows_xy.append(path)
     user = np.concatenate(rows_user)
     seconds = np.concatenate(rows_t)
-    lon, lat = _to_lonlat(np.concatenate(rows_xy))
+    lon, lat = to_lonlat(np.concatenate(rows_xy))
     local = (t0 + pd.to_timedelta(np.round(seconds), unit="s")).tz_localize(None)
     return pd.DataFrame(
         {
@@ -175,11 +175,11 @@ def generate_gps(
 def generate_towers(seed: int, spacing: float = 750.0) -> pd.DataFrame:
     """Towers on a jittered lattice over the area: tower, lat, lon."""
     rng = np.random.default_rng([seed, 1])
-    xs = np.arange(-_HALF_WIDTH - spacing, _HALF_WIDTH + spacing, spacing)
-    ys = np.arange(-_HALF_HEIGHT - spacing, _HALF_HEIGHT + spacing, spacing * 0.87)
+    xs = np.arange(-HALF_WIDTH - spacing, HALF_WIDTH + spacing, spacing)
+    ys = np.arange(-HALF_HEIGHT - spacing, HALF_HEIGHT + spacing, spacing * 0.87)
     grid = np.array([(x + (spacing / 2 if j % 2 else 0), y) for j, y in enumerate(ys) for x in xs])
     grid += rng.normal(0, spacing * 0.15, size=grid.shape)
-    lon, lat = _to_lonlat(grid)
+    lon, lat = to_lonlat(grid)
     return pd.DataFrame(
         {
             "tower": [f"T{i:03d}" for i in range(len(grid))],
@@ -201,10 +201,10 @@ def generate_cdr(
         ]
     )
     rng = np.random.default_rng(seed)
-    t0 = _local_start(start).timestamp()
+    t0 = local_start(start).timestamp()
     rows_user, rows_t, rows_tower = [], [], []
-    for index, person in enumerate(_population(users, rng)):
-        for stay in _stays(person, days, start, rng):
+    for index, person in enumerate(population(users, rng)):
+        for stay in stays_of(person, days, start, rng):
             awake = _awake_seconds(stay.start, stay.end)
             n = rng.poisson(awake / 3600 * 0.35 * person.activity)
             if n == 0:

@@ -18,17 +18,19 @@ import shapely
 from prudence_cli import columns as C
 from prudence_cli.config import Area, Config
 from prudence_cli.io.readers import RawPoints, read_area_geojson
-from prudence_cli.space import project, utm_crs
+from prudence_cli.space import project, project_lines, utm_crs
 
 
 @dataclass
 class Selection:
     """The selected raw data: the users U and their points in a projected CRS."""
 
-    points: pd.DataFrame  # user (int32 code), time (int64 ns), x, y [, tower (int32 code)]
+    points: pd.DataFrame  # user (int32 code), time (int64 ns), x, y
+    # [, location (int32 code of a tower or segment)] [, trip (int64), leave (int64 ns)]
     user_ids: np.ndarray  # original user id per code
     crs: str
-    towers: pd.DataFrame | None = None  # per tower code: label, lon, lat
+    locations: pd.DataFrame | None = None  # per location code: label, lon, lat
+    geometry: np.ndarray | None = None  # per location code: segment LineString in the CRS
     stats: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -64,7 +66,13 @@ def select(raw: RawPoints, config: Config) -> Selection:
     index = np.flatnonzero(keep)
     order = index[np.lexsort((time[index], codes[index]))]
     user = codes[order]
-    trip = _trip_numbers(user, time[order], sel.max_gap)
+    if C.TRIP in table:  # trips given by the input (map-matched segments)
+        trip_codes = pd.factorize(
+            pd.Series(codes).astype(str) + "\x00" + table[C.TRIP].astype(str)
+        )[0]
+        trip = _given_trips(user, trip_codes[order])
+    else:
+        trip = _trip_numbers(user, time[order], sel.max_gap)
     if sel.points == "trip_ends":
         last = np.ones(len(order), dtype=bool)
         last[:-1] = trip[1:] != trip[:-1]
@@ -82,7 +90,7 @@ def select(raw: RawPoints, config: Config) -> Selection:
     trips_per_user = np.bincount(user[first_of_trip], minlength=len(all_ids))
     active_user = (points_per_user >= sel.min_points) & (trips_per_user >= sel.min_trips)
     active = active_user[user] if len(user) else np.zeros(0, dtype=bool)
-    order, user, lon, lat = (a[active] for a in (order, user, lon, lat))
+    order, user, trip, lon, lat = (a[active] for a in (order, user, trip, lon, lat))
     stats["points"] = len(order)
 
     kept_codes, dense_user = np.unique(user, return_inverse=True)
@@ -95,15 +103,30 @@ def select(raw: RawPoints, config: Config) -> Selection:
     points = pd.DataFrame(
         {C.USER: dense_user.astype(np.int32), C.TIME: time[order], C.X: x, C.Y: y}
     )
-    towers = None
-    if C.TOWER in table:
-        tower_codes, tower_ids = pd.factorize(table[C.TOWER].to_numpy()[order], sort=True)
-        points[C.TOWER] = tower_codes.astype(np.int32)
-        first = np.unique(tower_codes, return_index=True)[1]
-        towers = pd.DataFrame(
-            {"label": np.asarray(tower_ids, dtype=object), "lon": lon[first], "lat": lat[first]}
+    locations = geometry = None
+    if C.LOCATION in table:
+        location_codes, labels = pd.factorize(table[C.LOCATION].to_numpy()[order], sort=True)
+        points[C.LOCATION] = location_codes.astype(np.int32)
+        first = np.unique(location_codes, return_index=True)[1]
+        locations = pd.DataFrame(
+            {"label": np.asarray(labels, dtype=object), "lon": lon[first], "lat": lat[first]}
         )
-    return Selection(points, user_ids, crs, towers, stats)
+        if raw.segments is not None:
+            lines = raw.segments.set_index("segment").loc[list(labels), "geometry"].to_numpy()
+            geometry = project_lines(lines, crs)
+    for column in (C.TRIP, C.LEAVE):
+        if column in table:
+            points[column] = trip if column == C.TRIP else table[column].to_numpy()[order]
+    return Selection(points, user_ids, crs, locations, geometry, stats)
+
+
+def _given_trips(user: np.ndarray, trip: np.ndarray) -> np.ndarray:
+    """Trip number per point (sorted by user and time) from the input's trip ids: a new
+    trip starts whenever the id changes."""
+    starts = np.ones(len(user), dtype=bool)
+    if len(user) > 1:
+        starts[1:] = (user[1:] != user[:-1]) | (trip[1:] != trip[:-1])
+    return np.cumsum(starts) - 1
 
 
 def _trip_numbers(user: np.ndarray, time: np.ndarray, max_gap_seconds: int) -> np.ndarray:

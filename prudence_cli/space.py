@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pyproj
+import shapely
 from pyproj.aoi import AreaOfInterest
 from pyproj.database import query_utm_crs_info
 
@@ -49,6 +50,17 @@ def project(lon: np.ndarray, lat: np.ndarray, crs: str) -> tuple[np.ndarray, np.
     transformer = pyproj.Transformer.from_crs(WGS84, crs, always_xy=True)
     x, y = transformer.transform(lon, lat)
     return np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+
+
+def project_lines(lines: np.ndarray, crs: str) -> np.ndarray:
+    """Shapely geometries from lon/lat to the CRS."""
+    transformer = pyproj.Transformer.from_crs(WGS84, crs, always_xy=True)
+
+    def move(xy: np.ndarray) -> np.ndarray:
+        x, y = transformer.transform(xy[:, 0], xy[:, 1])
+        return np.column_stack([x, y])
+
+    return np.asarray(shapely.transform(lines, move))
 
 
 def unproject(x: np.ndarray, y: np.ndarray, crs: str) -> tuple[np.ndarray, np.ndarray]:

@@ -177,7 +177,7 @@ def test_cdr_rows_take_their_tower_position(write_config, tmp_path):
     (tmp_path / "towers.csv").write_text("tower,lat,lon\nT1,43.7,10.4\nT2,43.8,10.5\n")
     (tmp_path / "events.csv").write_text("caller,ts,cell\nx,1306908000,T2\ny,1306908060,T1\n")
     points = read_points(load_config(write_config(CDR_CONFIG)).input).table
-    assert points["tower"].tolist() == ["T2", "T1"]
+    assert points["location"].tolist() == ["T2", "T1"]
     assert points["lat"].tolist() == [43.8, 43.7]
 
 

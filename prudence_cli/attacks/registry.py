@@ -6,6 +6,7 @@ from prudence_cli.attacks.base import Attack, AttackResult, KnowledgeLevel
 from prudence_cli.attacks.frequency import FrequencyAttack, HomeWorkAttack, UniqueLocationAttack
 from prudence_cli.attacks.presence import PresenceAttack
 from prudence_cli.attacks.sequence import LocationSequenceAttack, UniqueLocationSequenceAttack
+from prudence_cli.attacks.subtrajectory import SubtrajectoryAttack
 from prudence_cli.attacks.tolerance import ProbabilityAttack, ProportionAttack
 from prudence_cli.attacks.trajectory import LocationAttack, VisitAttack
 
@@ -24,5 +25,6 @@ ATTACKS: dict[str, Attack] = {
         HomeWorkAttack(),
         ProbabilityAttack(),
         ProportionAttack(),
+        SubtrajectoryAttack(),
     )
 }

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-COVERAGE_KINDS = ("locations", "visits", "records")
+COVERAGE_KINDS = ("locations", "visits", "records", "segments")
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from prudence_cli import columns as C
 from prudence_cli.config import DataviewConfig
 from prudence_cli.dataviews.base import Dataview
 from prudence_cli.dataviews.presence import PresenceView, ProbabilityView, presence_pairs
+from prudence_cli.dataviews.segments import SegmentView
 from prudence_cli.dataviews.trajectory import TrajectoryView, collapse_repeats, local_bins
 from prudence_cli.select import Selection
 from prudence_cli.space import grid_cells
@@ -43,10 +44,10 @@ def view_ids(config: DataviewConfig) -> Iterator[str]:
 def locate(selection: Selection, grid: float | None) -> Located:
     points = selection.points
     if grid is None:
-        if selection.towers is None:
-            raise ValueError("a dataview without grid needs raw locations (cdr towers)")
-        location = points[C.TOWER].to_numpy()
-        locations = selection.towers
+        if selection.locations is None:
+            raise ValueError("a dataview without grid needs raw locations (towers, segments)")
+        location = points[C.LOCATION].to_numpy()
+        locations = selection.locations
     else:
         location, locations = grid_cells(
             points[C.X].to_numpy(), points[C.Y].to_numpy(), grid, selection.crs
@@ -72,6 +73,8 @@ def build_dataviews(
         dimensions = tuple(values.items())
         if config.format == "trajectory":
             yield _trajectory(selection, located, next(ids), dimensions, timezone)
+        elif config.format == "segments":
+            yield _segments(selection, located, next(ids), dimensions, timezone)
         else:
             yield _presence(selection, located, next(ids), dimensions, config.format)
 
@@ -121,4 +124,26 @@ def _trajectory(
         tbin=tbin[first],
         granularity=seconds,
         timezone=timezone,
+    )
+
+
+def _segments(
+    selection: Selection,
+    located: Located,
+    view_id: str,
+    dimensions: tuple[tuple[str, Any], ...],
+    timezone: str,
+) -> SegmentView:
+    seconds = int(dict(dimensions)["time"])
+    points = selection.points
+    return SegmentView(
+        view_id,
+        dimensions,
+        selection.n_users,
+        points[C.USER].to_numpy().astype(np.int32),
+        located.location,
+        located.locations,
+        tbin=local_bins(points[C.TIME].to_numpy(), seconds, timezone),
+        tbin_end=local_bins(points[C.LEAVE].to_numpy(), seconds, timezone),
+        granularity=seconds,
     )

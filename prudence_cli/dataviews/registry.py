@@ -38,7 +38,10 @@ FORMATS: dict[str, FormatSpec] = {
     "presence": FormatSpec("presence", {"grid": GRID, "frequency": FREQUENCY}),
     "trajectory": FormatSpec("trajectory", {"grid": GRID, "time": TIME, "frequency": FREQUENCY}),
     "probability": FormatSpec("probability", {"grid": GRID, "frequency": FREQUENCY}),
+    "segments": FormatSpec("segments", {"time": TIME}),
 }
+# formats built from map-matched road segments (input.format: segments)
+SEGMENT_FORMATS = ("segments",)
 
 
 def dimension_label(view_format: str, name: str, value: Any) -> str:

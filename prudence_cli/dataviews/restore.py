@@ -10,6 +10,7 @@ import pandas as pd
 from prudence_cli.dataviews.base import Dataview
 from prudence_cli.dataviews.presence import PresenceView, ProbabilityView
 from prudence_cli.dataviews.registry import FORMATS
+from prudence_cli.dataviews.segments import SegmentView
 from prudence_cli.dataviews.trajectory import TrajectoryView
 
 
@@ -38,10 +39,25 @@ def view_from_table(
     if (location < 0).any():
         raise ValueError("a location of the dataview is missing from its locations table")
     n_users = len(user_ids)
+    if view_format == "segments":
+        seconds = int(dict(dimensions)["time"])
+        start = _bins(table["t_origin"], seconds)
+        end = _bins(table["t_destination"], seconds)
+        order = np.lexsort((table["order"].to_numpy(), user))
+        return SegmentView(
+            view_id,
+            dimensions,
+            n_users,
+            user[order].astype(np.int32),
+            location[order].astype(np.int32),
+            locations,
+            tbin=start[order],
+            tbin_end=end[order],
+            granularity=seconds,
+        )
     if view_format == "trajectory":
         seconds = int(dict(dimensions)["time"])
-        wall = pd.to_datetime(table["time_bin"]).to_numpy().astype("datetime64[s]")
-        tbin = wall.astype(np.int64) // seconds
+        tbin = _bins(table["time_bin"], seconds)
         order = np.lexsort((table["order"].to_numpy(), user))
         return TrajectoryView(
             view_id,
@@ -64,6 +80,12 @@ def view_from_table(
         locations,
         count=table["count"].to_numpy()[order].astype(np.int32),
     )
+
+
+def _bins(stamps: pd.Series, seconds: int) -> np.ndarray:
+    """Bin indexes from the bin starts written in a table (local wall clock)."""
+    wall = pd.to_datetime(stamps).to_numpy().astype("datetime64[s]")
+    return wall.astype(np.int64) // seconds
 
 
 def _scalar(text: str) -> Any:

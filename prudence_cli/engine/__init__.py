@@ -43,12 +43,13 @@ class SizePlan:
     queries: int  # the targets' queries of this size
     posting_cost: int  # candidate checks of the posting strategy (estimate)
     strategy: str
+    self_queries: bool = False  # keyed: the queries are the member subsets themselves
 
     @property
     def instances(self) -> int:
-        if self.strategy == "keyed":
-            return self.members + self.queries
-        return self.queries or self.members
+        if self.strategy == "posting":
+            return self.queries
+        return self.members + (0 if self.self_queries else self.queries)
 
 
 @dataclass(frozen=True)
@@ -99,12 +100,11 @@ class Engine:
             posting = int(
                 min(_SATURATE, float(np.dot(per_target.astype(float), rarest[targets] * s)))
             )
-            if problem.self_queries:
-                queries = 0  # the targets' queries are the member subsets themselves
+            keyed = members + (0 if problem.self_queries else queries)
             strategy = self.strategy
             if strategy == "auto":
-                strategy = "posting" if posting < members + queries else "keyed"
-            plans.append(SizePlan(s, members, queries, posting, strategy))
+                strategy = "posting" if posting < keyed else "keyed"
+            plans.append(SizePlan(s, members, queries, posting, strategy, problem.self_queries))
         return plans
 
     def min_support(self, problem: CountingProblem) -> Support:

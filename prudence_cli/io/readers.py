@@ -25,7 +25,7 @@ import shapely
 from shapely.geometry import shape
 
 from prudence_cli import columns as C
-from prudence_cli.config import InputConfig, TowersConfig
+from prudence_cli.config import InputConfig, SegmentsConfig, TowersConfig
 from prudence_cli.errors import InputError
 
 CHUNK_ROWS = 1_000_000
@@ -39,8 +39,10 @@ class RawPoints:
     """Points as read: one row per valid input row, users as strings."""
 
     table: pd.DataFrame  # user (str), time (int64 UTC ns), lat, lon (float64)
+    # [, location (str label: tower or segment)] [, trip (str), leave (int64 UTC ns)]
     rows_read: int = 0
     dropped: Counter[str] = field(default_factory=Counter)
+    segments: pd.DataFrame | None = None  # segment (str), geometry (lon/lat LineString)
 
 
 def read_header(path: Path, delimiter: str = ",") -> list[str]:
@@ -77,6 +79,14 @@ def input_columns(config: InputConfig) -> dict[str, str]:
     c = config.columns
     if config.format == "cdr":
         return {"user": c.user, "time": c.time, "tower": c.tower}
+    if config.format == "segments":
+        return {
+            "user": c.user,
+            "trip": c.trip,
+            "segment": c.segment,
+            "enter": c.enter,
+            "leave": c.leave,
+        }
     return {"user": c.user, "time": c.time, "lat": c.lat, "lon": c.lon}
 
 
@@ -86,12 +96,15 @@ def read_points(config: InputConfig) -> RawPoints:
     header = read_header(config.path, config.delimiter)
     check_columns(config.path, header, needed, "input.columns")
     towers = read_towers(config.towers) if config.towers is not None else None
-    result = RawPoints(table=pd.DataFrame())
+    segments = read_segments(config.segments) if config.segments is not None else None
+    result = RawPoints(table=pd.DataFrame(), segments=segments)
     parts = []
     for first_line, chunk in _chunks(config.path, config, list(needed.values()), result):
         chunk = chunk.rename(columns={v: k for k, v in needed.items()})
         if towers is not None:
             parts.append(_parse_cdr_chunk(chunk, first_line, config, towers, result))
+        elif segments is not None:
+            parts.append(_parse_segments_chunk(chunk, first_line, config, segments, result))
         else:
             parts.append(_parse_gps_chunk(chunk, first_line, config, result))
     if parts:
@@ -121,6 +134,67 @@ def read_towers(config: TowersConfig) -> pd.DataFrame:
     )
     _raise_first_failure(config.path, checks, first_line=2)
     return pd.DataFrame({C.TOWER: tower.to_numpy(dtype=object), C.LAT: lat, C.LON: lon})
+
+
+def read_segments(config: SegmentsConfig) -> pd.DataFrame:
+    """The segments table: segment (str, unique), geometry (LineString in lon/lat) and the
+    lat / lon of its midpoint. Geometry from a WKT column, else from the two ends."""
+    header = read_header(config.path)
+    if config.wkt in header:
+        needed = {"segment": config.segment, "wkt": config.wkt}
+    else:
+        needed = {
+            "segment": config.segment,
+            "start_lat": config.start_lat,
+            "start_lon": config.start_lon,
+            "end_lat": config.end_lat,
+            "end_lon": config.end_lon,
+        }
+    check_columns(config.path, header, needed, "input.segments.columns")
+    frame = _read_csv(config.path, ",", chunk=None)
+    assert isinstance(frame, pd.DataFrame)
+    frame = frame[list(needed.values())].rename(columns={v: k for k, v in needed.items()})
+    if frame.empty:
+        raise InputError(config.path, "holds a header but no segments")
+    segment = frame["segment"].str.strip()
+    checks = [
+        _Check(segment.eq("").to_numpy(dtype=bool), "empty segment id"),
+        _Check(
+            segment.duplicated().to_numpy(dtype=bool), "segment id listed twice", frame["segment"]
+        ),
+    ]
+    if "wkt" in frame:
+        geometry = shapely.from_wkt(frame["wkt"].to_numpy(dtype=object), on_invalid="ignore")
+        kinds = shapely.get_type_id(geometry)
+        checks.append(_Check(kinds != 1, "wkt is not a LineString in lon/lat", frame["wkt"]))
+    else:
+        ends = {
+            k: pd.to_numeric(frame[k].str.strip(), errors="coerce").to_numpy(dtype=float)
+            for k in ("start_lat", "start_lon", "end_lat", "end_lon")
+        }
+        bad = np.zeros(len(frame), dtype=bool)
+        for key, value in ends.items():
+            limit = 90 if key.endswith("lat") else 180
+            bad |= ~(np.abs(value) <= limit)
+        checks.append(_Check(bad, "segment ends are not coordinates in degrees"))
+        coords = np.stack(
+            [
+                np.column_stack([ends["start_lon"], ends["start_lat"]]),
+                np.column_stack([ends["end_lon"], ends["end_lat"]]),
+            ],
+            axis=1,
+        )
+        geometry = shapely.linestrings(np.nan_to_num(coords))
+    _raise_first_failure(config.path, checks, first_line=2)
+    middle = shapely.line_interpolate_point(geometry, 0.5, normalized=True)
+    return pd.DataFrame(
+        {
+            "segment": segment.to_numpy(dtype=object),
+            "geometry": geometry,
+            C.LAT: shapely.get_y(middle),
+            C.LON: shapely.get_x(middle),
+        }
+    )
 
 
 def read_area_geojson(path: Path) -> shapely.Geometry:
@@ -188,7 +262,44 @@ def _parse_cdr_chunk(
             C.TIME: time[keep].view(np.int64),
             C.LAT: towers[C.LAT].to_numpy()[rows],
             C.LON: towers[C.LON].to_numpy()[rows],
-            C.TOWER: towers[C.TOWER].to_numpy()[rows],
+            C.LOCATION: towers[C.TOWER].to_numpy()[rows],
+        }
+    )
+
+
+def _parse_segments_chunk(
+    chunk: pd.DataFrame,
+    first_line: int,
+    config: InputConfig,
+    segments: pd.DataFrame,
+    result: RawPoints,
+) -> pd.DataFrame:
+    user = chunk["user"].str.strip()
+    trip = chunk["trip"].str.strip()
+    enter = parse_times(chunk["enter"], config.timezone, config.time_format)
+    leave = parse_times(chunk["leave"], config.timezone, config.time_format)
+    position = pd.Index(segments["segment"]).get_indexer(chunk["segment"].str.strip())
+    table = config.segments.path.name if config.segments else "the segments table"
+    backwards = ~np.isnat(enter) & ~np.isnat(leave) & (leave < enter)
+    checks = [
+        _Check(user.eq("").to_numpy(dtype=bool), "empty user"),
+        _Check(trip.eq("").to_numpy(dtype=bool), "empty trip"),
+        _Check(np.isnat(enter), "time entered is not ISO-8601 or epoch seconds", chunk["enter"]),
+        _Check(np.isnat(leave), "time left is not ISO-8601 or epoch seconds", chunk["leave"]),
+        _Check(backwards, "time left is before time entered", chunk["leave"]),
+        _Check(position < 0, f"segment not in {table}", chunk["segment"]),
+    ]
+    keep = _screen(config, chunk, checks, first_line, result.dropped)
+    rows = position[keep]
+    return pd.DataFrame(
+        {
+            C.USER: user.to_numpy(dtype=object)[keep],
+            C.TIME: enter[keep].view(np.int64),
+            C.LAT: segments[C.LAT].to_numpy()[rows],
+            C.LON: segments[C.LON].to_numpy()[rows],
+            C.LOCATION: segments["segment"].to_numpy()[rows],
+            C.TRIP: trip.to_numpy(dtype=object)[keep],
+            C.LEAVE: leave[keep].view(np.int64),
         }
     )
 
@@ -405,6 +516,22 @@ def check_inputs(config: InputConfig, area_path: Path | None = None) -> list[str
         tower_columns = {"tower": towers.tower, "lat": towers.lat, "lon": towers.lon}
         check_columns(towers.path, read_header(towers.path), tower_columns, "input.towers.columns")
         lines.append(f"{towers.path}: columns {', '.join(tower_columns.values())} present")
+    if config.segments is not None:
+        header = read_header(config.segments.path)
+        segs = config.segments
+        wanted = (
+            {"segment": segs.segment, "wkt": segs.wkt}
+            if segs.wkt in header
+            else {
+                "segment": segs.segment,
+                "start_lat": segs.start_lat,
+                "start_lon": segs.start_lon,
+                "end_lat": segs.end_lat,
+                "end_lon": segs.end_lon,
+            }
+        )
+        check_columns(segs.path, header, wanted, "input.segments.columns")
+        lines.append(f"{segs.path}: columns {', '.join(wanted.values())} present")
     if area_path is not None:
         read_area_geojson(area_path)
         lines.append(f"{area_path}: polygon area readable")

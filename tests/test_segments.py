@@ -1,0 +1,196 @@
+"""Road-segment data: the segments reader, the street-network sample, segment
+trajectories and the sub-trajectory linking attack (seed 000, section 4.2)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from prudence_cli.attacks.base import KnowledgeLevel
+from prudence_cli.attacks.registry import ATTACKS
+from prudence_cli.catalog import open_catalog
+from prudence_cli.cli import main
+from prudence_cli.config import load_config
+from prudence_cli.dataviews.segments import SegmentView
+from prudence_cli.engine import Engine
+from prudence_cli.errors import ConfigError, InputError
+from prudence_cli.io.readers import read_points
+from tests.reference import trajectory_attack_risks
+
+CONFIG = """\
+name: seg
+input:
+  path: trips.csv
+  format: segments
+  columns: {user: uid, trip: trip, segment: segment, enter: entered, leave: left}
+  segments: streets.csv
+dataview: {format: segments, dimensions: {time: [1h]}}
+attacks: [{attack: subtrajectory, knowledge: {h: [1, 2, all]}}]
+coverage: segments
+"""
+STREETS = (
+    "segment,wkt\n"
+    'A,"LINESTRING (10.40 43.70, 10.41 43.70)"\n'
+    'B,"LINESTRING (10.41 43.70, 10.42 43.70)"\n'
+    'C,"LINESTRING (10.42 43.70, 10.42 43.71)"\n'
+)
+TRIPS = [
+    ("u1", "t1", "A", "2011-06-01T08:00:00", "2011-06-01T08:01:00"),
+    ("u1", "t1", "B", "2011-06-01T08:01:00", "2011-06-01T08:02:00"),
+    ("u2", "t1", "A", "2011-06-01T08:10:00", "2011-06-01T08:11:00"),
+    ("u2", "t1", "C", "2011-06-01T08:11:00", "2011-06-01T08:12:00"),
+    ("u3", "t9", "A", "2011-06-01T08:20:00", "2011-06-01T08:21:00"),
+    ("u3", "t9", "B", "2011-06-01T08:21:00", "2011-06-01T08:22:00"),
+]
+
+
+def write(tmp_path, rows, streets=STREETS, config=CONFIG):
+    (tmp_path / "streets.csv").write_text(streets)
+    lines = ["uid,trip,segment,entered,left", *(",".join(r) for r in rows)]
+    (tmp_path / "trips.csv").write_text("\n".join(lines) + "\n")
+    (tmp_path / "seg.yaml").write_text(config)
+    return tmp_path / "seg.yaml"
+
+
+def test_reads_segment_traversals(tmp_path):
+    points = read_points(load_config(write(tmp_path, TRIPS)).input)
+    assert points.table["location"].tolist() == ["A", "B", "A", "C", "A", "B"]
+    assert (points.table["leave"] >= points.table["time"]).all()
+    assert points.segments is not None and len(points.segments) == 3
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        (
+            ("u4", "t1", "Z", "2011-06-01T08:00:00", "2011-06-01T08:01:00"),
+            "trips.csv:8: segment not in streets.csv (got 'Z')",
+        ),
+        (
+            ("u4", "t1", "A", "2011-06-01T08:05:00", "2011-06-01T08:01:00"),
+            "trips.csv:8: time left is before time entered",
+        ),
+        (("u4", "", "A", "2011-06-01T08:00:00", "2011-06-01T08:01:00"), "trips.csv:8: empty trip"),
+        (
+            ("u4", "t1", "A", "soon", "2011-06-01T08:01:00"),
+            "trips.csv:8: time entered is not ISO-8601",
+        ),
+    ],
+)
+def test_invalid_traversals_stop_with_file_and_line(tmp_path, row, message):
+    with pytest.raises(InputError) as info:
+        read_points(load_config(write(tmp_path, [*TRIPS, row])).input)
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("streets", "message"),
+    [
+        ("segment,wkt\nA,POINT (1 2)\n", "streets.csv:2: wkt is not a LineString"),
+        (
+            'segment,wkt\nA,"LINESTRING (0 0, 1 1)"\nA,"LINESTRING (0 0, 1 2)"\n',
+            "streets.csv:3: segment id listed twice",
+        ),
+        (
+            "segment,start_lat,start_lon,end_lat,end_lon\nA,43.7,10.4,95,10.5\n",
+            "streets.csv:2: segment ends are not coordinates",
+        ),
+        ("id,geometry\n", "no column 'segment'"),
+    ],
+)
+def test_bad_segments_table(tmp_path, streets, message):
+    with pytest.raises(InputError) as info:
+        read_points(load_config(write(tmp_path, TRIPS, streets=streets)).input)
+    assert message in str(info.value)
+
+
+def test_segments_dataview_needs_segments_input(tmp_path):
+    config = CONFIG.replace("  format: segments\n", "  format: gps\n").replace(
+        "  segments: streets.csv\n", ""
+    )
+    with pytest.raises(ConfigError, match="'segments' dataviews need input.format: segments"):
+        load_config(write(tmp_path, TRIPS, config=config))
+
+
+def test_subtrajectory_by_hand_through_the_cli(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, TRIPS)
+    assert CliRunner().invoke(main, ["assess", "seg.yaml", "-q"]).exit_code == 0
+    catalog = open_catalog(tmp_path / "catalog" / "seg")
+    risks = catalog.risks("d1").set_index("user")
+    # all in the 08:00 hour: A is held by all three, B by u1 and u3, C by u2 alone
+    assert risks["subtrajectory[h=1]"].tolist() == [1 / 2, 1.0, 1 / 2]
+    assert risks["subtrajectory[h=2]"].tolist() == [1 / 2, 1.0, 1 / 2]
+    table = catalog.dataview_table("d1")
+    assert list(table.columns) == ["user", "order", "location", "t_origin", "t_destination"]
+    assert catalog.manifest["coverage"] == "segments"
+
+
+@st.composite
+def segment_trajectories(draw):
+    n = draw(st.integers(1, 7))
+    data = {
+        u: draw(
+            st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2), st.integers(0, 2)), max_size=6)
+        )
+        for u in range(n)
+    }
+    return data, list(range(n))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    segment_trajectories(),
+    st.sampled_from([1, 2, 3, "all"]),
+    st.sampled_from(["auto", "keyed", "posting"]),
+)
+def test_subtrajectory_equals_the_reference(case, h, strategy):
+    data, users = case
+    rows = [(u, seg, to, to + dt) for u, visits in data.items() for seg, to, dt in visits]
+    arr = np.array(rows, dtype=np.int64).reshape(-1, 4)
+    view = SegmentView(
+        "d1",
+        (("time", 3600),),
+        len(users),
+        arr[:, 0].astype(np.int32),
+        arr[:, 1].astype(np.int32),
+        pd.DataFrame({"label": list("abcd"), "lon": 0.0, "lat": 0.0}),
+        tbin=arr[:, 2],
+        tbin_end=arr[:, 3],
+    )
+    level = KnowledgeLevel("subtrajectory", (("h", h),))
+    got = ATTACKS["subtrajectory"].risks(view, level, Engine(strategy=strategy)).risk
+    # Definition 10: triples (segment, t_o, t_d) as the elements of a location sequence
+    as_sequences = {u: [((s, a, a + b), 0) for s, a, b in v] for u, v in data.items()}
+    expected = trajectory_attack_risks(as_sequences, users, "location_sequence", h)
+    np.testing.assert_allclose(got, [expected[u] for u in users])
+
+
+def test_sample_segments_command(tmp_path):
+    out, streets = tmp_path / "t.csv", tmp_path / "s.csv"
+    result = CliRunner().invoke(
+        main,
+        [
+            "sample",
+            "--format",
+            "segments",
+            "--users",
+            "5",
+            "--days",
+            "2",
+            "--out",
+            str(out),
+            "--segments",
+            str(streets),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    trips = pd.read_csv(out)
+    assert set(trips["segment"]) <= set(pd.read_csv(streets)["segment"])
+    assert (pd.to_datetime(trips["left"]) >= pd.to_datetime(trips["entered"])).all()
+    missing = CliRunner().invoke(main, ["sample", "segments", "--out", str(out)])
+    assert missing.exit_code == 2 and "--segments FILE" in missing.stderr
