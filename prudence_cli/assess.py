@@ -35,7 +35,7 @@ from prudence_cli.engine import Engine
 from prudence_cli.errors import BudgetError, PrudenceError
 from prudence_cli.io.atomic import atomic_folder
 from prudence_cli.io.readers import read_points
-from prudence_cli.measures.rac import rac_curve, summarize
+from prudence_cli.measures.rac import measure_view
 from prudence_cli.sanitize.ledger import carry_over
 from prudence_cli.select import Selection, select
 
@@ -98,7 +98,6 @@ def assess(
             dims = {
                 name: dimension_label(view.format, name, value) for name, value in view.dimensions
             }
-            coverage = view.coverage(config.coverage)
             risks: dict[str, np.ndarray] = {}
             for level_index, (attack, level) in enumerate(levels):
                 report(done, total, f"{view.id} {_show(dims)} {level.key}")
@@ -120,8 +119,8 @@ def assess(
                             "statement": "risks are lower bounds from sampled instances",
                         }
                     )
-                summary = summarize(risk, coverage)
-                curve = writer.write_curve(view.id, level, rac_curve(risk, coverage))
+                rac, summary = measure_view(view, risk, config.coverage)
+                curve = writer.write_curve(view.id, level, rac)
                 rows.append(
                     {
                         "dataview": view.id,

@@ -148,9 +148,9 @@ class Catalog:
         )
         dims = parse_dimensions(entry["format"], entry["dimensions"])
         try:
-            view = view_from_table(
-                view_id, entry["format"], dims, user_ids, self.dataview_table(view_id), locations
-            )
+            crs = self.manifest.get("selection", {}).get("crs")
+            table = self.dataview_table(view_id)
+            view = view_from_table(view_id, entry["format"], dims, user_ids, table, locations, crs)
         except ValueError as exc:
             raise CatalogError(f"{self.path}: dataview {view_id} is inconsistent: {exc}") from None
         return view, user_ids

@@ -17,7 +17,7 @@ from prudence_cli.attacks.base import Attack, KnowledgeLevel
 from prudence_cli.attacks.registry import ATTACKS
 from prudence_cli.catalog import Catalog
 from prudence_cli.errors import CatalogError, PrudenceError
-from prudence_cli.measures.rac import summarize
+from prudence_cli.measures.rac import measure_view
 from prudence_cli.query import irac_rows, parse_where
 
 Levels = Sequence[tuple[Attack, KnowledgeLevel]]
@@ -127,9 +127,8 @@ def dataview_scores(
     for entry in _views(catalog, parse_where(catalog, where)):
         dims = entry["dimensions"]
         risk = max_risk_over(catalog.risks(entry["id"]), levels, entry["id"])
-        coverage = catalog.view(entry["id"])[0].coverage(coverage_kind)
-        summary = summarize(risk, coverage)
-        total = coverage.sum()
+        view = catalog.view(entry["id"])[0]
+        _, summary = measure_view(view, risk, coverage_kind)
         rows.append(
             {
                 "dataview": entry["id"],
@@ -138,8 +137,10 @@ def dataview_scores(
                 "mean_risk": summary.mean_risk,
                 "i_rac_u": summary.i_rac_u,
                 "i_rac_d": summary.i_rac_d,
-                "users_at_or_below": int(np.count_nonzero((risk <= max_risk) & (coverage > 0))),
-                "kept": float(coverage[risk <= max_risk].sum() / total) if total else 0.0,
+                "users_at_or_below": int(
+                    np.count_nonzero((risk <= max_risk) & (np.diff(view.offsets) > 0))
+                ),
+                "kept": _kept(view, risk, max_risk, coverage_kind),
             }
         )
     table = pd.DataFrame(rows)
@@ -192,12 +193,11 @@ def check(
     for entry in _views(catalog, parse_where(catalog, where)):
         dims = entry["dimensions"]
         risks = catalog.risks(entry["id"])
-        coverage = catalog.view(entry["id"])[0].coverage(coverage_kind)
-        total = coverage.sum()
+        view = catalog.view(entry["id"])[0]
         for attack, level in levels:
             risk = max_risk_over(risks, [(attack, level)], entry["id"])
-            summary = summarize(risk, coverage)
-            kept = float(coverage[risk <= policy.max_risk].sum() / total) if total else 0.0
+            _, summary = measure_view(view, risk, coverage_kind)
+            kept = _kept(view, risk, policy.max_risk, coverage_kind)
             failures = []
             if policy.min_coverage is None and risk.max(initial=0) > policy.max_risk:
                 above = int(np.count_nonzero(risk > policy.max_risk))
@@ -226,6 +226,12 @@ def check(
     if not out:
         raise PrudenceError("no catalog row matches --attack / --where")
     return pd.DataFrame(out)
+
+
+def _kept(view: Any, risk: np.ndarray, max_risk: float, kind: str) -> float:
+    """Share of the view's data held by the people at risk ≤ max_risk."""
+    total = view.data_of(np.ones(view.n_users, dtype=bool), kind)
+    return float(view.data_of(risk <= max_risk, kind) / total) if total else 0.0
 
 
 def _dominated(risk: pd.Series, kept: pd.Series) -> np.ndarray:

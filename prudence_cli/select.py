@@ -113,6 +113,7 @@ def select(raw: RawPoints, config: Config) -> Selection:
         )
         if raw.segments is not None:
             lines = raw.segments.set_index("segment").loc[list(labels), "geometry"].to_numpy()
+            locations["wkt"] = shapely.to_wkt(lines, rounding_precision=7)
             geometry = project_lines(lines, crs)
     for column in (C.TRIP, C.LEAVE):
         if column in table:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from prudence_cli.attacks.base import Attack, AttackResult, KnowledgeLevel
+from prudence_cli.attacks.cluster import ClusterAttack
 from prudence_cli.attacks.frequency import FrequencyAttack, HomeWorkAttack, UniqueLocationAttack
 from prudence_cli.attacks.presence import PresenceAttack
 from prudence_cli.attacks.sequence import LocationSequenceAttack, UniqueLocationSequenceAttack
@@ -26,5 +27,6 @@ ATTACKS: dict[str, Attack] = {
         ProbabilityAttack(),
         ProportionAttack(),
         SubtrajectoryAttack(),
+        ClusterAttack(),
     )
 }

@@ -27,6 +27,7 @@ class Dataview:
 
     format = "dataview"
     row_fields: ClassVar[tuple[str, ...]] = ("user", "location")  # per-row arrays
+    additive: ClassVar[bool] = True  # the data of a group of people = the sum of theirs
 
     @cached_property
     def offsets(self) -> np.ndarray:
@@ -60,9 +61,18 @@ class Dataview:
         """c({u}, D) per user, for the coverage `kind`."""
         raise NotImplementedError
 
+    def data_of(self, people: np.ndarray, kind: str) -> float:
+        """The data the people of the mask `people` (over U) produce together."""
+        return float(self.coverage(kind)[people].sum())
+
     def table(self, user_ids: np.ndarray) -> pd.DataFrame:
-        """The dataview as it would be shared, with the original user ids."""
+        """The dataview's rows with the original user ids (what the catalog keeps)."""
         raise NotImplementedError
+
+    def release_table(self, user_ids: np.ndarray) -> pd.DataFrame:
+        """What a release of this dataview shares: its rows, unless the format shares an
+        aggregate instead."""
+        return self.table(user_ids)
 
 
 def check_coverage(kind: str) -> None:

@@ -15,6 +15,7 @@ import pandas as pd
 from prudence_cli import columns as C
 from prudence_cli.config import DataviewConfig
 from prudence_cli.dataviews.base import Dataview
+from prudence_cli.dataviews.clusters import ClusterView
 from prudence_cli.dataviews.presence import PresenceView, ProbabilityView, presence_pairs
 from prudence_cli.dataviews.segments import SegmentView
 from prudence_cli.dataviews.trajectory import TrajectoryView, collapse_repeats, local_bins
@@ -75,6 +76,8 @@ def build_dataviews(
             yield _trajectory(selection, located, next(ids), dimensions, timezone)
         elif config.format == "segments":
             yield _segments(selection, located, next(ids), dimensions, timezone)
+        elif config.format == "clusters":
+            yield _clusters(selection, located, next(ids), dimensions, timezone)
         else:
             yield _presence(selection, located, next(ids), dimensions, config.format)
 
@@ -146,4 +149,28 @@ def _segments(
         tbin=local_bins(points[C.TIME].to_numpy(), seconds, timezone),
         tbin_end=local_bins(points[C.LEAVE].to_numpy(), seconds, timezone),
         granularity=seconds,
+    )
+
+
+def _clusters(
+    selection: Selection,
+    located: Located,
+    view_id: str,
+    dimensions: tuple[tuple[str, Any], ...],
+    timezone: str,
+) -> ClusterView:
+    seconds = int(dict(dimensions)["window"])
+    points = selection.points
+    if selection.geometry is None:
+        raise ValueError("a clusters dataview needs segment geometry (input.format: segments)")
+    return ClusterView(
+        view_id,
+        dimensions,
+        selection.n_users,
+        points[C.USER].to_numpy().astype(np.int32),
+        located.location,
+        located.locations,
+        window=local_bins(points[C.TIME].to_numpy(), seconds, timezone),
+        geometry=selection.geometry,
+        window_seconds=seconds,
     )

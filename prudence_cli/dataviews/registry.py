@@ -33,15 +33,20 @@ def parse_frequency(value: object) -> int:
 GRID = DimensionSpec(parse=parse_size, label=format_size, default=None)
 TIME = DimensionSpec(parse=parse_duration, label=format_duration, default=(3600,))
 FREQUENCY = DimensionSpec(parse=parse_frequency, label=str, default=(1,))
+WINDOW = DimensionSpec(parse=parse_duration, label=format_duration, default=(3600,))
+TOLERANCE = DimensionSpec(parse=parse_size, label=format_size, default=(100.0,))
 
 FORMATS: dict[str, FormatSpec] = {
     "presence": FormatSpec("presence", {"grid": GRID, "frequency": FREQUENCY}),
     "trajectory": FormatSpec("trajectory", {"grid": GRID, "time": TIME, "frequency": FREQUENCY}),
     "probability": FormatSpec("probability", {"grid": GRID, "frequency": FREQUENCY}),
     "segments": FormatSpec("segments", {"time": TIME}),
+    "clusters": FormatSpec(
+        "clusters", {"window": WINDOW, "frequency": FREQUENCY, "tolerance": TOLERANCE}
+    ),
 }
 # formats built from map-matched road segments (input.format: segments)
-SEGMENT_FORMATS = ("segments",)
+SEGMENT_FORMATS = ("segments", "clusters")
 
 
 def dimension_label(view_format: str, name: str, value: Any) -> str:

@@ -6,12 +6,15 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import shapely
 
 from prudence_cli.dataviews.base import Dataview
+from prudence_cli.dataviews.clusters import ClusterView
 from prudence_cli.dataviews.presence import PresenceView, ProbabilityView
 from prudence_cli.dataviews.registry import FORMATS
 from prudence_cli.dataviews.segments import SegmentView
 from prudence_cli.dataviews.trajectory import TrajectoryView
+from prudence_cli.space import project_lines
 
 
 def parse_dimensions(view_format: str, labels: dict[str, str]) -> tuple[tuple[str, Any], ...]:
@@ -27,6 +30,7 @@ def view_from_table(
     user_ids: np.ndarray,
     table: pd.DataFrame,
     locations: pd.DataFrame,
+    crs: str | None = None,
 ) -> Dataview:
     """A dataview over the universe `user_ids` from its shared table (see Dataview.table).
 
@@ -39,6 +43,23 @@ def view_from_table(
     if (location < 0).any():
         raise ValueError("a location of the dataview is missing from its locations table")
     n_users = len(user_ids)
+    if view_format == "clusters":
+        if crs is None or "wkt" not in locations:
+            raise ValueError("a clusters dataview needs its segments' geometry and CRS")
+        seconds = int(dict(dimensions)["window"])
+        order = np.argsort(user, kind="stable")
+        geometry = project_lines(shapely.from_wkt(locations["wkt"].to_numpy(dtype=object)), crs)
+        return ClusterView(
+            view_id,
+            dimensions,
+            n_users,
+            user[order].astype(np.int32),
+            location[order].astype(np.int32),
+            locations,
+            window=_bins(table["window"], seconds)[order],
+            geometry=geometry,
+            window_seconds=seconds,
+        )
     if view_format == "segments":
         seconds = int(dict(dimensions)["time"])
         start = _bins(table["t_origin"], seconds)

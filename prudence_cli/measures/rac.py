@@ -7,7 +7,9 @@ i-RAC_D = Σ c(u)·(1 − Risk(u)) / c(U, D) for an additive coverage c.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -71,3 +73,43 @@ def integrate(curve: pd.DataFrame, column: str) -> float:
     r = curve["risk"].to_numpy()
     v = curve[column].to_numpy()
     return float(np.sum(v[:-1] * np.diff(r)))
+
+
+def rac_by_thresholds(
+    risk: np.ndarray, data_of: Callable[[np.ndarray], float], total: float
+) -> pd.DataFrame:
+    """RAC curves when the data measure is not a sum over people (e.g. segments inside
+    clusters, recomputed without the unsafe people): `data_of(mask)` is the data the
+    people in `mask` produce together, evaluated at every distinct risk value."""
+    points = np.unique(np.concatenate([[0.0, 1.0], risk]))
+    n = max(risk.shape[0], 1)
+    rac_u = np.array([np.count_nonzero(risk <= r) / n for r in points])
+    rac_d = np.array([data_of(risk <= r) / total if total else np.nan for r in points])
+    return pd.DataFrame({"risk": points, "rac_u": rac_u, "rac_d": rac_d})
+
+
+def summarize_curve(risk: np.ndarray, curve: pd.DataFrame, users_in_view: int) -> RacSummary:
+    """The i-RAC row from a curve of `rac_by_thresholds` (i-RAC_D as its exact integral)."""
+    n = risk.shape[0]
+    mean_risk = float(risk.mean()) if n else 0.0
+    return RacSummary(
+        users=n,
+        users_in_view=users_in_view,
+        i_rac_u=1.0 - mean_risk if n else float("nan"),
+        i_rac_d=integrate(curve, "rac_d"),
+        mean_risk=mean_risk,
+        share_at_risk_1=float(np.count_nonzero(risk >= 1.0)) / n if n else float("nan"),
+    )
+
+
+def measure_view(
+    view: Any, risk: np.ndarray, kind: str, total: float | None = None
+) -> tuple[pd.DataFrame, RacSummary]:
+    """RAC curve and i-RAC row of a dataview for per-user risks; `total` is c(U, D) of
+    the original dataview when measuring a sanitized one (seed 000, end of 3.3)."""
+    if view.additive:
+        coverage = view.coverage(kind)
+        return rac_curve(risk, coverage, total), summarize(risk, coverage, total)
+    denominator = view.data_of(np.ones(view.n_users, dtype=bool), kind) if total is None else total
+    curve = rac_by_thresholds(risk, lambda people: view.data_of(people, kind), denominator)
+    return curve, summarize_curve(risk, curve, view.users_in_view)

@@ -27,7 +27,7 @@ from prudence_cli.engine import Engine
 from prudence_cli.errors import PrudenceError
 from prudence_cli.explore import counted_levels, dataview_scores
 from prudence_cli.io.atomic import atomic_folder
-from prudence_cli.measures.rac import RacSummary, rac_curve, summarize
+from prudence_cli.measures.rac import RacSummary, measure_view
 from prudence_cli.sanitize.ledger import (
     forget_release,
     join_views,
@@ -133,9 +133,6 @@ def run_sanitize(
         seed=int(catalog.manifest.get("seed", 0)),
     )
     outcome = sanitize(view, levels, engine, request.threshold, request.method, join, progress)
-    coverage_kind = catalog.manifest["coverage"]
-    coverage_before = view.coverage(coverage_kind)
-    coverage_after = outcome.view.coverage(coverage_kind)
     released = np.diff(outcome.view.offsets) > 0
     met = bool(released.any()) and bool((outcome.risk <= request.threshold).all())
     release_id = next_release_id(catalog)
@@ -149,17 +146,15 @@ def run_sanitize(
         outcome.steps,
         outcome.initial_risk,
         outcome.risk,
-        coverage_before,
-        coverage_after,
         [v.id for v in earlier],
         outcome.sampled,
         met,
     )
     if not met:
         return ReleaseResult(False, report, None, choice)
-    table = outcome.view.table(user_ids)
+    table = outcome.view.release_table(user_ids)
     mapping = None
-    if request.pseudonymize:
+    if request.pseudonymize and "user" in table:  # an aggregate release has no ids
         table, mapping = _pseudonymize(table, catalog, release_id)
     locations = outcome.view.used_locations()
     ledger_table = outcome.view.table(user_ids)
@@ -205,17 +200,18 @@ def _report(
     steps: list[Step],
     risk_before: np.ndarray,
     risk_after: np.ndarray,
-    coverage_before: np.ndarray,
-    coverage_after: np.ndarray,
     combined_with: list[str],
     sampled: bool,
     met: bool,
 ) -> dict[str, Any]:
-    total = float(coverage_before.sum())
+    kind = catalog.manifest["coverage"]
+    everyone = np.ones(before.n_users, dtype=bool)
+    total = before.data_of(everyone, kind)
+    released_data = after.data_of(everyone, kind)
     in_before = np.diff(before.offsets) > 0
     in_after = np.diff(after.offsets) > 0
-    summary_before = summarize(risk_before, coverage_before)
-    summary_after = summarize(risk_after, coverage_after, total=total)
+    curve_before, summary_before = measure_view(before, risk_before, kind)
+    curve_after, summary_after = measure_view(after, risk_after, kind, total=total)
     manifest = catalog.manifest
     return {
         "format": RELEASE_FORMAT,
@@ -251,8 +247,8 @@ def _report(
         "data": {
             "coverage": manifest["coverage"],
             "before": total,
-            "released": float(coverage_after.sum()),
-            "removed": total - float(coverage_after.sum()),
+            "released": released_data,
+            "removed": total - released_data,
             "rows_before": int(before.user.shape[0]),
             "rows_released": int(after.user.shape[0]),
         },
@@ -261,8 +257,8 @@ def _report(
         "sampled": sampled,
         "i_rac": {"before": _summary(summary_before), "after": _summary(summary_after)},
         "curves": {
-            "before": rac_curve(risk_before, coverage_before).to_dict(orient="list"),
-            "after": rac_curve(risk_after, coverage_after, total=total).to_dict(orient="list"),
+            "before": curve_before.to_dict(orient="list"),
+            "after": curve_after.to_dict(orient="list"),
         },
         "inputs": manifest.get("inputs", []),
         "seed": manifest.get("seed", 0),
