@@ -475,6 +475,84 @@ def report(
     click.echo(f"Report with {count} charts written to {out}.", err=True)
 
 
+@main.command()
+@click.option(
+    "--original",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="The original trajectories (CSV: trajectory, location[, time, order]).",
+)
+@click.option(
+    "--released",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="The released version of them, same columns.",
+)
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(path_type=Path),
+    help="A YAML with an `evaluate` section (columns, max_h, samples, seed, cost).",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=Path("evaluation"),
+    show_default=True,
+    help="Output folder (replaced atomically).",
+)
+@click.option("--max-h", type=click.IntRange(min=1), help="Longest attacker knowledge.")
+@click.option(
+    "--samples",
+    type=click.IntRange(min=1),
+    help="Attacks drawn at random per h (default: every distinct sub-trajectory).",
+)
+@click.option("--seed", type=click.IntRange(min=0), help="Seed of the drawn attacks.")
+@click.option(
+    "--cost",
+    type=click.Choice(["log", "linear", "exponential"]),
+    help="Cost model of the attacker's knowledge.",
+)
+@_errors
+def evaluate(
+    original: Path,
+    released: Path,
+    config_file: Path | None,
+    out: Path,
+    max_h: int | None,
+    samples: int | None,
+    seed: int | None,
+    cost: str | None,
+) -> None:
+    """The empirical risk of a released set of trajectories against the original: the
+    distribution of the probability of re-identification per attacker knowledge, its
+    cost-normalised version, and the utility of the release (seed 001)."""
+    from dataclasses import replace
+
+    from prudence_cli.config import load_evaluate_config
+    from prudence_cli.evaluation import TrajectoryColumns, run_evaluation
+    from prudence_cli.measures.empirical import EvaluationSettings
+
+    columns, settings = (
+        load_evaluate_config(config_file)
+        if config_file
+        else (TrajectoryColumns(), EvaluationSettings())
+    )
+    changes = {
+        k: v
+        for k, v in (("max_h", max_h), ("samples", samples), ("seed", seed), ("cost", cost))
+        if v is not None
+    }
+    result = run_evaluation(original, released, columns, replace(settings, **changes), out)
+    for line in result.statements:
+        click.echo(line, err=True)
+    u = result.utility
+    click.echo(
+        f"OD coverage {u['coverage']:.3f}, precision {u['precision']:.3f}. Results in {out}.",
+        err=True,
+    )
+
+
 def _check_share(name: str, value: float, zero: bool) -> None:
     if not (0 <= value <= 1) or (not zero and value == 0):
         raise UserError(f"{name} {value:g} must be in {'[0, 1]' if zero else '(0, 1]'}")
@@ -615,6 +693,20 @@ def sanitize(
     type=click.Path(path_type=Path),
     help="segments only: where to write the street segments table.",
 )
+@click.option(
+    "--null-model",
+    is_flag=True,
+    help="Random trajectories like --like: same lengths, uniform locations.",
+)
+@click.option(
+    "--like", type=click.Path(path_type=Path), help="--null-model: the trajectories to imitate."
+)
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(path_type=Path),
+    help="--null-model: a YAML with an `evaluate` section naming the columns.",
+)
 @_errors
 def sample(
     kind: str | None,
@@ -626,13 +718,37 @@ def sample(
     out: Path,
     towers: Path | None,
     segments: Path | None,
+    null_model: bool,
+    like: Path | None,
+    config_file: Path | None,
 ) -> None:
     """Write seeded synthetic GPS fixes, call records or map-matched trips over Pisa
-    (how the shipped sample data was made)."""
+    (how the shipped sample data was made), or, with --null-model, random trajectories
+    like those of --like (seed 001's null model)."""
     from prudence_cli.io.writers import write_csv
     from prudence_cli.sample import generate_cdr, generate_gps
     from prudence_cli.sample_network import generate_segments
 
+    if null_model:
+        from prudence_cli.config import load_evaluate_config
+        from prudence_cli.evaluation import TrajectoryColumns
+        from prudence_cli.evaluation import null_model as imitate
+        from prudence_cli.io.readers import read_trajectories
+
+        if like is None:
+            raise click.UsageError("--null-model needs --like FILE, the trajectories to imitate")
+        columns = load_evaluate_config(config_file)[0] if config_file else TrajectoryColumns()
+        table = read_trajectories(
+            like, columns.trajectory, columns.location, columns.time, columns.order
+        )
+        write_csv(imitate(table, columns, seed), out)
+        click.echo(
+            f"Wrote {out}: {table['trajectory'].nunique():,} random trajectories like {like}",
+            err=True,
+        )
+        return
+    if like is not None or config_file is not None:
+        raise click.UsageError("--like and --config go with --null-model")
     if kind and fmt and kind != fmt:
         raise click.UsageError(f"KIND {kind} and --format {fmt} disagree")
     kind = kind or fmt

@@ -725,3 +725,30 @@ def sample_queries(
             q += 1
             q_offsets[q] = e
     return q
+
+
+@nb.njit(cache=True)
+def spread_max(offsets, elements, post_offsets, post_users, q_offsets, q_elements, q_value, out):
+    """out[v] = max over the queries contained in v's list (in order) of q_value."""
+    for q in range(q_offsets.shape[0] - 1):
+        a = q_offsets[q]
+        b = q_offsets[q + 1]
+        value = q_value[q]
+        pivot = q_elements[a]
+        for j in range(a + 1, b):
+            e = q_elements[j]
+            if (
+                post_offsets[e + 1] - post_offsets[e]
+                < post_offsets[pivot + 1] - post_offsets[pivot]
+            ):
+                pivot = e
+        for p in range(post_offsets[pivot], post_offsets[pivot + 1]):
+            v = post_users[p]
+            if out[v] >= value:
+                continue
+            j = a
+            for t in range(offsets[v], offsets[v + 1]):
+                if j < b and elements[t] == q_elements[j]:
+                    j += 1
+            if j == b:
+                out[v] = value

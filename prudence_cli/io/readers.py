@@ -536,3 +536,46 @@ def check_inputs(config: InputConfig, area_path: Path | None = None) -> list[str
         read_area_geojson(area_path)
         lines.append(f"{area_path}: polygon area readable")
     return lines
+
+
+def read_trajectories(
+    path: Path, trajectory: str, location: str, time: str | None, order: str | None
+) -> pd.DataFrame:
+    """A table of trajectories (one row per point): trajectory (str), element (str: the
+    location, with its time label when a time column is given), in order."""
+    needed = {"trajectory": trajectory, "location": location}
+    if time:
+        needed["time"] = time
+    if order:
+        needed["order"] = order
+    header = read_header(path)
+    check_columns(path, header, needed, "evaluate.columns")
+    frame = _read_csv(path, ",", chunk=None)
+    assert isinstance(frame, pd.DataFrame)
+    frame = frame[list(needed.values())].rename(columns={v: k for k, v in needed.items()})
+    if frame.empty:
+        raise InputError(path, "holds a header but no points")
+    checks = [
+        _Check(frame["trajectory"].str.strip().eq("").to_numpy(dtype=bool), "empty trajectory"),
+        _Check(frame["location"].str.strip().eq("").to_numpy(dtype=bool), "empty location"),
+    ]
+    if order:
+        position = pd.to_numeric(frame["order"], errors="coerce")
+        checks.append(_Check(position.isna().to_numpy(), "order is not a number", frame["order"]))
+    _raise_first_failure(path, checks, first_line=2)
+    element = frame["location"].str.strip()
+    if time:
+        element = element + "@" + frame["time"].str.strip()
+    codes = pd.factorize(frame["trajectory"].str.strip())[0]
+    within = pd.to_numeric(frame["order"]).to_numpy() if order else np.arange(len(frame))
+    rows = np.lexsort((within, codes))
+    out = pd.DataFrame(
+        {
+            "trajectory": frame["trajectory"].str.strip().to_numpy(dtype=object)[rows],
+            "element": element.to_numpy(dtype=object)[rows],
+            "location": frame["location"].str.strip().to_numpy(dtype=object)[rows],
+        }
+    )
+    if time:
+        out["time"] = frame["time"].str.strip().to_numpy(dtype=object)[rows]
+    return out

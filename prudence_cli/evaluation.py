@@ -1,0 +1,131 @@
+"""`prudence evaluate`: the empirical risk of a release against its original (seed 001),
+written as a folder of tables, a JSON summary and an HTML report."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from prudence_cli import __version__
+from prudence_cli.catalog import sha256_file
+from prudence_cli.engine import Elements
+from prudence_cli.io.atomic import atomic_folder
+from prudence_cli.io.readers import read_trajectories
+from prudence_cli.measures.empirical import Evaluation, EvaluationSettings, evaluate
+
+EVALUATION_FORMAT = "prudence-evaluation"
+
+
+@dataclass(frozen=True)
+class TrajectoryColumns:
+    trajectory: str = "trajectory"
+    location: str = "location"
+    time: str | None = None
+    order: str | None = None
+
+
+def encode(original: pd.DataFrame, released: pd.DataFrame) -> tuple[Elements, Elements, np.ndarray]:
+    """Both tables as engine lists over one element vocabulary; and the vocabulary."""
+    codes, labels = pd.factorize(pd.concat([original["element"], released["element"]]))
+    split = len(original)
+    return (
+        _lists(original["trajectory"], codes[:split]),
+        _lists(released["trajectory"], codes[split:]),
+        np.asarray(labels, dtype=object),
+    )
+
+
+def run_evaluation(
+    original_path: Path,
+    released_path: Path,
+    columns: TrajectoryColumns,
+    settings: EvaluationSettings,
+    out: Path,
+) -> Evaluation:
+    args = (columns.trajectory, columns.location, columns.time, columns.order)
+    original = read_trajectories(original_path, *args)
+    released = read_trajectories(released_path, *args)
+    a, b, labels = encode(original, released)
+    result = evaluate(a, b, settings)
+    attacks = result.attacks.assign(
+        knowledge=[
+            " → ".join(labels[int(c)] for c in k.split()) for k in result.attacks["knowledge"]
+        ]
+    )
+    summary = {
+        "format": EVALUATION_FORMAT,
+        "tool_version": __version__,
+        "original": {
+            "path": str(original_path),
+            "sha256": sha256_file(original_path),
+            "trajectories": a.n_users,
+            "points": int(a.elements.shape[0]),
+        },
+        "released": {
+            "path": str(released_path),
+            "sha256": sha256_file(released_path),
+            "trajectories": b.n_users,
+            "points": int(b.elements.shape[0]),
+        },
+        "settings": asdict(settings),
+        "columns": asdict(columns),
+        "knowledge": "sampled" if result.sampled else "every distinct sub-trajectory",
+        "attacks_per_h": {int(h): int(n) for h, n in attacks.groupby("h").size().items()},
+        "utility": result.utility,
+        "statements": result.statements,
+    }
+    from prudence_cli.report.evaluation import render_evaluation
+
+    with atomic_folder(out, _is_evaluation) as folder:
+        attacks.to_csv(
+            folder / "attacks.csv.gz", index=False, compression={"method": "gzip", "mtime": 0}
+        )
+        result.cdf.to_csv(folder / "cdf.csv", index=False)
+        result.cost_cdf.to_csv(folder / "cost_cdf.csv", index=False)
+        result.coverage_curve.to_csv(folder / "coverage.csv", index=False)
+        (folder / "report.html").write_text(render_evaluation(summary, result), encoding="utf-8")
+        (folder / "evaluation.json").write_text(
+            json.dumps(summary, indent=2, default=_plain) + "\n", encoding="utf-8"
+        )
+    return result
+
+
+def _lists(trajectory: pd.Series, codes: np.ndarray) -> Elements:
+    ids = pd.factorize(trajectory)[0]
+    return Elements.from_rows(int(ids.max(initial=-1)) + 1, ids, codes.astype(np.int32))
+
+
+def _is_evaluation(folder: Path) -> bool:
+    try:
+        data = json.loads((folder / "evaluation.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("format") == EVALUATION_FORMAT
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if hasattr(value, "item") else str(value)
+
+
+def null_model(table: pd.DataFrame, columns: TrajectoryColumns, seed: int) -> pd.DataFrame:
+    """Random trajectories like `table` (seed 001, "Risk analysis on null model"): the
+    same trajectories with the same lengths (and time labels, when there are some), each
+    location drawn uniformly from the locations of `table`."""
+    rng = np.random.default_rng(seed)
+    locations = table["location"].unique()
+    out = pd.DataFrame(
+        {
+            columns.trajectory: table["trajectory"].to_numpy(),
+            columns.location: locations[rng.integers(0, len(locations), len(table))],
+        }
+    )
+    if columns.time:
+        out[columns.time] = table["time"].to_numpy()
+    if columns.order:
+        out[columns.order] = table.groupby("trajectory", sort=False).cumcount().to_numpy()
+    return out
