@@ -257,6 +257,7 @@ def _peer_line(row: dict[str, object]) -> str:
 # --- scaling ----------------------------------------------------------------------------------
 
 SCALING_CASES = [
+    ("bins", "unicity", {"draw": "activity", "samples": 1000}),
     ("presence", "unique_location", {}),
     ("presence", "frequency", {}),
     ("presence", "presence", {"visits": "half"}),
@@ -283,7 +284,37 @@ def scaling_child(
     popularity = 1.0 / np.arange(1, places + 1)
     popularity /= popularity.sum()
     labels = pd.DataFrame({"label": np.arange(places).astype(str), "lon": 0.0, "lat": 0.0})
-    if view_format == "presence":
+    if view_format == "bins":
+        # a month of hourly call activity over 12 districts: 12 × 720 bins, each person
+        # active in 1 + Poisson(40) of them, mostly at home and work districts
+        from prudence_cli.dataviews.bins import BinsView
+
+        n_bins = 12 * 720
+        k = 1 + rng.poisson(40, users)
+        user = np.repeat(np.arange(users), k)
+        home = rng.integers(0, 12, users)[user]
+        work = rng.integers(0, 12, users)[user]
+        district = np.where(
+            rng.random(k.sum()) < 0.7,
+            np.where(rng.random(k.sum()) < 0.6, home, work),
+            rng.integers(0, 12, k.sum()),
+        )
+        hour = rng.integers(0, 720, k.sum())
+        key, first = np.unique(
+            user.astype(np.int64) * n_bins + district * 720 + hour, return_index=True
+        )
+        bin_labels = pd.DataFrame({"label": np.arange(n_bins).astype(str), "lon": 0.0, "lat": 0.0})
+        view = BinsView(
+            "d1",
+            (("regions", "district"), ("time", 3600)),
+            users,
+            (key // n_bins).astype(np.int32),
+            (key % n_bins).astype(np.int32),
+            bin_labels,
+            count=rng.geometric(0.5, key.size).astype(np.int32),
+            dimensionality=n_bins,
+        )
+    elif view_format == "presence":
         k = 1 + rng.poisson(6, users)
         user = np.repeat(np.arange(users), k)
         key, first = np.unique(
@@ -308,7 +339,7 @@ def scaling_child(
             "d1", (("time", 3600), ("frequency", 1)), users, user, location, labels, tbin=tbin
         )
     attack = ATTACKS[attack_name]
-    values = {"h": h, **extra}
+    values = {"h": h, "points": h, **extra}
     level = KnowledgeLevel(attack_name, tuple((d.name, values[d.name]) for d in attack.knowledge))
     started = time.perf_counter()
     result = attack.risks(view, level, Engine())

@@ -31,10 +31,11 @@ from prudence_cli.catalog import (
 from prudence_cli.config import Config
 from prudence_cli.dataviews.build import build_dataviews, count_dataviews
 from prudence_cli.dataviews.registry import dimension_label
+from prudence_cli.dataviews.restore import parse_dimensions
 from prudence_cli.engine import Engine
 from prudence_cli.errors import BudgetError, PrudenceError
 from prudence_cli.io.atomic import atomic_folder
-from prudence_cli.io.readers import read_points
+from prudence_cli.io.readers import read_points, read_utility_scores
 from prudence_cli.measures.rac import measure_view
 from prudence_cli.sanitize.ledger import carry_over
 from prudence_cli.select import Selection, select
@@ -121,6 +122,8 @@ def assess(
                     )
                 rac, summary = measure_view(view, risk, config.coverage)
                 curve = writer.write_curve(view.id, level, rac)
+                for name, table in result.tables.items():
+                    writer.write_table(name, view.id, level, table)
                 rows.append(
                     {
                         "dataview": view.id,
@@ -128,6 +131,7 @@ def assess(
                         "attack": level.attack,
                         **{k: str(v) for k, v in level.values},
                         **summary.__dict__,
+                        **result.measures,
                         "sampled": result.sampled,
                         "curve": curve,
                     }
@@ -152,11 +156,31 @@ def assess(
         timings["total"] = time.perf_counter() - started
         if is_catalog(out):
             carry_over(out, folder)
+        if config.utility_scores is not None:
+            _utility_table(config).to_csv(folder / "utility.csv", index=False)
         irac = _irac_table(rows, config)
         manifest = _manifest(config, selection, raw.dropped, views_meta, engine, timings, sampling)
         writer.finish(manifest, irac)
     report(total, total, "done")
     return AssessResult(out, irac, manifest)
+
+
+def _utility_table(config: Config) -> pd.DataFrame:
+    """The config's utility scores with dimension values in the catalog's spelling."""
+    assert config.utility_scores is not None
+    names = list(config.dataview.dimension_names)
+    table = read_utility_scores(config.utility_scores, names)
+    fmt = config.dataview.format
+    try:
+        parsed = [
+            parse_dimensions(fmt, dict(zip(names, row, strict=True)))
+            for row in table[names].itertuples(index=False)
+        ]
+    except ValueError as exc:
+        raise PrudenceError(f"{config.utility_scores}: {exc}") from None
+    for k, name in enumerate(names):
+        table[name] = [dimension_label(fmt, name, dims[k][1]) for dims in parsed]
+    return table
 
 
 def _irac_table(rows: list[dict[str, Any]], config: Config) -> pd.DataFrame:
@@ -165,9 +189,26 @@ def _irac_table(rows: list[dict[str, Any]], config: Config) -> pd.DataFrame:
         for dim in ATTACKS[attack.attack].knowledge:
             if dim.name not in knowledge:
                 knowledge.append(dim.name)
+    measures = ["users", "users_in_view", "i_rac_u", "i_rac_d", "mean_risk", "share_at_risk_1"]
+    extra = [
+        k
+        for row in rows
+        for k in row
+        if k not in measures
+        and k
+        not in (
+            "dataview",
+            "attack",
+            "sampled",
+            "curve",
+            *config.dataview.dimension_names,
+            *knowledge,
+        )
+    ]
     columns = (
         ["dataview", *config.dataview.dimension_names, "attack", *knowledge]
-        + ["users", "users_in_view", "i_rac_u", "i_rac_d", "mean_risk", "share_at_risk_1"]
+        + measures
+        + list(dict.fromkeys(extra))
         + ["sampled", "curve"]
     )
     return pd.DataFrame(rows, columns=columns)

@@ -40,6 +40,7 @@ MEASURE_COLUMNS = (
     "mean_risk",
     "share_at_risk_1",
 )
+EXTRA_MEASURES = ("unicity", "k_disclosure", "em", "em_ci", "kl", "kl_ci", "sampled_people")
 _GZIP = {"method": "gzip", "compresslevel": 1, "mtime": 0}
 _UNSAFE = re.compile(r"[^A-Za-z0-9=,._-]+")
 
@@ -75,6 +76,16 @@ class CatalogWriter:
         curve.to_csv(self.folder / path, index=False)
         return path
 
+    def write_table(
+        self, name: str, view_id: str, level: KnowledgeLevel, table: pd.DataFrame
+    ) -> str:
+        """A per-location table of one row, e.g. disclosure/<row>.csv (EM and KL per bin)."""
+        safe = _UNSAFE.sub("_", f"{view_id}__{level.attack}__{level.label}")
+        path = f"{name}/{safe}.csv"
+        (self.folder / name).mkdir(exist_ok=True)
+        table.to_csv(self.folder / path, index=False)
+        return path
+
     def finish(self, manifest: dict[str, Any], irac: pd.DataFrame) -> None:
         irac.to_csv(self.folder / IRAC, index=False)
         files = {
@@ -99,8 +110,9 @@ class Catalog:
     def irac(self) -> pd.DataFrame:
         """The i-RAC table; dimension and knowledge columns as text."""
         frame = pd.read_csv(self.path / IRAC, dtype=str, keep_default_na=False)
-        for column in MEASURE_COLUMNS:
-            frame[column] = pd.to_numeric(frame[column])
+        for column in (*MEASURE_COLUMNS, *EXTRA_MEASURES):
+            if column in frame:
+                frame[column] = pd.to_numeric(frame[column].replace("", "nan"))
         if "sampled" in frame:
             frame["sampled"] = frame["sampled"] == "True"
         return frame

@@ -249,6 +249,25 @@ def catalog_curve(
 @_CATALOG_OPTION
 @click.option("--max-risk", type=float, required=True, help="Tolerated risk R in (0, 1].")
 @click.option("--min-coverage", type=float, help="Mark dataviews keeping less data than this.")
+@click.option(
+    "--measure",
+    type=click.Choice(["mean_risk", "unicity", "k_disclosure", "em", "kl"]),
+    default="mean_risk",
+    show_default=True,
+    help="The disclosure axis of the Pareto front.",
+)
+@click.option(
+    "--utility",
+    type=click.Choice(["kept", "score"]),
+    default="kept",
+    show_default=True,
+    help="The utility axis: data kept at R, or the catalog's utility scores.",
+)
+@click.option(
+    "--ordinal",
+    is_flag=True,
+    help="Instead: whether the disclosure measures rank the dataviews alike.",
+)
 @_ATTACK_OPTION
 @_WHERE_OPTION
 @_FORMAT_OPTION
@@ -257,31 +276,41 @@ def catalog_best(
     catalog_dir: Path | None,
     max_risk: float,
     min_coverage: float | None,
+    measure: str,
+    utility: str,
+    ordinal: bool,
     attacks: tuple[str, ...],
     where: tuple[str, ...],
     fmt: str | None,
 ) -> None:
-    """Rank the dataviews by the data kept at risk ≤ R, with their Pareto front of
-    (mean risk, data kept); a person's risk is the max over the counted levels."""
+    """Rank the dataviews by the data kept at risk ≤ R (or by utility score), with
+    their Pareto front of (disclosure, utility); a person's risk is the max over the
+    counted levels. --ordinal checks whether the measures rank them in the same order."""
     from prudence_cli.catalog import find_catalog, open_catalog
-    from prudence_cli.explore import counted_levels, dataview_scores
-    from prudence_cli.render import best_table
+    from prudence_cli.explore import DISCLOSURE, counted_levels, dataview_scores
+    from prudence_cli.explore import ordinal_agreement as agreement
+    from prudence_cli.render import best_table, ordinal_table
 
     _check_share("--max-risk", max_risk, zero=False)
     if min_coverage is not None:
         _check_share("--min-coverage", min_coverage, zero=True)
     opened = open_catalog(find_catalog(catalog_dir))
     levels = counted_levels(opened, attacks, where)
-    scores = dataview_scores(opened, levels, max_risk, where)
+    scores = dataview_scores(opened, levels, max_risk, where, measure, utility)
+    if ordinal:
+        measures = ["mean_risk", *[m for m in DISCLOSURE if m in scores.table]]
+        if len(measures) < 2:
+            raise UserError("--ordinal needs disclosure measures (a unicity attack)")
+        result = agreement(scores.table, measures)
+        _output(result, fmt, lambda: ordinal_table(result), [])
+        return
     table = scores.table.assign(
         meets_min_coverage=(scores.table["kept"] >= min_coverage) if min_coverage else True
     )
     _output(
         table,
         fmt,
-        lambda: best_table(
-            scores.table, opened.dimension_names, max_risk, scores.levels, min_coverage
-        ),
+        lambda: best_table(scores, opened.dimension_names, min_coverage),
         opened.dimension_names,
     )
 

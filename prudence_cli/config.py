@@ -106,6 +106,7 @@ class SelectConfig:
 class DataviewConfig:
     format: str
     dimensions: tuple[tuple[str, tuple[Any, ...]], ...]
+    layers: tuple[tuple[str, Path], ...] = ()  # region layers: name → GeoJSON polygons
 
     @property
     def dimension_names(self) -> tuple[str, ...]:
@@ -138,6 +139,7 @@ class Config:
     output: Path
     engine: EngineConfig = field(default_factory=EngineConfig)
     crs: str | None = None  # projected CRS for the grid; None: UTM zone of the data
+    utility_scores: Path | None = None  # expert utility score per profile (CSV)
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -149,6 +151,9 @@ class Config:
             files.append(self.input.segments.path)
         if self.select.area is not None and self.select.area.path is not None:
             files.append(self.select.area.path)
+        files.extend(path for _, path in self.dataview.layers)
+        if self.utility_scores is not None:
+            files.append(self.utility_scores)
         return tuple(files)
 
 
@@ -203,6 +208,7 @@ def parse_config(data: object, file: Path) -> Config:
         output=output,
         engine=_parse_engine(r, top.get("engine", {})),
         crs=r.convert(top["crs"], "crs", check_projected_crs) if "crs" in top else None,
+        utility_scores=_parse_utility(r, top.get("utility")),
         raw=top,
     )
 
@@ -218,6 +224,7 @@ _TOP_KEYS = {
     "output",
     "engine",
     "crs",
+    "utility",
 }
 
 
@@ -361,7 +368,7 @@ def _parse_area(r: _Reader, data: object) -> Area:
 
 
 def _parse_dataview(r: _Reader, data: object, input_format: str) -> DataviewConfig:
-    m = r.mapping(data, "dataview", required={"format"}, allowed={"format", "dimensions"})
+    m = r.mapping(data, "dataview", required={"format"}, allowed={"format", "dimensions", "layers"})
     fmt = r.choice(m["format"], "dataview.format", tuple(FORMATS))
     spec = FORMATS[fmt]
     dims_data = r.mapping(
@@ -372,7 +379,7 @@ def _parse_dataview(r: _Reader, data: object, input_format: str) -> DataviewConf
         key = f"dataview.dimensions.{name}"
         if name not in dims_data:
             if dim.default is None:
-                if name == "grid" and input_format == "gps":
+                if name == "grid" and input_format == "gps" and "regions" not in dims_data:
                     r.fail(key, "a gps input needs a grid size, e.g. grid: [500m]")
                 continue
             dimensions.append((name, dim.default))
@@ -386,7 +393,21 @@ def _parse_dataview(r: _Reader, data: object, input_format: str) -> DataviewConf
         if len(set(parsed)) != len(parsed):
             r.fail(key, "repeats a value")
         dimensions.append((name, parsed))
-    return DataviewConfig(format=fmt, dimensions=tuple(dimensions))
+    layers_data = r.mapping(m.get("layers", {}), "dataview.layers")
+    layers = tuple(
+        (name, r.path(path, f"dataview.layers.{name}")) for name, path in layers_data.items()
+    )
+    names = dict(dimensions)
+    for i, layer in enumerate(names.get("regions", ())):
+        if layer not in layers_data:
+            r.fail(
+                f"dataview.dimensions.regions[{i}]",
+                f"{layer!r} is not a layer of dataview.layers "
+                f"({', '.join(layers_data) or 'none declared'})",
+            )
+    if "grid" in names and "regions" in names:
+        r.fail("dataview.dimensions", "give grid or regions, not both")
+    return DataviewConfig(format=fmt, dimensions=tuple(dimensions), layers=layers)
 
 
 def _parse_attacks(r: _Reader, data: object, view_format: str) -> tuple[AttackConfig, ...]:
@@ -426,6 +447,13 @@ def _parse_attacks(r: _Reader, data: object, view_format: str) -> tuple[AttackCo
             seen[level] = key
         attacks.append(AttackConfig(attack=name, levels=levels))
     return tuple(attacks)
+
+
+def _parse_utility(r: _Reader, data: object) -> Path | None:
+    if data is None:
+        return None
+    m = r.mapping(data, "utility", required={"scores"}, allowed={"scores"})
+    return r.path(m["scores"], "utility.scores")
 
 
 def _parse_engine(r: _Reader, data: object) -> EngineConfig:

@@ -113,15 +113,28 @@ class Scores:
     # i_rac_d, users_at_or_below, kept (share of data at ≤ R), pareto (front|dominated)
     max_risk: float
     levels: int
+    measure: str = "mean_risk"
+    utility: str = "kept"
 
 
 def dataview_scores(
-    catalog: Catalog, levels: Levels, max_risk: float, where: Sequence[str] = ()
+    catalog: Catalog,
+    levels: Levels,
+    max_risk: float,
+    where: Sequence[str] = (),
+    measure: str = "mean_risk",
+    utility: str = "kept",
 ) -> Scores:
     """Risk and quality of every dataview (kept by the dimension filters of `where`) at
     the tolerated risk R, ranked by the share of data kept, and their Pareto front over
-    (mean risk, data kept): a dataview is dominated when another is at least as good on
-    both and better on one (seed 003, chapter 5)."""
+    (`measure`, `utility`): a dataview is dominated when another is at least as good on
+    both and better on one (seed 003, chapter 5).
+
+    `measure` is the mean risk (per person, max over the counted levels) or a level-wide
+    disclosure measure of the catalog (unicity, k_disclosure, em, kl: the max over the
+    counted levels); `utility` is the share of data kept at R or, with a catalog
+    utility table, the expert `score` of the profile.
+    """
     coverage_kind = catalog.manifest["coverage"]
     rows = []
     for entry in _views(catalog, parse_where(catalog, where)):
@@ -144,9 +157,86 @@ def dataview_scores(
             }
         )
     table = pd.DataFrame(rows)
-    table["pareto"] = np.where(_dominated(table["mean_risk"], table["kept"]), "dominated", "front")
-    table = table.sort_values(["kept", "i_rac_d"], ascending=False, kind="stable")
-    return Scores(table.reset_index(drop=True), max_risk, len(levels))
+    table = _with_profile_measures(catalog, table, levels)
+    if utility == "score":
+        scores = utility_scores(catalog)
+        keys = [d for d in catalog.dimension_names]
+        table = table.merge(scores, on=keys, how="left")
+        if table["score"].isna().any():
+            missing = table.loc[table["score"].isna(), "dataview"].tolist()
+            raise PrudenceError(f"no utility score for {', '.join(missing)} in utility.csv")
+    for column, name in (
+        (measure, "--measure"),
+        ("score" if utility == "score" else "kept", "--utility"),
+    ):
+        if column not in table or table[column].isna().all():
+            raise PrudenceError(f"{name} {column}: not available in this catalog")
+    value = table["score"] if utility == "score" else table["kept"]
+    table["pareto"] = np.where(_dominated(table[measure], value), "dominated", "front")
+
+    order = ["score", "kept"] if utility == "score" else ["kept", "i_rac_d"]
+    table = table.sort_values(order, ascending=False, kind="stable")
+    return Scores(table.reset_index(drop=True), max_risk, len(levels), measure, utility)
+
+
+DISCLOSURE = ("unicity", "k_disclosure", "em", "kl")
+
+
+def utility_scores(catalog: Catalog) -> pd.DataFrame:
+    path = catalog.path / "utility.csv"
+    if not path.is_file():
+        raise PrudenceError(
+            f"{catalog.path}: no utility scores; declare utility.scores in the config "
+            "and assess again"
+        )
+    return pd.read_csv(path, dtype={d: str for d in catalog.dimension_names})
+
+
+def _with_profile_measures(catalog: Catalog, table: pd.DataFrame, levels: Levels) -> pd.DataFrame:
+    """Add the catalog's level-wide disclosure measures per dataview (max over levels)."""
+    irac = catalog.irac
+    present = [m for m in DISCLOSURE if m in irac]
+    if not present:
+        return table
+    keys = {level.key for _, level in levels}
+    names = catalog.knowledge_names
+    level_key = (
+        irac["attack"]
+        + "["
+        + irac[names].apply(
+            lambda row: ",".join(f"{k}={v}" for k, v in row.items() if v != ""), axis=1
+        )
+        + "]"
+    )
+    rows = irac[level_key.isin(keys)]
+    worst = rows.groupby("dataview")[present].max()
+    return table.merge(worst, left_on="dataview", right_index=True, how="left")
+
+
+def ordinal_agreement(table: pd.DataFrame, measures: Sequence[str]) -> pd.DataFrame:
+    """Whether two measures rank the profiles in the same order (seed 003, Lemma 4.1):
+    Kendall's tau over the profiles, and `same_order` when no pair of profiles is ranked
+    in opposite directions."""
+    rows = []
+    for i, a in enumerate(measures):
+        for b in measures[i + 1 :]:
+            x = table[a].to_numpy(dtype=float)
+            y = table[b].to_numpy(dtype=float)
+            dx = np.sign(x[:, None] - x[None, :])
+            dy = np.sign(y[:, None] - y[None, :])
+            upper = np.triu(np.ones_like(dx, dtype=bool), k=1)
+            concordant = int(np.sum((dx * dy > 0) & upper))
+            discordant = int(np.sum((dx * dy < 0) & upper))
+            pairs = concordant + discordant
+            rows.append(
+                {
+                    "measure": a,
+                    "versus": b,
+                    "kendall_tau": (concordant - discordant) / pairs if pairs else 1.0,
+                    "same_order": discordant == 0,
+                }
+            )
+    return pd.DataFrame(rows, columns=["measure", "versus", "kendall_tau", "same_order"])
 
 
 def max_risk_over(risks: pd.DataFrame, levels: Levels, where: str) -> np.ndarray:

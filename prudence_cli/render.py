@@ -185,25 +185,34 @@ def curve_chart(curve: pd.DataFrame, title: str, width: int = 72, height: int = 
     return _ANSI.sub("", plt.build())
 
 
-def best_table(
-    scores: pd.DataFrame, dims: list[str], max_risk: float, levels: int, min_coverage: float | None
-) -> Table:
+def best_table(scores: Any, dims: list[str], min_coverage: float | None) -> Table:
+    frame = scores.table
+    axis = {
+        "mean_risk": "mean risk",
+        "unicity": "unicity",
+        "k_disclosure": "k-disclosure",
+        "em": "EM",
+        "kl": "KL",
+    }[scores.measure]
+    value = "utility score" if scores.utility == "score" else "data kept"
     table = Table(
         box=box.SIMPLE_HEAD,
         pad_edge=False,
         collapse_padding=True,
         title_justify="left",
         caption_justify="left",
-        title=f"Dataviews by data kept at risk ≤ {max_risk:g} (max over {levels} attack levels)",
-        caption="front: no other dataview is at least as good on both mean risk and data "
-        "kept and better on one (the Pareto front); dominated: another one is."
+        title=f"Dataviews by {value} at risk ≤ {scores.max_risk:g} (max over {scores.levels} "
+        "attack levels)",
+        caption=f"Pareto front of ({axis}, {value}): no other dataview is at least as good "
+        "on both and better on one; dominated: another one is."
         + (f" Dim: below the minimum coverage {min_coverage:.0%}." if min_coverage else ""),
     )
+    extra = [m for m in ("unicity", "k_disclosure", "em", "kl", "score") if m in frame]
     for column in ["dataview", *dims]:
         table.add_column(column, no_wrap=True)
-    for column in ("kept", "people ≤ R", "mean\nrisk", "i-RAC\nU", "i-RAC\nD", "Pareto"):
+    for column in ("kept", "people ≤ R", "mean\nrisk", *extra, "Pareto"):
         table.add_column(column, justify="right", no_wrap=True)
-    for _, row in scores.iterrows():
+    for _, row in frame.iterrows():
         low = min_coverage is not None and row["kept"] < min_coverage
         style = "dim" if low else ("bold" if row["pareto"] == "front" else None)
         table.add_row(
@@ -211,10 +220,30 @@ def best_table(
             f"{row['kept']:.1%}",
             f"{int(row['users_at_or_below']):,}",
             f"{row['mean_risk']:.3f}",
-            f"{row['i_rac_u']:.3f}",
-            f"{row['i_rac_d']:.3f}",
+            *[_number(row[m]) for m in extra],
             str(row["pareto"]),
             style=style,
+        )
+    return table
+
+
+def ordinal_table(frame: pd.DataFrame) -> Table:
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        title="Ordinal equivalence of the disclosure measures",
+        title_justify="left",
+        caption_justify="left",
+        caption="same order: no two dataviews are ranked in opposite directions "
+        "(seed 003, Lemma 4.1); Kendall's tau over every pair of dataviews.",
+    )
+    for column in ("measure", "versus", "Kendall's tau", "same order"):
+        table.add_column(column, no_wrap=True)
+    for _, row in frame.iterrows():
+        table.add_row(
+            str(row["measure"]),
+            str(row["versus"]),
+            f"{row['kendall_tau']:.3f}",
+            "yes" if row["same_order"] else "no",
         )
     return table
 

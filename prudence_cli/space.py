@@ -7,6 +7,8 @@ side, never on which users are present.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 import pyproj
@@ -86,3 +88,23 @@ def grid_cells(
     labels = [f"{a}_{b}" for a, b in zip(cx.tolist(), cy.tolist(), strict=True)]
     cells = pd.DataFrame({"label": labels, "lon": lon, "lat": lat})
     return codes.astype(np.int32), cells
+
+
+def regions_of(
+    lon: np.ndarray, lat: np.ndarray, labels: list[str], polygons: list[Any]
+) -> tuple[np.ndarray, pd.DataFrame]:
+    """Region code per point (−1 outside every region; the first region listed wins where
+    they overlap) and the regions table (label, lon, lat of a point inside)."""
+    tree = shapely.STRtree(polygons)
+    points = shapely.points(lon, lat)
+    point_index, region_index = tree.query(points, predicate="intersects")
+    codes = np.full(len(lon), -1, dtype=np.int64)
+    order = np.lexsort((region_index, point_index))
+    first = np.ones(order.shape[0], dtype=bool)
+    first[1:] = point_index[order][1:] != point_index[order][:-1]
+    codes[point_index[order][first]] = region_index[order][first]
+    inside = shapely.point_on_surface(polygons)
+    table = pd.DataFrame(
+        {"label": labels, "lon": shapely.get_x(inside), "lat": shapely.get_y(inside)}
+    )
+    return codes, table

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 
 _SIZE = re.compile(r"^(\d+(?:\.\d+)?)(m|km)$")
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(s|min|h|d)$")
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(s|min|h|d|w)$")
 _SIZE_FACTOR = {"m": 1.0, "km": 1000.0}
-_DURATION_SECONDS = {"s": 1, "min": 60, "h": 3600, "d": 86400}
+_DURATION_SECONDS = {"s": 1, "min": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
 def parse_size(text: object) -> float:
@@ -27,7 +27,7 @@ def parse_duration(text: object) -> int:
     match = _DURATION.match(text) if isinstance(text, str) else None
     if match is None:
         hint = " (write the unit)" if isinstance(text, (int, float)) else ""
-        raise ValueError(f"{_show(text)} is not a duration like 30s, 20min, 1h or 1d{hint}")
+        raise ValueError(f"{_show(text)} is not a duration like 30s, 20min, 1h, 1d or 1w{hint}")
     seconds = float(match.group(1)) * _DURATION_SECONDS[match.group(2)]
     if seconds <= 0 or seconds != int(seconds):
         raise ValueError(f"{_show(text)} must be a positive whole number of seconds")
@@ -41,7 +41,7 @@ def format_size(metres: float) -> str:
 
 def format_duration(seconds: int) -> str:
     """The canonical label of a duration, in the largest unit that divides it."""
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+    for unit, size in (("w", 604800), ("d", 86400), ("h", 3600), ("min", 60)):
         if seconds % size == 0:
             return f"{seconds // size}{unit}"
     return f"{seconds}s"

@@ -233,3 +233,31 @@ def vector_attack_risks(view: dict, universe: list, attack: str, h=None, delta=0
     else:
         raise ValueError(attack)
     return _risk(universe, in_view, instances, matches)
+
+
+# --- seed 003, chapter 4: disclosure measures on a dense 0/1 matrix, as written ----------
+
+
+def dense_disclosure(x, known_bins):
+    """x: list of 0/1 rows (users × bins); known_bins: per user, the bins of A_i.
+    Returns |E_i|, EM_ij and KL_ij as nested lists (users with no activity skipped)."""
+    n = len(x)
+    d = len(x[0])
+    active = [sum(x[i][j] for i in range(n)) for j in range(d)]
+    sizes, em, kl = [], [], []
+    for i in range(n):
+        e = [v for v in range(n) if all(x[v][j] == 1 for j in known_bins[i])]
+        sizes.append(len(e))
+        em_row, kl_row = [], []
+        for j in range(d):
+            p1 = sum(x[v][j] for v in e) / len(e)
+            q1 = active[j] / n
+            em_row.append(abs(p1 - q1))
+            total = 0.0
+            for p, q in ((p1, q1), (1 - p1, 1 - q1)):
+                if p > 0:
+                    total += p * math.log(p / q)
+            kl_row.append(total)
+        em.append(em_row)
+        kl.append(kl_row)
+    return sizes, em, kl

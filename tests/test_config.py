@@ -82,7 +82,7 @@ def replace(old: str, new: str) -> str:
         ),
         (
             replace("output: out", "select: {trips: {max_gap: 20m}}\noutput: out"),
-            'select.trips.max_gap: "20m" is not a duration like 30s, 20min, 1h or 1d',
+            'select.trips.max_gap: "20m" is not a duration like 30s, 20min, 1h, 1d or 1w',
         ),
         (
             replace("output: out", "select: {points: stops}\noutput: out"),

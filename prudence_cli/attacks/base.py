@@ -5,10 +5,11 @@ from __future__ import annotations
 import itertools
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
+import pandas as pd
 
 from prudence_cli.engine import CountingProblem, Elements, Engine, QuerySpec
 
@@ -66,6 +67,10 @@ class AttackResult:
     risk: np.ndarray
     instances: int
     sampled: bool
+    # level-wide measures beyond risk (e.g. unicity, EM-disclosure), for the i-RAC table
+    measures: dict[str, float] = field(default_factory=dict)
+    # per-location tables (e.g. EM per bin), written next to the catalog's curves
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
 
 
 class Attack(ABC):

@@ -10,6 +10,7 @@ from prudence_cli.attacks.sequence import LocationSequenceAttack, UniqueLocation
 from prudence_cli.attacks.subtrajectory import SubtrajectoryAttack
 from prudence_cli.attacks.tolerance import ProbabilityAttack, ProportionAttack
 from prudence_cli.attacks.trajectory import LocationAttack, VisitAttack
+from prudence_cli.attacks.unicity import UnicityAttack
 
 __all__ = ["ATTACKS", "Attack", "AttackResult", "KnowledgeLevel"]
 
@@ -28,5 +29,6 @@ ATTACKS: dict[str, Attack] = {
         ProportionAttack(),
         SubtrajectoryAttack(),
         ClusterAttack(),
+        UnicityAttack(),
     )
 }

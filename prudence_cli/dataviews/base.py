@@ -10,6 +10,9 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from prudence_cli import columns as C
+from prudence_cli.engine.problem import Elements
+
 COVERAGE_KINDS = ("locations", "visits", "records", "segments")
 
 
@@ -73,6 +76,37 @@ class Dataview:
         """What a release of this dataview shares: its rows, unless the format shares an
         aggregate instead."""
         return self.table(user_ids)
+
+
+@dataclass(frozen=True)
+class CountedView(Dataview):
+    """Rows of (user, location, count): a location (or bin) with how often the user was
+    there. Rows sorted by user, then location id."""
+
+    count: np.ndarray  # per row
+
+    row_fields: ClassVar[tuple[str, ...]] = ("user", "location", "count")
+
+    def elements(self) -> Elements:
+        """Per user: locations (ascending ids) with their counts."""
+        return Elements(self.offsets, self.location, self.count.astype(float))
+
+    def coverage(self, kind: str) -> np.ndarray:
+        """`locations` and `records` count the user's rows (one per user-location pair),
+        `visits` sums their counts."""
+        check_coverage(kind)
+        if kind == "visits":
+            return np.bincount(self.user, weights=self.count, minlength=self.n_users)
+        return np.bincount(self.user, minlength=self.n_users).astype(float)
+
+    def table(self, user_ids: np.ndarray) -> pd.DataFrame:
+        return pd.DataFrame(
+            {
+                C.USER: user_ids[self.user],
+                C.LOCATION: self.locations["label"].to_numpy()[self.location],
+                C.COUNT: self.count,
+            }
+        )
 
 
 def check_coverage(kind: str) -> None:

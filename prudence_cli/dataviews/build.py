@@ -7,6 +7,7 @@ import itertools
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -15,12 +16,14 @@ import pandas as pd
 from prudence_cli import columns as C
 from prudence_cli.config import DataviewConfig
 from prudence_cli.dataviews.base import Dataview
+from prudence_cli.dataviews.bins import BinsView, bin_rows
 from prudence_cli.dataviews.clusters import ClusterView
 from prudence_cli.dataviews.presence import PresenceView, ProbabilityView, presence_pairs
 from prudence_cli.dataviews.segments import SegmentView
 from prudence_cli.dataviews.trajectory import TrajectoryView, collapse_repeats, local_bins
+from prudence_cli.io.readers import read_region_layer
 from prudence_cli.select import Selection
-from prudence_cli.space import grid_cells
+from prudence_cli.space import grid_cells, regions_of, unproject
 
 
 @dataclass(frozen=True)
@@ -59,18 +62,33 @@ def locate(selection: Selection, grid: float | None) -> Located:
     return Located(location.astype(np.int32), locations, counts[inverse.ravel()])
 
 
+def locate_regions(selection: Selection, layer: Path) -> Located:
+    """The selected points placed in the regions of a GeoJSON layer (−1 outside)."""
+    regions = read_region_layer(layer)
+    lon, lat = unproject(
+        selection.points[C.X].to_numpy(), selection.points[C.Y].to_numpy(), selection.crs
+    )
+    codes, table = regions_of(lon, lat, regions["label"].tolist(), regions["geometry"].tolist())
+    return Located(codes.astype(np.int64), table, np.ones(codes.shape[0], dtype=np.int64))
+
+
 def build_dataviews(
     selection: Selection, config: DataviewConfig, timezone: str = "UTC"
 ) -> Iterator[Dataview]:
     names = config.dimension_names
     ids = view_ids(config)
     located: Located | None = None
-    grid_of_located: Any = object()
+    space_of_located: Any = object()
+    layers = dict(config.layers)
     for combo in itertools.product(*(values for _, values in config.dimensions)):
         values = dict(zip(names, combo, strict=True))
-        grid = values.get("grid")
-        if located is None or grid != grid_of_located:
-            located, grid_of_located = locate(selection, grid), grid
+        space = ("regions", values["regions"]) if "regions" in values else values.get("grid")
+        if located is None or space != space_of_located:
+            if "regions" in values:
+                located = locate_regions(selection, layers[values["regions"]])
+            else:
+                located = locate(selection, values.get("grid"))
+            space_of_located = space
         dimensions = tuple(values.items())
         if config.format == "trajectory":
             yield _trajectory(selection, located, next(ids), dimensions, timezone)
@@ -78,6 +96,8 @@ def build_dataviews(
             yield _segments(selection, located, next(ids), dimensions, timezone)
         elif config.format == "clusters":
             yield _clusters(selection, located, next(ids), dimensions, timezone)
+        elif config.format == "bins":
+            yield _bins(selection, located, next(ids), dimensions, timezone)
         else:
             yield _presence(selection, located, next(ids), dimensions, config.format)
 
@@ -173,4 +193,29 @@ def _clusters(
         window=local_bins(points[C.TIME].to_numpy(), seconds, timezone),
         geometry=selection.geometry,
         window_seconds=seconds,
+    )
+
+
+def _bins(
+    selection: Selection,
+    located: Located,
+    view_id: str,
+    dimensions: tuple[tuple[str, Any], ...],
+    timezone: str,
+) -> BinsView:
+    seconds = int(dict(dimensions)["time"])
+    points = selection.points
+    tbin = local_bins(points[C.TIME].to_numpy(), seconds, timezone)
+    user, location, count, table, d = bin_rows(
+        points[C.USER].to_numpy(), located.location, tbin, located.locations, seconds
+    )
+    return BinsView(
+        view_id,
+        dimensions,
+        selection.n_users,
+        user,
+        location,
+        table,
+        count=count,
+        dimensionality=d,
     )

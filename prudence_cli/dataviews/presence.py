@@ -14,16 +14,14 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from prudence_cli import columns as C
-from prudence_cli.dataviews.base import Dataview, check_coverage
+from prudence_cli.dataviews.base import CountedView
 from prudence_cli.engine.problem import Elements
 
 
 @dataclass(frozen=True)
-class PresenceView(Dataview):
-    """Rows sorted by user, then location id."""
+class PresenceView(CountedView):
+    """Rows sorted by user, then location id; counts ≥ the frequency threshold."""
 
-    count: np.ndarray  # int32, ≥ the threshold
     # per-row frequency threshold, for views that join releases with different thresholds
     row_threshold: np.ndarray | None = None
 
@@ -37,32 +35,11 @@ class PresenceView(Dataview):
             return self.row_threshold
         return np.full(self.count.shape[0], self.frequency, dtype=np.int64)
 
-    def elements(self) -> Elements:
-        """Per user: locations (ascending ids) with their counts."""
-        return Elements(self.offsets, self.location, self.count.astype(float))
-
     def ranked(self) -> Elements:
         """Per user: locations by descending count, ties by ascending id (seed 002's
         frequency vector order), values = counts."""
         order = np.lexsort((self.location, -self.count.astype(np.int64), self.user))
         return Elements(self.offsets, self.location[order], self.count[order].astype(float))
-
-    def coverage(self, kind: str) -> np.ndarray:
-        """`locations` and `records` count the user's rows (one per user-location pair),
-        `visits` sums their counts."""
-        check_coverage(kind)
-        if kind == "visits":
-            return np.bincount(self.user, weights=self.count, minlength=self.n_users)
-        return np.bincount(self.user, minlength=self.n_users).astype(float)
-
-    def table(self, user_ids: np.ndarray) -> pd.DataFrame:
-        return pd.DataFrame(
-            {
-                C.USER: user_ids[self.user],
-                C.LOCATION: self.locations["label"].to_numpy()[self.location],
-                C.COUNT: self.count,
-            }
-        )
 
 
 @dataclass(frozen=True)

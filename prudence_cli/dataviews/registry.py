@@ -33,6 +33,15 @@ def parse_frequency(value: object) -> int:
 GRID = DimensionSpec(parse=parse_size, label=format_size, default=None)
 TIME = DimensionSpec(parse=parse_duration, label=format_duration, default=(3600,))
 FREQUENCY = DimensionSpec(parse=parse_frequency, label=str, default=(1,))
+
+
+def parse_layer(value: object) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{value!r} is not the name of a region layer")
+    return value
+
+
+REGIONS = DimensionSpec(parse=parse_layer, label=str, default=None)
 WINDOW = DimensionSpec(parse=parse_duration, label=format_duration, default=(3600,))
 TOLERANCE = DimensionSpec(parse=parse_size, label=format_size, default=(100.0,))
 
@@ -41,6 +50,7 @@ FORMATS: dict[str, FormatSpec] = {
     "trajectory": FormatSpec("trajectory", {"grid": GRID, "time": TIME, "frequency": FREQUENCY}),
     "probability": FormatSpec("probability", {"grid": GRID, "frequency": FREQUENCY}),
     "segments": FormatSpec("segments", {"time": TIME}),
+    "bins": FormatSpec("bins", {"grid": GRID, "regions": REGIONS, "time": TIME}),
     "clusters": FormatSpec(
         "clusters", {"window": WINDOW, "frequency": FREQUENCY, "tolerance": TOLERANCE}
     ),

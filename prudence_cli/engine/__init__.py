@@ -111,8 +111,9 @@ class Engine:
         """Minimum support per user over each user's queries (see problem.py)."""
         if self.strategy not in STRATEGIES:
             raise ValueError(f"unknown engine strategy {self.strategy!r}")
-        problem = _by_rarity(problem)
         plans = self.plan(problem)
+        if any(plan.strategy == "keyed" for plan in plans):
+            problem = _by_rarity(problem)  # only keyed partitions depend on the labels
         total = sum(plan.instances for plan in plans)
         if self.jobs:
             numba.set_num_threads(min(self.jobs, numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
@@ -211,7 +212,7 @@ class Engine:
         binom = _binomial_table(int(spec.elements.lengths.max(initial=0)), s)
         q_index = _StartIndex(spec.elements)
         weights = q_index.weights(s, binom, n_elements, _query_sizes_ok(spec, s))
-        postings = _Postings(problem.members, n_elements)
+        postings = _Postings(problem.members, n_elements, not problem.ordered)
         for lo, hi in _partitions(weights, max(self.partition_instances // max(s, 1), 1)):
             qkeys, qlo, qhi, qref, owners = _enumerate_queries(spec, q_index.starts(lo, hi), s)
             if qkeys.shape[0] == 0:
@@ -236,7 +237,7 @@ class Engine:
             usable = (width >= np.maximum(spec.size_lo, 1)) & (width > 0)
         users = np.flatnonzero(usable)
         rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=self.seed_key))
-        postings = _Postings(problem.members, _n_elements(problem))
+        postings = _Postings(problem.members, _n_elements(problem), not problem.ordered)
         mode = MODES.index(spec.mode)
         upper = spec.upper if spec.upper is not None else np.full(q.values.shape, np.inf)
         per_chunk = max(1, self.partition_instances // max(n * int(width.max(initial=1)), 1))
@@ -307,13 +308,20 @@ class _StartIndex:
 class _Postings:
     """Distinct (element, user) pairs grouped by element, for candidate scans."""
 
-    def __init__(self, members: Elements, n_elements: int) -> None:
-        n = max(members.n_users, 1)
+    def __init__(self, members: Elements, n_elements: int, distinct: bool = False) -> None:
+        """`distinct`: no list repeats an element (unordered problems), so every
+        (element, user) pair is already distinct and a stable sort suffices."""
         owners = np.repeat(np.arange(members.n_users, dtype=np.int64), members.lengths)
-        pairs = np.unique(members.elements.astype(np.int64) * n + owners)
-        self.users = pairs % n
+        if distinct:
+            self.users = owners[np.argsort(members.elements, kind="stable")]
+            counts = np.bincount(members.elements, minlength=n_elements)
+        else:
+            n = max(members.n_users, 1)
+            pairs = np.unique(members.elements.astype(np.int64) * n + owners)
+            self.users = pairs % n
+            counts = np.bincount(pairs // n, minlength=n_elements)
         self.offsets = np.zeros(n_elements + 1, dtype=np.int64)
-        np.cumsum(np.bincount(pairs // n, minlength=n_elements), out=self.offsets[1:])
+        np.cumsum(counts, out=self.offsets[1:])
         self.members = members
 
     def verify(
@@ -591,7 +599,7 @@ def containment_counts(lists: Elements, queries: np.ndarray, ordered: bool = Tru
     )
     problem = CountingProblem(lists, spec, match="contains", ordered=ordered)
     inf = np.full(flat.shape, np.inf)
-    return _Postings(lists, n_elements).verify(
+    return _Postings(lists, n_elements, not ordered).verify(
         problem, offsets, flat, -inf, inf, np.zeros(queries.shape[0], dtype=np.int64)
     )
 

@@ -551,6 +551,17 @@ def distinct_rows(keys, owners):
 
 
 @nb.njit(cache=True)
+def rarest_element(post_offsets, q_elements, a, b):
+    """The element of query q_elements[a:b] with the shortest posting list."""
+    pivot = q_elements[a]
+    for j in range(a + 1, b):
+        e = q_elements[j]
+        if post_offsets[e + 1] - post_offsets[e] < post_offsets[pivot + 1] - post_offsets[pivot]:
+            pivot = e
+    return pivot
+
+
+@nb.njit(cache=True)
 def _holds(match, ordered, offsets, elements, values, v, q_elements, q_lo, q_hi, a, b, r):
     """Does user v match the query at query positions [a, b) (reference a + r)?"""
     va = offsets[v]
@@ -599,14 +610,7 @@ def verify_queries(
     for q in nb.prange(q_offsets.shape[0] - 1):
         a = q_offsets[q]
         b = q_offsets[q + 1]
-        pivot = q_elements[a]
-        for j in range(a + 1, b):
-            e = q_elements[j]
-            if (
-                post_offsets[e + 1] - post_offsets[e]
-                < post_offsets[pivot + 1] - post_offsets[pivot]
-            ):
-                pivot = e
+        pivot = rarest_element(post_offsets, q_elements, a, b)
         c = 0
         for p in range(post_offsets[pivot], post_offsets[pivot + 1]):
             if _holds(
@@ -734,14 +738,7 @@ def spread_max(offsets, elements, post_offsets, post_users, q_offsets, q_element
         a = q_offsets[q]
         b = q_offsets[q + 1]
         value = q_value[q]
-        pivot = q_elements[a]
-        for j in range(a + 1, b):
-            e = q_elements[j]
-            if (
-                post_offsets[e + 1] - post_offsets[e]
-                < post_offsets[pivot + 1] - post_offsets[pivot]
-            ):
-                pivot = e
+        pivot = rarest_element(post_offsets, q_elements, a, b)
         for p in range(post_offsets[pivot], post_offsets[pivot + 1]):
             v = post_users[p]
             if out[v] >= value:

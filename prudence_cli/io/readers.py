@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -197,14 +198,18 @@ def read_segments(config: SegmentsConfig) -> pd.DataFrame:
     )
 
 
-def read_area_geojson(path: Path) -> shapely.Geometry:
-    """The union of the Polygon/MultiPolygon geometries of a GeoJSON file (lon/lat)."""
+def _read_json(path: Path, kind: str) -> Any:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError(path, "no such file") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(path, f"is not a GeoJSON file: {exc}") from None
+        raise InputError(path, f"is not a {kind} file: {exc}") from None
+
+
+def read_area_geojson(path: Path) -> shapely.Geometry:
+    """The union of the Polygon/MultiPolygon geometries of a GeoJSON file (lon/lat)."""
+    data = _read_json(path, "GeoJSON")
     if not isinstance(data, dict):
         raise InputError(path, "is not a GeoJSON object")
     if data.get("type") == "FeatureCollection":
@@ -578,4 +583,45 @@ def read_trajectories(
     )
     if time:
         out["time"] = frame["time"].str.strip().to_numpy(dtype=object)[rows]
+    return out
+
+
+def read_region_layer(path: Path) -> pd.DataFrame:
+    """The polygons of a GeoJSON layer (lon/lat) with a label each: the feature's
+    `name`, `id` or `NAME` property, else its position in the file."""
+    data = _read_json(path, "GeoJSON")
+    features = data.get("features", []) if isinstance(data, dict) else []
+    labels, shapes = [], []
+    for i, feature in enumerate(features):
+        try:
+            geom = shape(feature.get("geometry"))
+        except (AttributeError, KeyError, TypeError, ValueError, shapely.errors.GEOSException):
+            raise InputError(path, f"feature {i} holds no valid geometry") from None
+        if geom.geom_type not in ("Polygon", "MultiPolygon"):
+            raise InputError(path, f"feature {i} is a {geom.geom_type}; regions are polygons")
+        props = feature.get("properties") or {}
+        labels.append(str(props.get("name", props.get("id", props.get("NAME", i)))))
+        shapes.append(geom)
+    if not shapes:
+        raise InputError(path, "holds no polygon feature (a FeatureCollection is expected)")
+    if len(set(labels)) != len(labels):
+        raise InputError(path, "two regions have the same name")
+    return pd.DataFrame({"label": labels, "geometry": shapes})
+
+
+def read_utility_scores(path: Path, dimensions: list[str]) -> pd.DataFrame:
+    """Utility scores per generalization profile: one column per data dimension (values
+    as written in a config, e.g. 1h, district) and `score` (a number)."""
+    header = read_header(path)
+    check_columns(path, header, {d: d for d in [*dimensions, "score"]}, "utility.scores")
+    frame = _read_csv(path, ",", chunk=None)
+    assert isinstance(frame, pd.DataFrame)
+    score = pd.to_numeric(frame["score"].str.strip(), errors="coerce")
+    _raise_first_failure(
+        path,
+        [_Check(score.isna().to_numpy(), "score is not a number", frame["score"])],
+        first_line=2,
+    )
+    out = frame[dimensions].apply(lambda c: c.str.strip())
+    out["score"] = score.to_numpy()
     return out

@@ -92,7 +92,12 @@ def render_page(catalog: Catalog, charts: list[Chart], max_risk: float, levels: 
                 "</figcaption></figure>"
             )
         parts.append("</section>")
-    parts += [_releases(catalog), _footer(manifest, max_risk, levels), "</body></html>"]
+    parts += [
+        _disclosure(catalog),
+        _releases(catalog),
+        _footer(manifest, max_risk, levels),
+        "</body></html>",
+    ]
     return "\n".join(parts) + "\n"
 
 
@@ -132,6 +137,38 @@ def _summary(catalog: Catalog) -> str:
     table = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in rows)
     return (
         f'<section id="summary"><table class="summary">{table}</table><ul>{inputs}</ul></section>'
+    )
+
+
+def _disclosure(catalog: Catalog) -> str:
+    """Unicity, k-disclosure, EM and KL per dataview and level, when assessed."""
+    irac = catalog.irac
+    if "unicity" not in irac:
+        return ""
+    rows = irac.dropna(subset=["unicity"])
+    columns = ["dataview", *catalog.dimension_names, *catalog.knowledge_names]
+    head = "".join(
+        f"<th>{_e(c)}</th>"
+        for c in [*columns, "unicity", "k-disclosure", "EM (95% CI)", "KL (95% CI)"]
+    )
+    body = "".join(
+        "<tr>"
+        + "".join(f"<td>{_e(r[c])}</td>" for c in columns)
+        + f"<td>{r['unicity']:.3f}</td><td>{r['k_disclosure']:.3f}</td>"
+        + f"<td>{r['em']:.4f} ± {r['em_ci']:.4f}</td><td>{r['kl']:.4f} ± {r['kl_ci']:.4f}</td>"
+        + "</tr>"
+        for _, r in rows.iterrows()
+    )
+    text = (
+        "How to read it. Unicity is the share of people singled out by the points an "
+        "attacker knows; k-disclosure the mean of 1/(size of the group they hide in); EM- and "
+        "KL-disclosure measure what the attacker learns about every other bin of the "
+        "person's record (seed 003, chapter 4), averaged over a sample of people with a 95% "
+        "confidence interval. Compare profiles within a column: the measures are ordinal."
+    )
+    return (
+        f'<section id="disclosure"><h2>Disclosure measures</h2><p class="how">{_e(text)}'
+        f"</p><table><tr>{head}</tr>{body}</table></section>"
     )
 
 

@@ -1,0 +1,89 @@
+"""The unicity attack of seed 003 (chapters 3-4) on spatio-temporal bins.
+
+The attacker knows p of the person's bins (`points`), drawn in proportion to the
+person's activity in each (`draw: activity`, the seed's model) or uniformly; the
+candidates are the people active in all of them (the equivalence class E_i), so
+Risk(u) = 1 / |E_u| and its mean over the people of the dataview is k-disclosure.
+The level also reports unicity, EM- and KL-disclosure (with 95 % confidence intervals
+from `samples` people) and the per-bin EM and KL (see measures/disclosure.py).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+import pandas as pd
+
+from prudence_cli.attacks.base import Attack, AttackResult, KnowledgeDimension, KnowledgeLevel
+from prudence_cli.engine import Engine
+from prudence_cli.measures.disclosure import disclosure, draw_knowledge
+
+if TYPE_CHECKING:
+    from prudence_cli.dataviews.bins import BinsView
+
+DRAWS = ("activity", "uniform")
+
+
+def parse_points(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{value!r} is not a number of known points (1, 2, ...)")
+    return value
+
+
+def parse_draw(value: object) -> str:
+    if value not in DRAWS:
+        raise ValueError(f"{value!r} is not one of: {', '.join(DRAWS)}")
+    assert isinstance(value, str)
+    return value
+
+
+def parse_samples(value: object) -> int | str:
+    if value == "all":
+        return "all"
+    if isinstance(value, bool) or not isinstance(value, int) or value < 2:
+        raise ValueError(f"{value!r} is not a number of people to sample (≥ 2) or all")
+    return value
+
+
+class UnicityAttack(Attack):
+    name: ClassVar[str] = "unicity"
+    formats: ClassVar[frozenset[str]] = frozenset({"bins"})
+    knowledge: ClassVar[tuple[KnowledgeDimension, ...]] = (
+        KnowledgeDimension("points", parse_points, (2, 3, 4)),
+        KnowledgeDimension("draw", parse_draw, ("activity",)),
+        KnowledgeDimension("samples", parse_samples, (1000,)),
+    )
+
+    def risks(
+        self,
+        view: BinsView,  # type: ignore[override]
+        level: KnowledgeLevel,
+        engine: Engine,
+        known_ones: np.ndarray | None = None,
+    ) -> AttackResult:
+        rng = np.random.default_rng(
+            np.random.SeedSequence(engine.seed, spawn_key=(*engine.seed_key, 3))
+        )
+        records = view.elements()
+        known = draw_knowledge(records, level["points"], level["draw"] == "activity", rng)
+        samples = None if level["samples"] == "all" else int(level["samples"])
+        found = disclosure(records, known, engine, samples, rng, view.dimensionality)
+        risk = np.zeros(view.n_users)
+        present = found.class_size > 0
+        risk[present] = 1.0 / found.class_size[present]
+        labels = view.locations["label"].to_numpy()
+        bins = np.arange(found.em_attribute.shape[0])
+        table = pd.DataFrame(
+            {"bin": labels[bins], "em": found.em_attribute, "kl": found.kl_attribute}
+        )
+        measures = {
+            "unicity": found.unicity,
+            "k_disclosure": found.k_disclosure,
+            "em": found.em,
+            "em_ci": found.em_ci,
+            "kl": found.kl,
+            "kl_ci": found.kl_ci,
+            "sampled_people": float(found.sampled.shape[0]),
+        }
+        return AttackResult(risk, int(known.sum()), False, measures, {"disclosure": table})

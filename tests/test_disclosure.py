@@ -1,0 +1,255 @@
+"""Unicity, k-disclosure, EM- and KL-disclosure (seed 003): Table 4.1, the literal
+definitions on random data, seeded knowledge, and a bins catalog end to end."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from prudence_cli.attacks.base import KnowledgeLevel
+from prudence_cli.attacks.registry import ATTACKS
+from prudence_cli.cli import main
+from prudence_cli.dataviews.bins import BinsView
+from prudence_cli.engine import Elements, Engine
+from prudence_cli.measures.disclosure import disclosure, draw_knowledge
+from tests.reference import dense_disclosure
+
+# Table 4.1: 4 users × 5 bins, and the adversary knowledge of its right half
+TABLE_4_1 = [[1, 0, 1, 0, 0], [1, 0, 1, 1, 0], [0, 0, 1, 1, 0], [0, 1, 0, 1, 0]]
+KNOWN = [{2}, {0}, {3}, {1, 3}]  # A_1 = {3}, A_2 = {1}, A_3 = {4}, A_4 = {2, 4} (1-based)
+
+
+def records(matrix):
+    rows = [(i, j) for i, row in enumerate(matrix) for j, x in enumerate(row) if x]
+    arr = np.array(rows, dtype=np.int64).reshape(-1, 2)
+    return Elements.from_rows(len(matrix), arr[:, 0], arr[:, 1], np.ones(len(rows)))
+
+
+def known_mask(matrix, known):
+    return np.array([j in known[i] for i, row in enumerate(matrix) for j, x in enumerate(row) if x])
+
+
+def test_table_4_1():
+    found = disclosure(
+        records(TABLE_4_1),
+        known_mask(TABLE_4_1, KNOWN),
+        Engine(),
+        None,
+        np.random.default_rng(0),
+        dimensionality=5,
+    )
+    assert found.class_size.tolist() == [3, 2, 3, 1]  # |E_i| of the table
+    assert found.unicity == 0.25
+    assert found.k_disclosure == pytest.approx((1 / 3 + 1 / 2 + 1 / 3 + 1) / 4)  # ≈ .54
+    assert found.em_user[1] == pytest.approx(0.25)  # EM_2
+    _, em, _ = dense_disclosure(TABLE_4_1, KNOWN)
+    assert em[1][2] == pytest.approx(0.25)  # EM_23: |2/2 - 3/4|
+
+
+@st.composite
+def matrices(draw):
+    n = draw(st.integers(1, 8))
+    d = draw(st.integers(1, 6))
+    matrix = [[draw(st.integers(0, 1)) for _ in range(d)] for _ in range(n)]
+    for row in matrix:  # every user active somewhere
+        if not any(row):
+            row[draw(st.integers(0, d - 1))] = 1
+    known = [
+        set(
+            draw(
+                st.lists(
+                    st.sampled_from([j for j, x in enumerate(row) if x]), min_size=1, max_size=3
+                )
+            )
+        )
+        for row in matrix
+    ]
+    return matrix, known
+
+
+@settings(max_examples=80, deadline=None)
+@given(matrices())
+def test_measures_equal_the_literal_definitions(case):
+    matrix, known = case
+    d = len(matrix[0])
+    # drop bins nobody is active in (the sparse view has no such column) from the reference
+    used = [j for j in range(d) if any(row[j] for row in matrix)]
+    dense = [[row[j] for j in used] for row in matrix]
+    dense_known = [{used.index(j) for j in k} for k in known]
+    sizes, em, kl = dense_disclosure(dense, dense_known)
+    remap = {j: used.index(j) for j in used}
+    compact = [[row[j] for j in used] for row in matrix]
+    found = disclosure(
+        records(compact), known_mask(compact, dense_known), Engine(), None, np.random.default_rng(0)
+    )
+    assert found.class_size.tolist() == sizes
+    assert found.em_user == pytest.approx([sum(r) / len(used) for r in em])
+    assert found.kl_user == pytest.approx([sum(r) / len(used) for r in kl])
+    n = len(matrix)
+    assert found.em_attribute == pytest.approx(
+        [sum(em[i][j] for i in range(n)) / n for j in range(len(used))]
+    )
+    assert found.kl_attribute == pytest.approx(
+        [sum(kl[i][j] for i in range(n)) / n for j in range(len(used))]
+    )
+    assert found.unicity == pytest.approx(np.mean(np.array(sizes) == 1))
+    assert remap is not None
+
+
+def test_knowledge_draws_are_seeded_and_weighted():
+    recs = Elements.from_rows(
+        1, np.zeros(4, dtype=int), np.arange(4), np.array([1.0, 1.0, 1.0, 97.0])
+    )
+    picks = [draw_knowledge(recs, 1, True, np.random.default_rng(s)) for s in range(300)]
+    share = np.mean([p[3] for p in picks])
+    assert share > 0.9  # the bin with 97% of the activity is almost always the one known
+    uniform = [draw_knowledge(recs, 1, False, np.random.default_rng(s)) for s in range(300)]
+    assert 0.15 < np.mean([p[3] for p in uniform]) < 0.35
+    assert all(
+        draw_knowledge(recs, 2, True, np.random.default_rng(s)).sum() == 2 for s in range(10)
+    )
+    again = draw_knowledge(recs, 2, True, np.random.default_rng(5))
+    assert np.array_equal(again, draw_knowledge(recs, 2, True, np.random.default_rng(5)))
+
+
+def test_unicity_attack_risk_is_one_over_the_class():
+    matrix = TABLE_4_1 + [[0, 0, 0, 0, 0]]  # a fifth user of U with no record
+    rows = [(i, j) for i, row in enumerate(matrix) for j, x in enumerate(row) if x]
+    arr = np.array(rows)
+    view = BinsView(
+        "d1",
+        (("time", 3600),),
+        5,
+        arr[:, 0].astype(np.int32),
+        arr[:, 1].astype(np.int32),
+        pd.DataFrame({"label": list("abcde"), "lon": 0.0, "lat": 0.0}),
+        count=np.ones(len(rows), dtype=np.int32),
+    )
+    level = KnowledgeLevel("unicity", (("points", 1), ("draw", "uniform"), ("samples", "all")))
+    result = ATTACKS["unicity"].risks(view, level, Engine(seed=1))
+    assert result.risk[4] == 0
+    assert set(result.risk[:4]) <= {1, 1 / 2, 1 / 3, 1 / 4}
+    assert result.measures["k_disclosure"] == pytest.approx(result.risk[:4].mean())
+    assert result.measures["unicity"] == pytest.approx(np.mean(result.risk[:4] == 1))
+    again = ATTACKS["unicity"].risks(view, level, Engine(seed=1))
+    assert np.array_equal(result.risk, again.risk)
+
+
+def test_bins_catalog_with_regions(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    runner.invoke(
+        main,
+        ["sample", "cdr", "--users", "60", "--days", "4", "--out", "e.csv", "--towers", "t.csv"],
+    )
+
+    def half(name, west, east):
+        ring = [[west, 43.6], [east, 43.6], [east, 43.8], [west, 43.8], [west, 43.6]]
+        return {
+            "type": "Feature",
+            "properties": {"name": name},
+            "geometry": {"type": "Polygon", "coordinates": [ring]},
+        }
+
+    (tmp_path / "halves.geojson").write_text(
+        json.dumps(
+            {
+                "type": "FeatureCollection",
+                "features": [half("west", 10.2, 10.4), half("east", 10.4, 10.6)],
+            }
+        )
+    )
+    (tmp_path / "u.yaml").write_text(
+        "input: {path: e.csv, format: cdr, towers: t.csv,\n"
+        "        columns: {user: caller, time: timestamp, tower: cell}}\n"
+        "dataview: {format: bins, layers: {halves: halves.geojson},\n"
+        "           dimensions: {regions: [halves], time: [6h, 1d]}}\n"
+        "attacks: [{attack: unicity, knowledge: {points: [2], samples: [20]}}]\n"
+    )
+    result = runner.invoke(main, ["assess", "u.yaml", "-q"])
+    assert result.exit_code == 0, result.output
+    irac = pd.read_csv(tmp_path / "catalog" / "u" / "irac.csv")
+    assert {"unicity", "k_disclosure", "em", "em_ci", "kl", "kl_ci"} <= set(irac.columns)
+    assert (
+        irac["k_disclosure"] == irac["mean_risk"] * 60 / irac["users_in_view"]
+    ).all() or np.allclose(irac["k_disclosure"] * irac["users_in_view"], irac["mean_risk"] * 60)
+    tables = list((tmp_path / "catalog" / "u" / "disclosure").glob("*.csv"))
+    assert len(tables) == 2
+    assert list(pd.read_csv(tables[0]).columns) == ["bin", "em", "kl"]
+    (tmp_path / "bad.yaml").write_text(
+        (tmp_path / "u.yaml").read_text().replace("regions: [halves]", "regions: [thirds]")
+    )
+    bad = runner.invoke(main, ["validate", "bad.yaml"])
+    assert bad.exit_code == 2
+    assert "dataview.dimensions.regions[0]: 'thirds' is not a layer" in bad.stderr
+
+
+def test_utility_scores_pareto_and_ordinal_equivalence(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    runner.invoke(
+        main,
+        ["sample", "cdr", "--users", "60", "--days", "4", "--out", "e.csv", "--towers", "t.csv"],
+    )
+    (tmp_path / "scores.csv").write_text(
+        "grid,time,score\n1km,1h,9\n1km,1d,5\n3km,1h,6\n3000m,1d,2\n"
+    )
+    (tmp_path / "u.yaml").write_text(
+        "input: {path: e.csv, format: cdr, towers: t.csv,\n"
+        "        columns: {user: caller, time: timestamp, tower: cell}}\n"
+        "dataview: {format: bins, dimensions: {grid: [1km, 3km], time: [1h, 1d]}}\n"
+        "attacks: [{attack: unicity, knowledge: {points: [2], samples: [20]}}]\n"
+        "utility: {scores: scores.csv}\n"
+    )
+    assert runner.invoke(main, ["assess", "u.yaml", "-q"]).exit_code == 0
+    rows = json.loads(
+        runner.invoke(
+            main,
+            [
+                "catalog",
+                "best",
+                "--max-risk",
+                "0.5",
+                "--measure",
+                "unicity",
+                "--utility",
+                "score",
+                "--format",
+                "json",
+            ],
+        ).stdout
+    )
+    assert [r["score"] for r in rows] == [9, 6, 5, 2]  # ranked by utility score
+    for r in rows:  # the front: nobody at least as good on both, better on one
+        dominated = any(
+            o["unicity"] <= r["unicity"]
+            and o["score"] >= r["score"]
+            and (o["unicity"] < r["unicity"] or o["score"] > r["score"])
+            for o in rows
+        )
+        assert (r["pareto"] == "dominated") == dominated
+    ordinal = json.loads(
+        runner.invoke(
+            main, ["catalog", "best", "--max-risk", "0.5", "--ordinal", "--format", "json"]
+        ).stdout
+    )
+    pair = next(o for o in ordinal if o["measure"] == "unicity" and o["versus"] == "k_disclosure")
+    assert -1 <= pair["kendall_tau"] <= 1 and isinstance(pair["same_order"], bool)
+    (tmp_path / "scores.csv").write_text("grid,time,score\n1km,1h,high\n")
+    bad = runner.invoke(main, ["assess", "u.yaml", "-q"])
+    assert bad.exit_code == 2 and "scores.csv:2: score is not a number" in bad.stderr
+
+
+def test_ordinal_agreement_by_hand():
+    from prudence_cli.explore import ordinal_agreement
+
+    table = pd.DataFrame({"a": [0.1, 0.2, 0.3], "b": [1.0, 2.0, 5.0], "c": [3.0, 2.0, 1.0]})
+    result = ordinal_agreement(table, ["a", "b", "c"]).set_index(["measure", "versus"])
+    assert result.loc[("a", "b"), "same_order"] and result.loc[("a", "b"), "kendall_tau"] == 1
+    assert not result.loc[("a", "c"), "same_order"] and result.loc[("a", "c"), "kendall_tau"] == -1
