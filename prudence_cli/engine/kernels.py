@@ -562,6 +562,39 @@ def rarest_element(post_offsets, q_elements, a, b):
 
 
 @nb.njit(cache=True)
+def candidates(post_offsets, post_users, q_elements, a, b):
+    """The users in the posting lists of both the rarest and the second-rarest distinct
+    element of query q_elements[a:b] (ascending): every user whose list holds the query is
+    among them. The second list is searched, never scanned, from where the last match was,
+    so the cost is that of the shortest list, in sequential memory."""
+    pivot = rarest_element(post_offsets, q_elements, a, b)
+    ps, pe = post_offsets[pivot], post_offsets[pivot + 1]
+    other = -1
+    for j in range(a, b):
+        e = q_elements[j]
+        if e != pivot and (
+            other < 0
+            or post_offsets[e + 1] - post_offsets[e] < post_offsets[other + 1] - post_offsets[other]
+        ):
+            other = e
+    if other < 0:
+        return post_users[ps:pe]
+    out = np.empty(pe - ps, dtype=post_users.dtype)
+    n = 0
+    j = post_offsets[other]
+    je = post_offsets[other + 1]
+    for p in range(ps, pe):
+        u = post_users[p]
+        j += np.searchsorted(post_users[j:je], u)
+        if j == je:
+            break
+        if post_users[j] == u:
+            out[n] = u
+            n += 1
+    return out[:n]
+
+
+@nb.njit(cache=True)
 def _holds(match, ordered, offsets, elements, values, v, q_elements, q_lo, q_hi, a, b, r):
     """Does user v match the query at query positions [a, b) (reference a + r)?"""
     va = offsets[v]
@@ -606,20 +639,19 @@ def verify_queries(
     q_ref,
     counts,
 ):
-    """Support of each explicit query: scan the posting list of its rarest element."""
+    """Support of each explicit query: check the candidates of its two rarest elements."""
     for q in nb.prange(q_offsets.shape[0] - 1):
         a = q_offsets[q]
         b = q_offsets[q + 1]
-        pivot = rarest_element(post_offsets, q_elements, a, b)
         c = 0
-        for p in range(post_offsets[pivot], post_offsets[pivot + 1]):
+        for v in candidates(post_offsets, post_users, q_elements, a, b):
             if _holds(
                 match,
                 ordered,
                 offsets,
                 elements,
                 values,
-                post_users[p],
+                v,
                 q_elements,
                 q_lo,
                 q_hi,
@@ -738,9 +770,7 @@ def spread_max(offsets, elements, post_offsets, post_users, q_offsets, q_element
         a = q_offsets[q]
         b = q_offsets[q + 1]
         value = q_value[q]
-        pivot = rarest_element(post_offsets, q_elements, a, b)
-        for p in range(post_offsets[pivot], post_offsets[pivot + 1]):
-            v = post_users[p]
+        for v in candidates(post_offsets, post_users, q_elements, a, b):
             if out[v] >= value:
                 continue
             j = a

@@ -30,7 +30,7 @@ import numba as nb
 import numpy as np
 
 from prudence_cli.engine import CountingProblem, Elements, Engine, QuerySpec
-from prudence_cli.engine.kernels import rarest_element
+from prudence_cli.engine.kernels import candidates
 
 
 @dataclass(frozen=True)
@@ -172,11 +172,9 @@ def _em_kl(
         i = users[t]
         a = q_offsets[i]
         b = q_offsets[i + 1]
-        pivot = rarest_element(post_offsets, q_elements, a, b)
         members = 0
         n_seen = 0
-        for p in range(post_offsets[pivot], post_offsets[pivot + 1]):
-            v = post_users[p]
+        for v in candidates(post_offsets, post_users, q_elements, a, b):
             va = offsets[v]
             vb = offsets[v + 1]
             ok = True
