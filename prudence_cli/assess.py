@@ -20,16 +20,18 @@ import numpy as np
 import pandas as pd
 
 from prudence_cli import __version__
-from prudence_cli.attacks.registry import ATTACKS
+from prudence_cli.attacks.registry import ALL_ATTACKS, ATTACKS
 from prudence_cli.catalog import (
     CATALOG_FORMAT,
     CATALOG_VERSION,
+    RANDOMIZED,
     CatalogWriter,
     is_catalog,
     sha256_file,
 )
 from prudence_cli.config import Config
 from prudence_cli.dataviews.build import build_dataviews, count_dataviews
+from prudence_cli.dataviews.profiles import ProfilesView
 from prudence_cli.dataviews.registry import dimension_label
 from prudence_cli.dataviews.restore import parse_dimensions
 from prudence_cli.engine import Engine
@@ -37,6 +39,7 @@ from prudence_cli.errors import BudgetError, PrudenceError
 from prudence_cli.io.atomic import atomic_folder
 from prudence_cli.io.readers import read_points, read_utility_scores
 from prudence_cli.measures.rac import measure_view
+from prudence_cli.measures.randomized import SweepOptions, sweep
 from prudence_cli.sanitize.ledger import carry_over
 from prudence_cli.select import Selection, select
 
@@ -84,6 +87,8 @@ def assess(
         )
 
     engine = make_engine(config, jobs)
+    if config.dataview.format == "profiles":
+        return _assess_profiles(config, output, selection, raw.dropped, engine, timings, report)
     levels = [(ATTACKS[a.attack], level) for a in config.attacks for level in a.levels]
     total = count_dataviews(config.dataview) * len(levels)
     out = Path(output) if output is not None else config.output
@@ -165,6 +170,130 @@ def assess(
     return AssessResult(out, irac, manifest)
 
 
+def _assess_profiles(
+    config: Config,
+    output: Path | None,
+    selection: Selection,
+    dropped: dict[str, int],
+    engine: Engine,
+    timings: dict[str, float],
+    report: ProgressCallback,
+) -> AssessResult:
+    """Profiles dataviews: every randomized setting × attack level (seed 004) on a seeded
+    sample; the rows go to randomized.csv, the true profiles to the dataviews folder."""
+    started = time.perf_counter()
+    levels = [level for a in config.attacks for level in a.levels]
+    options = SweepOptions(
+        users=config.randomize.users,
+        leak_users=config.randomize.leak_users,
+        leak_locations=config.randomize.leak_locations,
+        max_error=config.randomize.max_error,
+        seed=config.seed,
+    )
+    split = None
+    if config.randomize.split is not None:
+        split = int(config.randomize.split.tz_convert("UTC").value)
+    kinds = dict(config.dataview.dimensions).get("profile", ("boolean",))
+    per_kind = {k: sum(s.kind == k for s in config.mechanisms) for k in kinds}
+    total = count_dataviews(config.dataview) // len(kinds) * sum(per_kind.values())
+    out = Path(output) if output is not None else config.output
+    rows: list[dict[str, Any]] = []
+    views_meta: list[dict[str, Any]] = []
+    done = 0
+    with atomic_folder(out, is_catalog) as folder:
+        writer = CatalogWriter(folder)
+        views = build_dataviews(selection, config.dataview, config.input.timezone, split)
+        for view_index, view in enumerate(views):
+            assert isinstance(view, ProfilesView)
+            dims = {
+                name: dimension_label(view.format, name, value) for name, value in view.dimensions
+            }
+
+            def step(message: str, view_id: str = view.id, shown: str = _show(dims)) -> None:
+                nonlocal done
+                report(done, total, f"{view_id} {shown} {message}")
+                done += 1
+
+            for row in sweep(view, config.mechanisms, levels, options, view_index, step):
+                rows.append({"dataview": view.id, **dims, **row})
+            views_meta.append(
+                {
+                    "id": view.id,
+                    "format": view.format,
+                    "dimensions": dims,
+                    "users_in_view": view.users_in_view,
+                    "locations": view.n_locations,
+                    "rows": int(view.user.shape[0]),
+                    "visits": int(view.coverage("visits").sum()),
+                    "split": pd.Timestamp(view.split, tz="UTC").isoformat(),
+                    "file": writer.write_dataview(
+                        view.id, view.table(selection.user_ids), view.locations
+                    ),
+                    "risks": writer.write_risks(view.id, selection.user_ids, {}),
+                }
+            )
+        timings["attacks"] = time.perf_counter() - started
+        timings["total"] = sum(timings.values())
+        table = randomized_table(rows, config)
+        table.to_csv(folder / RANDOMIZED, index=False)
+        manifest = _manifest(config, selection, dropped, views_meta, engine, timings, [])
+        manifest["randomize"] = {
+            "users": "all" if options.users is None else options.users,
+            "leak": {"users": options.leak_users, "locations": options.leak_locations},
+            "max_error": options.max_error,
+            "split": "middle" if split is None else pd.Timestamp(split, tz="UTC").isoformat(),
+            "settings": [
+                {
+                    "mechanism": s.mechanism,
+                    "epsilon": s.epsilon,
+                    "neighbourhood": "all" if s.neighbourhood is None else s.neighbourhood,
+                    "p": s.p,
+                }
+                for s in config.mechanisms
+            ],
+            "sampler": "numpy PCG64; integer noise from geometric draws (see "
+            "prudence_cli/sanitize/randomize.py)",
+        }
+        writer.finish(manifest, _irac_table([], config))
+    report(total, total, "done")
+    return AssessResult(out, table, manifest)
+
+
+def randomized_table(rows: list[dict[str, Any]], config: Config) -> pd.DataFrame:
+    """The rows of randomized.csv in a fixed column order."""
+    knowledge = _knowledge_names(config)
+    first = [
+        "dataview",
+        *config.dataview.dimension_names,
+        "mechanism",
+        "epsilon",
+        "neighbourhood",
+        "p",
+        "users",
+        "statistic",
+        "mean_error",
+        "mean_value",
+        "relative_error",
+        "admissible",
+        "attack",
+        *knowledge,
+        "success_rate",
+        "successes",
+        "targets",
+    ]
+    extra = [k for row in rows for k in row if k not in first]
+    return pd.DataFrame(rows, columns=first + list(dict.fromkeys(extra)))
+
+
+def _knowledge_names(config: Config) -> list[str]:
+    knowledge: list[str] = []
+    for attack in config.attacks:
+        for dim in ALL_ATTACKS[attack.attack].knowledge:
+            if dim.name not in knowledge:
+                knowledge.append(dim.name)
+    return knowledge
+
+
 def _utility_table(config: Config) -> pd.DataFrame:
     """The config's utility scores with dimension values in the catalog's spelling."""
     assert config.utility_scores is not None
@@ -184,11 +313,7 @@ def _utility_table(config: Config) -> pd.DataFrame:
 
 
 def _irac_table(rows: list[dict[str, Any]], config: Config) -> pd.DataFrame:
-    knowledge: list[str] = []
-    for attack in config.attacks:
-        for dim in ATTACKS[attack.attack].knowledge:
-            if dim.name not in knowledge:
-                knowledge.append(dim.name)
+    knowledge = _knowledge_names(config)
     measures = ["users", "users_in_view", "i_rac_u", "i_rac_d", "mean_risk", "share_at_risk_1"]
     extra = [
         k
@@ -246,7 +371,7 @@ def _manifest(
         "attacks": [
             {
                 "attack": a.attack,
-                "knowledge": [d.name for d in ATTACKS[a.attack].knowledge],
+                "knowledge": [d.name for d in ALL_ATTACKS[a.attack].knowledge],
                 "levels": [dict(level.values) for level in a.levels],
             }
             for a in config.attacks

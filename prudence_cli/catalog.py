@@ -3,6 +3,8 @@
 Layout:
   catalog.json                 manifest, written last; lists every other file's sha256
   irac.csv                     one row per (dataview, attack, knowledge level)
+  randomized.csv               profiles dataviews: utility and attack success per
+                               randomized setting and attack level (seed 004)
   curves/<row>.csv             risk, rac_u, rac_d — the step curves of each irac row
   risks/<dataview>.csv.gz      user, then one risk column per attack level (all users of U)
   dataviews/<dataview>.csv.gz  the dataview as it would be shared: user, location, count
@@ -32,6 +34,7 @@ CATALOG_FORMAT = "prudence-catalog"
 CATALOG_VERSION = 1
 MANIFEST = "catalog.json"
 IRAC = "irac.csv"
+RANDOMIZED = "randomized.csv"  # profiles catalogs: one row per (setting, attack level)
 MEASURE_COLUMNS = (
     "users",
     "users_in_view",
@@ -41,6 +44,18 @@ MEASURE_COLUMNS = (
     "share_at_risk_1",
 )
 EXTRA_MEASURES = ("unicity", "k_disclosure", "em", "em_ci", "kl", "kl_ci", "sampled_people")
+RANDOMIZED_NUMBERS = (
+    "epsilon",
+    "p",
+    "users",
+    "mean_error",
+    "mean_value",
+    "relative_error",
+    "success_rate",
+    "successes",
+    "targets",
+    "mean_relative_error",
+)
 _GZIP = {"method": "gzip", "compresslevel": 1, "mtime": 0}
 _UNSAFE = re.compile(r"[^A-Za-z0-9=,._-]+")
 
@@ -112,9 +127,26 @@ class Catalog:
         frame = pd.read_csv(self.path / IRAC, dtype=str, keep_default_na=False)
         for column in (*MEASURE_COLUMNS, *EXTRA_MEASURES):
             if column in frame:
-                frame[column] = pd.to_numeric(frame[column].replace("", "nan"))
+                frame[column] = pd.to_numeric(frame[column].replace("", np.nan))
         if "sampled" in frame:
             frame["sampled"] = frame["sampled"] == "True"
+        return frame
+
+    @property
+    def is_profiles(self) -> bool:
+        """A catalog of randomized profiles (seed 004) rather than of per-person risks."""
+        return self.manifest.get("format_of_dataviews") == "profiles"
+
+    @cached_property
+    def randomized(self) -> pd.DataFrame:
+        """The randomized.csv table; dimension and knowledge columns as text."""
+        if not self.is_profiles:
+            raise CatalogError(f"{self.path}: not a catalog of profiles dataviews")
+        frame = pd.read_csv(self.path / RANDOMIZED, dtype=str, keep_default_na=False)
+        for column in RANDOMIZED_NUMBERS:
+            if column in frame:
+                frame[column] = pd.to_numeric(frame[column].replace("", np.nan))
+        frame["admissible"] = frame["admissible"] == "True"
         return frame
 
     @property

@@ -75,9 +75,16 @@ def assess(config_file: Path, out: Path | None, jobs: int | None, quiet: bool) -
     if not quiet:
         dropped = sum(manifest["invalid_rows"]["dropped"].values())
         note = f", {dropped:,} invalid rows dropped" if dropped else ""
+        views = max(len(manifest["dataviews"]), 1)
+        work = (
+            f"{len(manifest['randomize']['settings'])} randomized settings × "
+            f"{sum(len(a['levels']) for a in manifest['attacks'])} attack levels"
+            if "randomize" in manifest
+            else f"{len(result.irac) // views} attack levels"
+        )
         click.echo(
             f"Catalog written to {result.output}: {len(manifest['dataviews'])} dataviews × "
-            f"{len(result.irac) // max(len(manifest['dataviews']), 1)} attack levels, "
+            f"{work}, "
             f"{manifest['selection']['users']:,} users{note}, "
             f"{manifest['timings_seconds']['total']:.1f} s.",
             err=True,
@@ -174,14 +181,17 @@ def catalog_show(
     fmt: str | None,
 ) -> None:
     """Print the i-RAC table: one row per dataview × attack × knowledge level; or, with
-    --plane, the i-RAC planes of the paper as two-way tables."""
+    --plane, the i-RAC planes of the paper as two-way tables. On a catalog of randomized
+    profiles: utility and attack success per setting and attack level."""
     from prudence_cli.catalog import find_catalog, open_catalog
     from prudence_cli.explore import plane as planes
-    from prudence_cli.query import irac_rows
-    from prudence_cli.render import irac_table, plane_long, plane_tables
+    from prudence_cli.query import irac_rows, randomized_rows
+    from prudence_cli.render import irac_table, plane_long, plane_tables, randomized_table
 
     opened = open_catalog(find_catalog(catalog_dir))
     typed = [*opened.dimension_names, *opened.knowledge_names]
+    if opened.is_profiles and plane is not None:
+        raise UserError("--plane is for risk catalogs; a profiles catalog has settings")
     if plane is not None:
         dims = tuple(d.strip() for d in plane.split(","))
         if len(dims) != 2:
@@ -198,8 +208,12 @@ def catalog_show(
         return
     if attack is not None:
         where = (*where, f"attack={attack}")
-    rows = irac_rows(opened, where)
-    _output(rows, fmt, lambda: irac_table(opened, rows), typed)
+    if opened.is_profiles:
+        rows = randomized_rows(opened, where)
+        _output(rows, fmt, lambda: randomized_table(opened, rows), typed)
+    else:
+        rows = irac_rows(opened, where)
+        _output(rows, fmt, lambda: irac_table(opened, rows), typed)
     if rows.empty:
         click.echo("No row matches the filters.", err=True)
 
@@ -229,6 +243,7 @@ def catalog_curve(
     from prudence_cli.render import curve_chart, to_csv, to_json
 
     opened = open_catalog(find_catalog(catalog_dir))
+    _needs_risks(opened)
     frame, row = curve(opened, dataview, attack, where)
     fmt = fmt or ("chart" if sys.stdout.isatty() else "csv")
     if fmt == "chart":
@@ -285,7 +300,10 @@ def catalog_best(
 ) -> None:
     """Rank the dataviews by the data kept at risk ≤ R (or by utility score), with
     their Pareto front of (disclosure, utility); a person's risk is the max over the
-    counted levels. --ordinal checks whether the measures rank them in the same order."""
+    counted levels. --ordinal checks whether the measures rank them in the same order.
+
+    On a catalog of randomized profiles: per mechanism, which ε keeps the statistic
+    admissible while no counted attack succeeds on more than R of the sample."""
     from prudence_cli.catalog import find_catalog, open_catalog
     from prudence_cli.explore import DISCLOSURE, counted_levels, dataview_scores
     from prudence_cli.explore import ordinal_agreement as agreement
@@ -295,6 +313,19 @@ def catalog_best(
     if min_coverage is not None:
         _check_share("--min-coverage", min_coverage, zero=True)
     opened = open_catalog(find_catalog(catalog_dir))
+    if opened.is_profiles:
+        from prudence_cli.explore import epsilon_choice
+        from prudence_cli.render import epsilon_table
+
+        where = (*where, *(f"attack={a}" for a in attacks))
+        choice = epsilon_choice(opened, max_risk, where)
+        _output(
+            choice,
+            fmt,
+            lambda: epsilon_table(choice, opened.dimension_names, max_risk),
+            opened.dimension_names,
+        )
+        return
     levels = counted_levels(opened, attacks, where)
     scores = dataview_scores(opened, levels, max_risk, where, measure, utility)
     if ordinal:
@@ -331,6 +362,7 @@ def catalog_risks(catalog_dir: Path | None, where: tuple[str, ...], fmt: str) ->
     from prudence_cli.render import to_csv, to_json
 
     opened = open_catalog(find_catalog(catalog_dir))
+    _needs_risks(opened)
     frames = risk_rows(opened, where)
     if fmt == "json":
         typed = [*opened.dimension_names, *opened.knowledge_names]
@@ -429,6 +461,7 @@ def check(
         if value is not None:
             _check_share(name, value, zero=True)
     opened = open_catalog(find_catalog(catalog_dir))
+    _needs_risks(opened)
     levels = counted_levels(opened, attacks, where)
     result = run_check(opened, Policy(max_risk, min_irac_u, min_coverage), levels, where)
     failing = result[result["failures"] != ""]
@@ -499,8 +532,12 @@ def report(
 
     _check_share("--max-risk", max_risk, zero=False)
     opened = open_catalog(find_catalog(catalog_dir))
-    levels = counted_levels(opened, attacks, where)
-    count = (write_html if fmt == "html" else write_png)(opened, out, max_risk, levels)
+    if opened.is_profiles:
+        where = (*where, *(f"attack={a}" for a in attacks))
+        levels = []
+    else:
+        levels = counted_levels(opened, attacks, where)
+    count = (write_html if fmt == "html" else write_png)(opened, out, max_risk, levels, where)
     click.echo(f"Report with {count} charts written to {out}.", err=True)
 
 
@@ -582,6 +619,15 @@ def evaluate(
     )
 
 
+def _needs_risks(opened: Any) -> None:
+    """Per-person risks exist only in catalogs of risk attacks, not of randomized profiles."""
+    if opened.is_profiles:
+        raise UserError(
+            f"{opened.path} is a catalog of randomized profiles: it has success rates per "
+            "setting, not per-person risks; use prudence catalog show / best / report"
+        )
+
+
 def _check_share(name: str, value: float, zero: bool) -> None:
     if not (0 <= value <= 1) or (not zero and value == 0):
         raise UserError(f"{name} {value:g} must be in {'[0, 1]' if zero else '(0, 1]'}")
@@ -591,8 +637,8 @@ def _check_share(name: str, value: float, zero: bool) -> None:
 @click.option(
     "--threshold",
     type=float,
-    required=True,
-    help="Tolerated risk R in (0, 1]: every released person ends at or below it.",
+    help="Tolerated risk R in (0, 1]: every released person ends at or below it "
+    "(the suppression methods).",
 )
 @_CATALOG_OPTION
 @click.option(
@@ -611,10 +657,26 @@ def _check_share(name: str, value: float, zero: bool) -> None:
 @_WHERE_OPTION
 @click.option(
     "--method",
-    type=click.Choice(["suppress-users", "suppress-locations"]),
+    type=click.Choice(["suppress-users", "suppress-locations", "randomize"]),
     default="suppress-users",
     show_default=True,
+    help="Remove risky people or locations, or (profiles catalogs) add d_χ-private noise.",
 )
+@click.option("--epsilon", type=float, help="randomize: the privacy parameter ε > 0.")
+@click.option(
+    "--neighbourhood",
+    metavar="N|all",
+    default="all",
+    show_default=True,
+    help="randomize: noise on every location, or on N(b_i, N): the visited ones and the N "
+    "of highest affinity.",
+)
+@click.option(
+    "--mechanism",
+    type=click.Choice(["randomized_response", "laplace", "geometric"]),
+    help="randomize: default randomized_response on boolean profiles, laplace on counts.",
+)
+@click.option("--seed", type=click.IntRange(min=0), help="randomize: default the catalog's seed.")
 @click.option(
     "--out",
     type=click.Path(path_type=Path),
@@ -634,12 +696,16 @@ def _check_share(name: str, value: float, zero: bool) -> None:
 @click.option("--quiet", "-q", is_flag=True, help="No progress messages.")
 @_errors
 def sanitize(
-    threshold: float,
+    threshold: float | None,
     catalog_dir: Path | None,
     dataview: str | None,
     attacks: tuple[str, ...],
     where: tuple[str, ...],
     method: str,
+    epsilon: float | None,
+    neighbourhood: str,
+    mechanism: str | None,
+    seed: int | None,
     out: Path,
     recipient: str | None,
     pseudonymize: bool,
@@ -648,11 +714,23 @@ def sanitize(
     """Release a dataview with every person at risk above R suppressed, re-assessed to a
     fixpoint; writes the release folder and records it in the catalog's ledger.
 
+    With --method randomize (a catalog of profiles dataviews): release every profile with
+    d_χ-private noise of parameter --epsilon, with a report of its utility and of the
+    catalog's attacks on it.
+
     Exit code 0: the release meets the threshold; 1: it cannot (nobody would be left)."""
     from prudence_cli.catalog import find_catalog, open_catalog
     from prudence_cli.sanitize.release import SanitizeRequest, run_sanitize
 
     opened = open_catalog(find_catalog(catalog_dir))
+    if method == "randomize":
+        _randomize(opened, epsilon, neighbourhood, mechanism, dataview, seed, out, threshold)
+        return
+    for name, given in (("--epsilon", epsilon), ("--mechanism", mechanism), ("--seed", seed)):
+        if given is not None:
+            raise UserError(f"{name} is for --method randomize")
+    if threshold is None:
+        raise UserError("--threshold R is needed: the tolerated risk in (0, 1]")
     request = SanitizeRequest(threshold, dataview, attacks, where, method, recipient, pseudonymize)
 
     def step(s: Any) -> None:
@@ -686,6 +764,43 @@ def sanitize(
         f"{users['in_view']:,} people, {data['released']:,.0f} of {data['before']:,.0f} "
         f"{data['coverage']}, highest risk {report['max_risk_after']:.3g} ≤ {threshold:g} "
         f"after {len(report['iterations'])} suppression passes.",
+        err=True,
+    )
+
+
+def _randomize(
+    opened: Any,
+    epsilon: float | None,
+    neighbourhood: str,
+    mechanism: str | None,
+    dataview: str | None,
+    seed: int | None,
+    out: Path,
+    threshold: float | None,
+) -> None:
+    from prudence_cli.sanitize.randomized_release import RandomizeRequest, run_randomize
+
+    if epsilon is None:
+        raise UserError("--method randomize needs --epsilon E (the privacy parameter, > 0)")
+    if threshold is not None:
+        raise UserError("--threshold is for the suppression methods, not randomize")
+    hood: int | None = None
+    if neighbourhood != "all":
+        if not neighbourhood.isdigit():
+            raise UserError(f"--neighbourhood {neighbourhood}: give a whole number or all")
+        hood = int(neighbourhood)
+    request = RandomizeRequest(epsilon, hood, mechanism, dataview, seed)
+    report = run_randomize(opened, request, out)
+    util = report["utility"]
+    rates = [r["success_rate"] for r in report["attacks"]["results"]]
+    worst = max((r for r in rates if r == r), default=float("nan"))
+    click.echo(
+        f"Release written to {out}: {report['profiles']['released']:,} "
+        f"{report['dataview']['profile']} profiles, {report['mechanism']['name']} "
+        f"ε={epsilon:g} on χ={report['mechanism']['chi']}; {util['statistic']} relative "
+        f"error {util['relative_error']:.3f} ("
+        f"{'admissible' if util['admissible'] else 'NOT admissible'}); worst attack success "
+        f"{worst:.3f} over {len(rates)} attack levels (see report.md).",
         err=True,
     )
 

@@ -17,9 +17,10 @@ import pandas as pd
 import shapely
 import yaml
 
-from prudence_cli.attacks.registry import ATTACKS, KnowledgeLevel
+from prudence_cli.attacks.registry import ALL_ATTACKS, KnowledgeLevel
 from prudence_cli.dataviews.registry import FORMATS, SEGMENT_FORMATS
 from prudence_cli.errors import ConfigError
+from prudence_cli.sanitize.randomize import MECHANISMS, Setting
 from prudence_cli.space import check_projected_crs
 from prudence_cli.units import parse_duration
 
@@ -127,6 +128,19 @@ class EngineConfig:
 
 
 @dataclass(frozen=True)
+class RandomizeConfig:
+    """How randomized settings are assessed (seed 004): on a sample of `users` people,
+    with leaked shares for scenarios 2.1 (locations) and 2.2 (users), and the largest
+    admissible relative error of the statistician's statistic."""
+
+    users: int | None = 1000  # None: every user
+    leak_users: float = 0.5
+    leak_locations: float = 0.5
+    max_error: float = 0.1
+    split: pd.Timestamp | None = None  # T1 | T2 boundary; None: the middle of the data
+
+
+@dataclass(frozen=True)
 class Config:
     file: Path
     name: str
@@ -140,6 +154,8 @@ class Config:
     engine: EngineConfig = field(default_factory=EngineConfig)
     crs: str | None = None  # projected CRS for the grid; None: UTM zone of the data
     utility_scores: Path | None = None  # expert utility score per profile (CSV)
+    mechanisms: tuple[Setting, ...] = ()  # randomized settings swept on profiles dataviews
+    randomize: RandomizeConfig = field(default_factory=RandomizeConfig)
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -196,6 +212,9 @@ def parse_config(data: object, file: Path) -> Config:
     if coverage == "segments" and dataview.format not in SEGMENT_FORMATS:
         r.fail("coverage", "segments coverage is for segments dataviews")
     output = r.path(top.get("output", f"catalog/{name}"), "output")
+    mechanisms = _parse_mechanisms(r, top.get("mechanisms"), dataview)
+    if "randomize" in top and dataview.format != "profiles":
+        r.fail("randomize", "is for profiles dataviews (dataview.format: profiles)")
     return Config(
         file=file,
         name=name,
@@ -209,6 +228,8 @@ def parse_config(data: object, file: Path) -> Config:
         engine=_parse_engine(r, top.get("engine", {})),
         crs=r.convert(top["crs"], "crs", check_projected_crs) if "crs" in top else None,
         utility_scores=_parse_utility(r, top.get("utility")),
+        mechanisms=mechanisms,
+        randomize=_parse_randomize(r, top.get("randomize", {}), input_config.timezone),
         raw=top,
     )
 
@@ -225,6 +246,8 @@ _TOP_KEYS = {
     "engine",
     "crs",
     "utility",
+    "mechanisms",
+    "randomize",
 }
 
 
@@ -418,8 +441,8 @@ def _parse_attacks(r: _Reader, data: object, view_format: str) -> tuple[AttackCo
     for i, item in enumerate(data):
         key = f"attacks[{i}]"
         m = r.mapping(item, key, required={"attack"}, allowed={"attack", "knowledge"})
-        name = r.choice(m["attack"], f"{key}.attack", tuple(ATTACKS))
-        attack = ATTACKS[name]
+        name = r.choice(m["attack"], f"{key}.attack", tuple(ALL_ATTACKS))
+        attack = ALL_ATTACKS[name]
         if view_format not in attack.formats:
             valid = ", ".join(sorted(attack.formats))
             r.fail(
@@ -454,6 +477,96 @@ def _parse_utility(r: _Reader, data: object) -> Path | None:
         return None
     m = r.mapping(data, "utility", required={"scores"}, allowed={"scores"})
     return r.path(m["scores"], "utility.scores")
+
+
+def _parse_mechanisms(r: _Reader, data: object, dataview: DataviewConfig) -> tuple[Setting, ...]:
+    """`mechanisms:` a list of {mechanism, epsilon: [...], neighbourhood: [all, n_i, ...],
+    p: flip probability (randomized response only)}; one setting per combination."""
+    if dataview.format != "profiles":
+        if data is not None:
+            r.fail("mechanisms", "is for profiles dataviews (dataview.format: profiles)")
+        return ()
+    if not isinstance(data, list) or not data:
+        r.fail(
+            "mechanisms",
+            "a profiles dataview needs a non-empty list of "
+            "{mechanism: randomized_response|laplace|geometric, epsilon: [...]}",
+        )
+    kinds = set(dict(dataview.dimensions).get("profile", ("boolean",)))
+    settings: list[Setting] = []
+    for i, item in enumerate(data):
+        key = f"mechanisms[{i}]"
+        m = r.mapping(
+            item,
+            key,
+            required={"mechanism", "epsilon"},
+            allowed={"mechanism", "epsilon", "neighbourhood", "p"},
+        )
+        name = r.choice(m["mechanism"], f"{key}.mechanism", tuple(MECHANISMS))
+        if MECHANISMS[name] not in kinds:
+            r.fail(
+                f"{key}.mechanism",
+                f"{name!r} randomizes {MECHANISMS[name]} profiles, and "
+                f"dataview.dimensions.profile has only {', '.join(sorted(kinds))}",
+            )
+        epsilons = _number_list(r, m["epsilon"], f"{key}.epsilon")
+        hoods: list[int | None] = []
+        raw_hoods = m.get("neighbourhood", ["all"])
+        for j, value in enumerate(raw_hoods if isinstance(raw_hoods, list) else [raw_hoods]):
+            if value == "all":
+                hoods.append(None)
+            else:
+                hoods.append(r.integer(value, f"{key}.neighbourhood[{j}]", minimum=0))
+        flip = m.get("p")
+        if flip is not None and name != "randomized_response":
+            r.fail(f"{key}.p", "is the flip probability of randomized_response only")
+        for j, eps in enumerate(epsilons):
+            if eps <= 0:
+                r.fail(f"{key}.epsilon[{j}]", f"{eps:g} is not a positive privacy parameter")
+            for hood in hoods:
+                try:
+                    setting = Setting(
+                        name,
+                        eps,
+                        hood,
+                        None if flip is None else r.number(flip, f"{key}.p"),
+                    )
+                except ValueError as exc:
+                    r.fail(f"{key}.p", str(exc))
+                if setting in settings:
+                    r.fail(key, f"repeats the setting {name} epsilon={eps:g}")
+                settings.append(setting)
+    return tuple(settings)
+
+
+def _number_list(r: _Reader, data: object, key: str) -> list[float]:
+    values = data if isinstance(data, list) else [data]
+    if not values:
+        r.fail(key, "is empty: give at least one value")
+    return [r.number(v, f"{key}[{j}]") for j, v in enumerate(values)]
+
+
+def _parse_randomize(r: _Reader, data: object, timezone: str) -> RandomizeConfig:
+    m = r.mapping(data, "randomize", allowed={"users", "leak", "max_error", "split"})
+    users = m.get("users", 1000)
+    leak = r.mapping(m.get("leak", {}), "randomize.leak", allowed={"users", "locations"})
+    shares = {}
+    for name in ("users", "locations"):
+        value = r.number(leak.get(name, 0.5), f"randomize.leak.{name}")
+        if not 0 < value <= 1:
+            r.fail(f"randomize.leak.{name}", f"{value:g} is not a share in (0, 1]")
+        shares[name] = value
+    max_error = r.number(m.get("max_error", 0.1), "randomize.max_error")
+    if max_error < 0:
+        r.fail("randomize.max_error", f"{max_error:g} is not a relative error ≥ 0")
+    split = m.get("split", "middle")
+    return RandomizeConfig(
+        users=None if users == "all" else r.integer(users, "randomize.users", minimum=2),
+        leak_users=shares["users"],
+        leak_locations=shares["locations"],
+        max_error=max_error,
+        split=None if split == "middle" else r.timestamp(split, "randomize.split", timezone),
+    )
 
 
 def _parse_engine(r: _Reader, data: object) -> EngineConfig:

@@ -18,7 +18,7 @@ from prudence_cli.attacks.registry import ATTACKS
 from prudence_cli.catalog import Catalog
 from prudence_cli.errors import CatalogError, PrudenceError
 from prudence_cli.measures.rac import measure_view
-from prudence_cli.query import irac_rows, parse_where
+from prudence_cli.query import irac_rows, parse_where, randomized_rows
 
 Levels = Sequence[tuple[Attack, KnowledgeLevel]]
 
@@ -345,3 +345,36 @@ def natural_order(values: pd.Series) -> list[str]:
         return (float(digits) if digits else float("inf"), text)
 
     return sorted(values.astype(str).unique(), key=key)
+
+
+def epsilon_choice(catalog: Catalog, max_success: float, where: Sequence[str] = ()) -> pd.DataFrame:
+    """Per randomized setting of a profiles catalog (seed 004): the statistician's
+    relative error and whether it is admissible, the worst success rate over the counted
+    attack levels (filtered by `where`) and which level reached it, and whether the
+    setting is `safe` (worst success ≤ max_success). `choice` marks, per dataview,
+    mechanism and neighbourhood, the largest admissible and safe ε: the most useful
+    setting that the attacks do not break."""
+    rows = randomized_rows(catalog, where)
+    if rows.empty:
+        raise PrudenceError("no randomized setting matches --where")
+    dims = catalog.dimension_names
+    keys = ["dataview", *dims, "mechanism", "neighbourhood", "epsilon"]
+    knowledge = [k for k in catalog.knowledge_names if k in rows]
+    rows = rows.assign(
+        level=rows["attack"]
+        + "["
+        + rows[knowledge].apply(lambda r: ",".join(f"{k}={v}" for k, v in r.items() if v), axis=1)
+        + "]",
+        rate=rows["success_rate"].fillna(0.0),
+    )
+    worst = rows.loc[rows.groupby(keys, sort=False)["rate"].idxmax()]
+    table = worst[
+        [*keys, "p", "users", "statistic", "relative_error", "admissible", "rate", "level"]
+    ].rename(columns={"rate": "worst_success", "level": "worst_attack"})
+    table["safe"] = table["worst_success"] <= max_success
+    table["choice"] = False
+    usable = table[table["admissible"] & table["safe"]]
+    group = ["dataview", *dims, "mechanism", "neighbourhood"]
+    for _, candidates in usable.groupby(group, sort=False):
+        table.loc[candidates["epsilon"].idxmax(), "choice"] = True
+    return table.sort_values([*group, "epsilon"]).reset_index(drop=True)

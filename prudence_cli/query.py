@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 import pandas as pd
 import yaml
 
-from prudence_cli.attacks.registry import ATTACKS
+from prudence_cli.attacks.registry import ALL_ATTACKS
 from prudence_cli.catalog import Catalog
 from prudence_cli.dataviews.registry import FORMATS
 from prudence_cli.errors import PrudenceError
@@ -20,6 +20,8 @@ def parse_where(catalog: Catalog, where: Sequence[str]) -> dict[str, set[str]]:
     grid=0.5km matches 500m and h=2 matches 2. Repeating a key accepts any of its values.
     """
     columns = ["dataview", *catalog.dimension_names, "attack", *catalog.knowledge_names]
+    if catalog.is_profiles:
+        columns += list(SETTING_COLUMNS)
     filters: dict[str, set[str]] = {}
     for item in where:
         key, sep, text = item.partition("=")
@@ -39,6 +41,20 @@ def irac_rows(catalog: Catalog, where: Sequence[str] = ()) -> pd.DataFrame:
     frame = catalog.irac
     for column, accepted in parse_where(catalog, where).items():
         frame = frame[frame[column].isin(accepted)]
+    return frame.reset_index(drop=True)
+
+
+SETTING_COLUMNS = ("mechanism", "epsilon", "neighbourhood")
+
+
+def randomized_rows(catalog: Catalog, where: Sequence[str] = ()) -> pd.DataFrame:
+    """The rows of a profiles catalog's randomized.csv that match every filter."""
+    frame = catalog.randomized
+    for column, accepted in parse_where(catalog, where).items():
+        if column == "epsilon":
+            frame = frame[frame[column].isin({float(v) for v in accepted})]
+        else:
+            frame = frame[frame[column].astype(str).isin(accepted)]
     return frame.reset_index(drop=True)
 
 
@@ -64,9 +80,11 @@ def _normalise(catalog: Catalog, key: str, text: str) -> str:
     view_format = catalog.manifest.get("format_of_dataviews", "presence")
     dims = FORMATS[view_format].dimensions
     try:
+        if key == "epsilon":
+            return str(float(str(value)))
         if key in dims:
             return dims[key].label(dims[key].parse(value))
-        for attack in ATTACKS.values():
+        for attack in ALL_ATTACKS.values():
             for dim in attack.knowledge:
                 if dim.name == key:
                     return str(dim.parse(value))

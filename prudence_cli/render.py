@@ -26,6 +26,18 @@ MEASURES = {
 }
 
 
+def _table(**options: Any) -> Table:
+    """A compact, left-aligned table: the house style of every table printed here."""
+    return Table(
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+        title_justify="left",
+        caption_justify="left",
+        **options,
+    )
+
+
 def irac_table(catalog: Catalog, rows: pd.DataFrame) -> Table:
     """The i-RAC table: one line per (dataview, attack, level); the best i-RAC_D of each
     attack level in bold."""
@@ -37,12 +49,7 @@ def irac_table(catalog: Catalog, rows: pd.DataFrame) -> Table:
     # one attack: named in the title rather than repeated on every line
     labels = ["dataview", *dims, *(["attack"] if len(attacks) > 1 else []), *knowledge]
     only = f", attack = {attacks[0]}" if len(attacks) == 1 else ""
-    table = Table(
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-        collapse_padding=True,
-        title_justify="left",
-        caption_justify="left",
+    table = _table(
         title=f"{manifest.get('name', '')}: {selection.get('users', '?'):,} users, "
         f"coverage = {manifest.get('coverage')}{only}",
         caption="i-RAC U/D: area under RAC_U/RAC_D (1 = nobody at risk, all data kept).\n"
@@ -195,12 +202,7 @@ def best_table(scores: Any, dims: list[str], min_coverage: float | None) -> Tabl
         "kl": "KL",
     }[scores.measure]
     value = "utility score" if scores.utility == "score" else "data kept"
-    table = Table(
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-        collapse_padding=True,
-        title_justify="left",
-        caption_justify="left",
+    table = _table(
         title=f"Dataviews by {value} at risk ≤ {scores.max_risk:g} (max over {scores.levels} "
         "attack levels)",
         caption=f"Pareto front of ({axis}, {value}): no other dataview is at least as good "
@@ -256,3 +258,62 @@ def _steps(x: Any, y: Any) -> tuple[list[float], list[float]]:
         xs += [float(x[i]), end]
         ys += [float(y[i]), float(y[i])]
     return xs, ys
+
+
+def randomized_table(catalog: Catalog, rows: pd.DataFrame) -> Table:
+    """A profiles catalog: utility and attack success per randomized setting and level."""
+    manifest = catalog.manifest
+    options = manifest.get("randomize", {})
+    knowledge = [k for k in catalog.knowledge_names if k in rows and (rows[k] != "").any()]
+    table = _table(
+        title=f"{manifest.get('name', '')}: randomized profiles, attacks on a sample of "
+        f"{options.get('users', '?')} users (seed {manifest.get('seed')})",
+        caption="error: the statistic's mean error over locations ÷ its mean (f1 visitors, "
+        f"f2 mean visits); admissible when ≤ {options.get('max_error', '?')}.\n"
+        "success: share of the sample the attack succeeds on (seed 004, section V).",
+    )
+    labels = ["dataview", *catalog.dimension_names, "mechanism", "ε", "χ", "attack", *knowledge]
+    for column in labels:
+        table.add_column(column, no_wrap=True)
+    for column in ("error", "admissible", "success"):
+        table.add_column(column, justify="right", no_wrap=True)
+    for _, row in rows.iterrows():
+        table.add_row(
+            *[str(row[c]) for c in ["dataview", *catalog.dimension_names, "mechanism"]],
+            f"{row['epsilon']:g}",
+            str(row["neighbourhood"]),
+            str(row["attack"]),
+            *[str(row[k]) for k in knowledge],
+            _number(row["relative_error"]),
+            "yes" if row["admissible"] else "no",
+            _number(row["success_rate"]),
+            style=None if row["admissible"] else "dim",
+        )
+    return table
+
+
+def epsilon_table(frame: pd.DataFrame, dims: list[str], max_success: float) -> Table:
+    """`catalog best` for profiles: per setting, utility, worst attack and the choice."""
+    table = _table(
+        title=f"Which ε? Settings whose worst attack success is ≤ {max_success:g}",
+        caption="admissible: the statistic's error is small enough; safe: no counted attack "
+        f"succeeds on more than {max_success:g} of the sample.\nBold: the chosen ε, the "
+        "largest that is both (most utility); none in a group means no ε is both there.",
+    )
+    for column in ["dataview", *dims, "mechanism", "χ", "ε", "p"]:
+        table.add_column(column, no_wrap=True)
+    for column in ("error", "admissible", "worst\nsuccess", "worst attack", "safe"):
+        table.add_column(column, justify="right", no_wrap=True)
+    for _, row in frame.iterrows():
+        table.add_row(
+            *[str(row[c]) for c in ["dataview", *dims, "mechanism", "neighbourhood"]],
+            f"{row['epsilon']:g}",
+            "" if pd.isna(row["p"]) else f"{row['p']:.4g}",
+            _number(row["relative_error"]),
+            "yes" if row["admissible"] else "no",
+            _number(row["worst_success"]),
+            str(row["worst_attack"]),
+            "yes" if row["safe"] else "no",
+            style="bold" if row["choice"] else None,
+        )
+    return table

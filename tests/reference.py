@@ -7,6 +7,8 @@ import math
 from collections import Counter
 from collections.abc import Mapping
 
+import numpy as np
+
 
 def known_count(count: int, visits: str) -> int:
     if visits == "exact":
@@ -261,3 +263,37 @@ def dense_disclosure(x, known_bins):
         em.append(em_row)
         kl.append(kl_row)
     return sizes, em, kl
+
+
+# --- seed 004: randomized profiles -------------------------------------------------------
+
+
+def literal_neighbourhood(b, aff, n_i):
+    """χ_i = N(b_i, n_i) (Definition 8): b_i's visited locations and the n_i unvisited ones
+    of largest Aff(i, j) = Σ_{j1: b_ij1 = 1} Aff_{j1 j} > 0, ties to the smaller j."""
+    b = np.asarray(b)
+    aff = np.asarray(aff, dtype=float)
+    out = np.zeros_like(b, dtype=bool)
+    for i in range(b.shape[0]):
+        visited = [j for j in range(b.shape[1]) if b[i, j] > 0]
+        score = {j: sum(aff[j1, j] for j1 in visited) for j in range(b.shape[1])}
+        others = sorted(
+            (j for j in range(b.shape[1]) if j not in visited and score[j] > 0),
+            key=lambda j: (-score[j], j),
+        )
+        for j in visited + others[:n_i]:
+            out[i, j] = True
+    return out
+
+
+def literal_reidentification(true, noisy, leaked_rows, delta, m_max):
+    """r(δ, M, n) of Algorithm 11: the share of noisy profiles ã_i whose guess
+    {k : |a_k − ã_i|_1 ≤ δ} over the leaked profiles holds i's own and at most M."""
+    true = np.asarray(true)
+    noisy = np.asarray(noisy)
+    hits = 0
+    for i in range(noisy.shape[0]):
+        guess = [k for k in leaked_rows if np.abs(true[k] - noisy[i]).sum() <= delta]
+        if i in guess and len(guess) <= m_max:
+            hits += 1
+    return hits / noisy.shape[0]

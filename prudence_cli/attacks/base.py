@@ -73,11 +73,9 @@ class AttackResult:
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
 
 
-class Attack(ABC):
-    """A background-knowledge category: how instances are drawn and how candidates match.
-
-    Subclasses set the class attributes and implement `risks`, their one public method.
-    """
+class AttackSpec(ABC):
+    """What every attack declares: its name, the dataview formats it applies to and its
+    knowledge dimensions, whose combinations are its levels."""
 
     name: ClassVar[str]
     formats: ClassVar[frozenset[str]]
@@ -103,6 +101,13 @@ class Attack(ABC):
             return None
         values["h"] = h - 1
         return KnowledgeLevel(level.attack, tuple(values.items()))
+
+
+class Attack(AttackSpec):
+    """A background-knowledge category: how instances are drawn and how candidates match.
+
+    Subclasses set the class attributes and implement `risks`, their one public method.
+    """
 
     @abstractmethod
     def risks(

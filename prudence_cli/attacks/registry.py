@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from prudence_cli.attacks.base import Attack, AttackResult, KnowledgeLevel
+from prudence_cli.attacks.base import Attack, AttackResult, AttackSpec, KnowledgeLevel
 from prudence_cli.attacks.cluster import ClusterAttack
 from prudence_cli.attacks.frequency import FrequencyAttack, HomeWorkAttack, UniqueLocationAttack
 from prudence_cli.attacks.presence import PresenceAttack
+from prudence_cli.attacks.profiles import PROFILE_ATTACKS
 from prudence_cli.attacks.sequence import LocationSequenceAttack, UniqueLocationSequenceAttack
 from prudence_cli.attacks.subtrajectory import SubtrajectoryAttack
 from prudence_cli.attacks.tolerance import ProbabilityAttack, ProportionAttack
 from prudence_cli.attacks.trajectory import LocationAttack, VisitAttack
 from prudence_cli.attacks.unicity import UnicityAttack
 
-__all__ = ["ATTACKS", "Attack", "AttackResult", "KnowledgeLevel"]
+__all__ = ["ALL_ATTACKS", "ATTACKS", "PROFILE_ATTACKS", "Attack", "AttackResult", "KnowledgeLevel"]
 
 ATTACKS: dict[str, Attack] = {
     a.name: a
@@ -32,3 +33,6 @@ ATTACKS: dict[str, Attack] = {
         UnicityAttack(),
     )
 }
+
+# every attack by name: those that score each person's risk, and those on noisy profiles
+ALL_ATTACKS: dict[str, AttackSpec] = {**ATTACKS, **PROFILE_ATTACKS}

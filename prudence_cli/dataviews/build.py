@@ -19,6 +19,7 @@ from prudence_cli.dataviews.base import Dataview
 from prudence_cli.dataviews.bins import BinsView, bin_rows
 from prudence_cli.dataviews.clusters import ClusterView
 from prudence_cli.dataviews.presence import PresenceView, ProbabilityView, presence_pairs
+from prudence_cli.dataviews.profiles import ProfilesView, profile_rows
 from prudence_cli.dataviews.segments import SegmentView
 from prudence_cli.dataviews.trajectory import TrajectoryView, collapse_repeats, local_bins
 from prudence_cli.io.readers import read_region_layer
@@ -73,8 +74,13 @@ def locate_regions(selection: Selection, layer: Path) -> Located:
 
 
 def build_dataviews(
-    selection: Selection, config: DataviewConfig, timezone: str = "UTC"
+    selection: Selection,
+    config: DataviewConfig,
+    timezone: str = "UTC",
+    split: int | None = None,
 ) -> Iterator[Dataview]:
+    """`split` (UTC ns) divides the period of profiles dataviews in T1 and T2; default:
+    the middle of the selected points' time span."""
     names = config.dimension_names
     ids = view_ids(config)
     located: Located | None = None
@@ -98,6 +104,8 @@ def build_dataviews(
             yield _clusters(selection, located, next(ids), dimensions, timezone)
         elif config.format == "bins":
             yield _bins(selection, located, next(ids), dimensions, timezone)
+        elif config.format == "profiles":
+            yield _profiles(selection, located, next(ids), dimensions, split)
         else:
             yield _presence(selection, located, next(ids), dimensions, config.format)
 
@@ -218,4 +226,42 @@ def _bins(
         table,
         count=count,
         dimensionality=d,
+    )
+
+
+def middle_of(selection: Selection) -> int:
+    """The middle of the selected points' time span (UTC ns)."""
+    times = selection.points[C.TIME].to_numpy()
+    if times.shape[0] == 0:
+        return 0
+    return int(times.min() // 2 + times.max() // 2)
+
+
+def _profiles(
+    selection: Selection,
+    located: Located,
+    view_id: str,
+    dimensions: tuple[tuple[str, Any], ...],
+    split: int | None,
+) -> ProfilesView:
+    points = selection.points
+    at = middle_of(selection) if split is None else split
+    inside = located.location >= 0  # regions: points outside every region are not counted
+    user, location, count, first = profile_rows(
+        points[C.USER].to_numpy()[inside],
+        located.location[inside],
+        points[C.TIME].to_numpy()[inside],
+        at,
+        len(located.locations),
+    )
+    return ProfilesView(
+        view_id,
+        dimensions,
+        selection.n_users,
+        user,
+        location,
+        located.locations,
+        count=count,
+        first=first,
+        split=at,
     )

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from prudence_cli.dataviews.profiles import parse_profile_kind
 from prudence_cli.units import format_duration, format_size, parse_duration, parse_size
 
 
@@ -51,6 +52,14 @@ FORMATS: dict[str, FormatSpec] = {
     "probability": FormatSpec("probability", {"grid": GRID, "frequency": FREQUENCY}),
     "segments": FormatSpec("segments", {"time": TIME}),
     "bins": FormatSpec("bins", {"grid": GRID, "regions": REGIONS, "time": TIME}),
+    "profiles": FormatSpec(
+        "profiles",
+        {
+            "grid": GRID,
+            "regions": REGIONS,
+            "profile": DimensionSpec(parse=parse_profile_kind, label=str, default=("boolean",)),
+        },
+    ),
     "clusters": FormatSpec(
         "clusters", {"window": WINDOW, "frequency": FREQUENCY, "tolerance": TOLERANCE}
     ),

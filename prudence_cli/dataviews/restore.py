@@ -11,6 +11,7 @@ import shapely
 from prudence_cli.dataviews.base import Dataview
 from prudence_cli.dataviews.clusters import ClusterView
 from prudence_cli.dataviews.presence import PresenceView, ProbabilityView
+from prudence_cli.dataviews.profiles import ProfilesView
 from prudence_cli.dataviews.registry import FORMATS
 from prudence_cli.dataviews.segments import SegmentView
 from prudence_cli.dataviews.trajectory import TrajectoryView
@@ -91,7 +92,13 @@ def view_from_table(
             granularity=seconds,
         )
     order = np.lexsort((location, user))
-    cls = ProbabilityView if view_format == "probability" else PresenceView
+    extra: dict[str, Any] = {}
+    cls: type[PresenceView | ProfilesView] = PresenceView
+    if view_format == "profiles":
+        cls = ProfilesView
+        extra["first"] = table["first"].to_numpy()[order].astype(np.int32)
+    elif view_format == "probability":
+        cls = ProbabilityView
     return cls(
         view_id,
         dimensions,
@@ -100,6 +107,7 @@ def view_from_table(
         location[order].astype(np.int32),
         locations,
         count=table["count"].to_numpy()[order].astype(np.int32),
+        **extra,
     )
 
 

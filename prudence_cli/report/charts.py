@@ -4,7 +4,7 @@ and the Pareto front of the dataviews. Each chart comes with a plain-language te
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import matplotlib
@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 
 from prudence_cli.catalog import Catalog
 from prudence_cli.explore import Scores, natural_order
+from prudence_cli.query import randomized_rows
 
 matplotlib.rcParams.update({"svg.hashsalt": "prudence", "font.size": 9})
 
@@ -110,6 +111,59 @@ def pareto_chart(scores: Scores) -> Chart:
     title = f"Risk and data kept at R = {scores.max_risk:g}"
     ax.set_title(title)
     return Chart("pareto", "pareto", title, figure)
+
+
+def epsilon_charts(
+    catalog: Catalog, max_success: float, where: Sequence[str] = ()
+) -> Iterator[Chart]:
+    """Profiles catalogs (seed 004, Figures 4-14): per dataview, mechanism and
+    neighbourhood, attack success against ε with the admissible ε shaded, the statistic's
+    relative error on a second axis, and the tolerated success R."""
+    rows = randomized_rows(catalog, where)
+    dims = catalog.dimension_names
+    knowledge = [k for k in catalog.knowledge_names if k in rows]
+    max_error = float(catalog.manifest.get("randomize", {}).get("max_error", 0.1))
+    group = ["dataview", *dims, "mechanism", "neighbourhood"]
+    for keys, members in rows.groupby(group, sort=False):
+        values = dict(zip(group, keys, strict=True))
+        title = (
+            f"{values['dataview']} ({' '.join(f'{d}={values[d]}' for d in dims)}) · "
+            f"{values['mechanism']}, χ = {values['neighbourhood']}"
+        )
+        levels = members.groupby(["attack", *knowledge], sort=False)
+        figure = Figure(figsize=(8, 4.2 + 0.12 * levels.ngroups), layout="constrained")
+        ax = figure.subplots()
+        ax.set_prop_cycle(color=[matplotlib.colormaps["tab20"](k) for k in range(20)])
+        settings = members.drop_duplicates("epsilon").sort_values("epsilon")
+        eps = settings["epsilon"].to_numpy(dtype=float)
+        ok = settings["admissible"].to_numpy(dtype=bool)
+        for k in range(eps.shape[0]):
+            if ok[k]:
+                low = np.sqrt(eps[k - 1] * eps[k]) if k > 0 else eps[k]
+                high = np.sqrt(eps[k] * eps[k + 1]) if k + 1 < eps.shape[0] else eps[k]
+                ax.axvspan(low, high, color="#d9f0d3", zorder=0)
+        for _, level in levels:
+            level = level.sort_values("epsilon")
+            first = level.iloc[0]
+            label = " ".join(
+                [str(first["attack"]), *(f"{k}={first[k]}" for k in knowledge if first[k] != "")]
+            )
+            ax.plot(level["epsilon"], level["success_rate"], "o-", markersize=3, label=label)
+        ax.axhline(max_success, color="#b2182b", linestyle=":", label=f"R = {max_success:g}")
+        ax.set_xscale("log")
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_xlabel("ε (privacy parameter)")
+        ax.set_ylabel("attack success rate")
+        ax.grid(alpha=0.3)
+        error = ax.twinx()
+        error.plot(eps, settings["relative_error"], "k--", label="statistic's relative error")
+        error.axhline(max_error, color="#555555", linewidth=0.8)
+        error.set_ylabel("relative error of the statistic (dashed)")
+        error.set_yscale("log")
+        figure.legend(fontsize=7, loc="outside lower center", ncols=2)
+        ax.set_title(f"{title}\nshaded: admissible ε (relative error ≤ {max_error:g})")
+        name = f"epsilon-{values['dataview']}-{values['mechanism']}-{values['neighbourhood']}"
+        yield Chart(_safe(name), "epsilon", title, figure)
 
 
 def _heatmap(

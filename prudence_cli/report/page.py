@@ -5,13 +5,20 @@ from __future__ import annotations
 
 import base64
 import html
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from prudence_cli.catalog import Catalog
-from prudence_cli.explore import Levels, dataview_scores
+from prudence_cli.explore import Levels, dataview_scores, epsilon_choice
 from prudence_cli.io.atomic import atomic_folder, write_text_atomic
-from prudence_cli.report.charts import Chart, curve_charts, pareto_chart, plane_charts
+from prudence_cli.report.charts import (
+    Chart,
+    curve_charts,
+    epsilon_charts,
+    pareto_chart,
+    plane_charts,
+)
 from prudence_cli.sanitize.ledger import read_ledger
 
 READING = {
@@ -32,6 +39,16 @@ READING = {
         "that stays flat until r = 1 means most people are unique. One line per attacker "
         "knowledge level: more knowledge pushes the curves down and to the right.",
     ),
+    "epsilon": (
+        "Choosing ε",
+        "Each chart is one mechanism on one kind of profile. Every line is an attack of "
+        "seed 004 (section V) with its knowledge: the share of the sampled people it "
+        "succeeds on, for each privacy parameter ε. Green bands mark the admissible ε, where "
+        "the statistician's statistic (visitors or mean visits per location) keeps its mean "
+        "error within the configured share of its mean; the dashed line is that error. A safe "
+        "choice is an ε inside a green band where every line stays below the dotted line R. "
+        "Larger ε means less noise: more utility and more successful attacks.",
+    ),
     "pareto": (
         "Choosing a dataview",
         "Each point is a dataview: horizontally, the share of its data held by people at "
@@ -44,28 +61,42 @@ READING = {
 }
 
 
-def build_charts(catalog: Catalog, max_risk: float, levels: Levels) -> list[Chart]:
+def build_charts(
+    catalog: Catalog, max_risk: float, levels: Levels, where: Sequence[str] = ()
+) -> list[Chart]:
+    if catalog.is_profiles:
+        return list(epsilon_charts(catalog, max_risk, where))
     scores = dataview_scores(catalog, levels, max_risk)
     return [*plane_charts(catalog), *curve_charts(catalog), pareto_chart(scores)]
 
 
-def write_html(catalog: Catalog, out: Path, max_risk: float, levels: Levels) -> int:
+def write_html(
+    catalog: Catalog, out: Path, max_risk: float, levels: Levels, where: Sequence[str] = ()
+) -> int:
     """Write the report page; returns the number of charts."""
-    charts = build_charts(catalog, max_risk, levels)
-    write_text_atomic(out, render_page(catalog, charts, max_risk, levels))
+    charts = build_charts(catalog, max_risk, levels, where)
+    write_text_atomic(out, render_page(catalog, charts, max_risk, levels, where))
     return len(charts)
 
 
-def write_png(catalog: Catalog, out: Path, max_risk: float, levels: Levels) -> int:
+def write_png(
+    catalog: Catalog, out: Path, max_risk: float, levels: Levels, where: Sequence[str] = ()
+) -> int:
     """Write every chart as `<name>.png` into the folder `out` (atomically)."""
-    charts = build_charts(catalog, max_risk, levels)
+    charts = build_charts(catalog, max_risk, levels, where)
     with atomic_folder(out, _is_chart_folder) as folder:
         for chart in charts:
             (folder / f"{chart.name}.png").write_bytes(chart.png())
     return len(charts)
 
 
-def render_page(catalog: Catalog, charts: list[Chart], max_risk: float, levels: Levels) -> str:
+def render_page(
+    catalog: Catalog,
+    charts: list[Chart],
+    max_risk: float,
+    levels: Levels,
+    where: Sequence[str] = (),
+) -> str:
     manifest = catalog.manifest
     parts = [
         "<!doctype html>",
@@ -75,7 +106,7 @@ def render_page(catalog: Catalog, charts: list[Chart], max_risk: float, levels: 
         f"<h1>Privacy risk and data quality: {_e(manifest.get('name', ''))}</h1>",
         _summary(catalog),
     ]
-    for section in ("pareto", "planes", "curves"):
+    for section in ("epsilon", "pareto", "planes", "curves"):
         title, text = READING[section]
         members = [c for c in charts if c.section == section]
         if not members:
@@ -92,6 +123,10 @@ def render_page(catalog: Catalog, charts: list[Chart], max_risk: float, levels: 
                 "</figcaption></figure>"
             )
         parts.append("</section>")
+    if catalog.is_profiles:
+        parts += [_epsilon_choice(catalog, max_risk, where), _releases(catalog)]
+        parts += [_profiles_footer(manifest, max_risk), "</body></html>"]
+        return "\n".join(parts) + "\n"
     parts += [
         _disclosure(catalog),
         _releases(catalog),
@@ -137,6 +172,48 @@ def _summary(catalog: Catalog) -> str:
     table = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in rows)
     return (
         f'<section id="summary"><table class="summary">{table}</table><ul>{inputs}</ul></section>'
+    )
+
+
+def _epsilon_choice(catalog: Catalog, max_success: float, where: Sequence[str]) -> str:
+    """The `catalog best` table of a profiles catalog: the chosen ε per mechanism."""
+    table = epsilon_choice(catalog, max_success, where)
+    dims = catalog.dimension_names
+    columns = ["dataview", *dims, "mechanism", "neighbourhood"]
+    lines = []
+    for keys, group in table.groupby(columns, sort=False):
+        chosen = group[group["choice"]]
+        admissible = group[group["admissible"]]["epsilon"]
+        answer = (
+            f"ε = {chosen['epsilon'].iloc[0]:g} (worst success "
+            f"{chosen['worst_success'].iloc[0]:.3f}, {chosen['worst_attack'].iloc[0]})"
+            if not chosen.empty
+            else "none: no ε is both admissible and safe"
+        )
+        span = f"{admissible.min():g} to {admissible.max():g}" if not admissible.empty else "none"
+        cells = [*map(str, keys), span, answer]
+        lines.append("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>")
+    head = "".join(f"<th>{_e(c)}</th>" for c in [*columns, "admissible ε (swept)", "chosen ε"])
+    text = (
+        "How to read it. The chosen ε is the largest swept value whose statistic stays "
+        f"admissible and on which no counted attack succeeds on more than {max_success:g} "
+        "of the sample (prudence catalog best --max-risk R prints every setting). "
+        "None means the mechanism offers no trade-off on this data, as the seed found "
+        "for count profiles."
+    )
+    return (
+        f'<section id="choice"><h2>Chosen ε</h2><p class="how">{_e(text)}</p>'
+        f"<table><tr>{head}</tr>{''.join(lines)}</table></section>"
+    )
+
+
+def _profiles_footer(manifest: dict[str, Any], max_success: float) -> str:
+    options = manifest.get("randomize", {})
+    return (
+        f"<footer>Catalog <code>{_e(manifest.get('name', ''))}</code>. Attacks on a sample "
+        f"of {_e(options.get('users', '?'))} users, seed {_e(manifest.get('seed'))}; leaked "
+        f"shares {_e(options.get('leak', {}))}; tolerated success R = {max_success:g}."
+        "</footer>"
     )
 
 

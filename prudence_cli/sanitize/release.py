@@ -107,6 +107,11 @@ def run_sanitize(
     """Sanitize and, when the threshold is met by a non-empty release, write it.
 
     `announce` hears which dataview was chosen and why, before suppression starts."""
+    if catalog.is_profiles:
+        raise PrudenceError(
+            f"{catalog.path} is a catalog of randomized profiles: release one with "
+            "--method randomize --epsilon E"
+        )
     if not 0 < request.threshold <= 1:
         raise PrudenceError(f"--threshold {request.threshold:g} must be in (0, 1]")
     if request.method not in METHODS:

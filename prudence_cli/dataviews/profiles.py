@@ -1,0 +1,95 @@
+"""User profiles over locations (seed 004, section II.A): per user and location (a tower,
+grid cell or region: the seed's POIs), the number of visits over the observation period T.
+
+A `boolean` profile b_i records whether user i visited location j (b_ij ∈ {0, 1}); a
+`count` profile c_i how often (c_ij). Each row also keeps its visits in the first part of
+the period (before `split`), so that scenario 1 of the seed — true profiles leaked for a
+period T1, sanitized profiles of a later period T2 published — needs no second pass over
+the raw data. Rows sorted by user, then location; only visited pairs are stored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+import pandas as pd
+from scipy import sparse
+
+from prudence_cli.dataviews.base import CountedView
+
+PROFILE_KINDS = ("boolean", "count")
+PERIODS = ("all", "first", "second")
+
+
+def parse_profile_kind(value: object) -> str:
+    if value not in PROFILE_KINDS:
+        raise ValueError(f"{value!r} is not a profile kind (boolean or count)")
+    return str(value)
+
+
+@dataclass(frozen=True)
+class ProfilesView(CountedView):
+    """`count` holds c_ij over T; `first` the visits before `split` (period T1)."""
+
+    first: np.ndarray | None = None  # per row: visits in T1
+    split: int = 0  # UTC ns: T1 = [start, split), T2 = [split, end]
+
+    format = "profiles"
+    row_fields: ClassVar[tuple[str, ...]] = ("user", "location", "count", "first")
+
+    @property
+    def kind(self) -> str:
+        """boolean or count (the `profile` dimension)."""
+        return str(dict(self.dimensions).get("profile", "boolean"))
+
+    @property
+    def n_locations(self) -> int:
+        """m: every location of the view's table, visited by somebody or not."""
+        return len(self.locations)
+
+    def matrix(self, period: str = "all", users: np.ndarray | None = None) -> sparse.csr_matrix:
+        """The profiles as an n × m sparse matrix (int64): rows are `users` (codes of U, in
+        that order; default every user of U), values are counts, or 1 for boolean
+        profiles. `period` is all of T, its first part T1 or its second part T2."""
+        if period not in PERIODS:
+            raise ValueError(f"unknown period {period!r}; known: {', '.join(PERIODS)}")
+        first = self.first if self.first is not None else np.zeros_like(self.count)
+        values = {"all": self.count, "first": first, "second": self.count - first}[period]
+        values = values.astype(np.int64)
+        if self.kind == "boolean":
+            values = (values > 0).astype(np.int64)
+        rows = np.arange(self.n_users) if users is None else np.asarray(users)
+        position = np.full(self.n_users, -1, dtype=np.int64)
+        position[rows] = np.arange(rows.shape[0])
+        keep = (position[self.user] >= 0) & (values > 0)
+        out = sparse.csr_matrix(
+            (values[keep], (position[self.user[keep]], self.location[keep])),
+            shape=(rows.shape[0], self.n_locations),
+            dtype=np.int64,
+        )
+        out.sort_indices()
+        return out
+
+    def table(self, user_ids: np.ndarray) -> pd.DataFrame:
+        frame = super().table(user_ids)
+        frame["first"] = self.first if self.first is not None else 0
+        return frame
+
+
+def profile_rows(
+    user: np.ndarray, location: np.ndarray, time: np.ndarray, split: int, n_locations: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(user, location, count, first) of every visited pair, sorted by user then location;
+    `first` counts the visits with time < split."""
+    width = max(n_locations, 1)
+    key = user.astype(np.int64) * width + location
+    pairs, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
+    first = np.bincount(inverse.ravel(), weights=time < split, minlength=pairs.shape[0])
+    return (
+        (pairs // width).astype(np.int32),
+        (pairs % width).astype(np.int32),
+        counts.astype(np.int32),
+        first.astype(np.int32),
+    )
