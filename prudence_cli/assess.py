@@ -8,6 +8,7 @@ only when everything is written.
 from __future__ import annotations
 
 import datetime as dt
+import os
 import platform
 import time
 from collections.abc import Callable
@@ -35,13 +36,15 @@ from prudence_cli.dataviews.profiles import ProfilesView
 from prudence_cli.dataviews.registry import dimension_label
 from prudence_cli.dataviews.restore import parse_dimensions
 from prudence_cli.engine import Engine
+from prudence_cli.engine.runner import DaskRunner, LocalRunner
 from prudence_cli.errors import BudgetError, PrudenceError
 from prudence_cli.io.atomic import atomic_folder
-from prudence_cli.io.readers import read_points, read_utility_scores
+from prudence_cli.io.readers import read_utility_scores
 from prudence_cli.measures.rac import measure_view
 from prudence_cli.measures.randomized import SweepOptions, sweep
+from prudence_cli.prepare import Prepared, prepare
 from prudence_cli.sanitize.ledger import carry_over
-from prudence_cli.select import Selection, select
+from prudence_cli.select import Selection
 
 ProgressCallback = Callable[[int, int, str], None]
 
@@ -53,11 +56,33 @@ class AssessResult:
     manifest: dict[str, Any]
 
 
-def make_engine(config: Config, jobs: int | None = None) -> Engine:
+def make_engine(
+    config: Config,
+    jobs: int | None = None,
+    backend: str | None = None,
+    scheduler: str | None = None,
+) -> Engine:
+    """The configured engine; `jobs`, `backend` and `scheduler` override the config. The
+    dask backend without a scheduler starts a LocalCluster of `jobs` workers (default: one
+    per core), each running its kernels on one thread."""
+    settings = config.engine
+    backend = backend or settings.backend
+    scheduler = scheduler or settings.scheduler
+    jobs = settings.jobs if jobs is None else jobs
+    runner: LocalRunner | DaskRunner = LocalRunner()
+    worker_threads = None
+    if backend == "dask":
+        runner = DaskRunner(scheduler, jobs or os.cpu_count() or 1)
+        worker_threads = None if scheduler else 1
+    elif scheduler:
+        raise PrudenceError("--scheduler is the address of a Dask scheduler: add --engine dask")
     return Engine(
-        max_instances=config.engine.max_instances,
-        jobs=config.engine.jobs if jobs is None else jobs,
-        sample=config.engine.sample,
+        max_instances=settings.max_instances,
+        jobs=0 if backend == "dask" else jobs,
+        memory=settings.memory,
+        runner=runner,
+        worker_threads=worker_threads,
+        sample=settings.sample,
         seed=config.seed,
     )
 
@@ -67,18 +92,32 @@ def assess(
     output: Path | None = None,
     jobs: int | None = None,
     progress: ProgressCallback | None = None,
+    backend: str | None = None,
+    scheduler: str | None = None,
 ) -> AssessResult:
     """Run the whole assessment and write the catalog; returns the i-RAC table."""
+    engine = make_engine(config, jobs, backend, scheduler)
+    try:
+        return run_assessment(config, output, engine, progress)
+    finally:
+        engine.runner.close()
+
+
+def run_assessment(
+    config: Config,
+    output: Path | None,
+    engine: Engine,
+    progress: ProgressCallback | None,
+) -> AssessResult:
+    """`assess` with a given engine (its runner stays open: the caller closes it)."""
     timings: dict[str, float] = {}
     started = time.perf_counter()
     report = progress or (lambda done, total, message: None)
 
     report(0, 0, f"reading {config.input.path.name}")
-    raw = read_points(config.input)
-    timings["read"] = time.perf_counter() - started
-    mark = time.perf_counter()
-    selection = select(raw, config)
-    timings["select"] = time.perf_counter() - mark
+    prepared = prepare(config)
+    selection, dropped = prepared.selection, prepared.dropped
+    timings["read_and_select"] = time.perf_counter() - started
     if selection.n_users == 0:
         raise PrudenceError(
             f"{config.file.name}: the selection keeps no user "
@@ -86,9 +125,8 @@ def assess(
             "check select.area, select.period, select.min_points and select.min_trips"
         )
 
-    engine = make_engine(config, jobs)
     if config.dataview.format == "profiles":
-        return _assess_profiles(config, output, selection, raw.dropped, engine, timings, report)
+        return _assess_profiles(config, output, prepared, engine, timings, report)
     levels = [(ATTACKS[a.attack], level) for a in config.attacks for level in a.levels]
     total = count_dataviews(config.dataview) * len(levels)
     out = Path(output) if output is not None else config.output
@@ -164,7 +202,9 @@ def assess(
         if config.utility_scores is not None:
             _utility_table(config).to_csv(folder / "utility.csv", index=False)
         irac = _irac_table(rows, config)
-        manifest = _manifest(config, selection, raw.dropped, views_meta, engine, timings, sampling)
+        manifest = _manifest(
+            config, selection, dropped, views_meta, engine, timings, sampling, prepared.cache
+        )
         writer.finish(manifest, irac)
     report(total, total, "done")
     return AssessResult(out, irac, manifest)
@@ -173,14 +213,14 @@ def assess(
 def _assess_profiles(
     config: Config,
     output: Path | None,
-    selection: Selection,
-    dropped: dict[str, int],
+    prepared: Prepared,
     engine: Engine,
     timings: dict[str, float],
     report: ProgressCallback,
 ) -> AssessResult:
     """Profiles dataviews: every randomized setting × attack level (seed 004) on a seeded
     sample; the rows go to randomized.csv, the true profiles to the dataviews folder."""
+    selection, dropped = prepared.selection, prepared.dropped
     started = time.perf_counter()
     levels = [level for a in config.attacks for level in a.levels]
     options = SweepOptions(
@@ -236,7 +276,9 @@ def _assess_profiles(
         timings["total"] = sum(timings.values())
         table = randomized_table(rows, config)
         table.to_csv(folder / RANDOMIZED, index=False)
-        manifest = _manifest(config, selection, dropped, views_meta, engine, timings, [])
+        manifest = _manifest(
+            config, selection, dropped, views_meta, engine, timings, [], prepared.cache
+        )
         manifest["randomize"] = {
             "users": "all" if options.users is None else options.users,
             "leak": {"users": options.leak_users, "locations": options.leak_locations},
@@ -347,6 +389,7 @@ def _manifest(
     engine: Engine,
     timings: dict[str, float],
     sampling: list[dict[str, Any]],
+    cache: dict[str, Any],
 ) -> dict[str, Any]:
     return {
         "format": CATALOG_FORMAT,
@@ -363,6 +406,7 @@ def _manifest(
             for p in config.input_files
         ],
         "invalid_rows": {"mode": config.input.on_invalid, "dropped": dict(dropped)},
+        "input_cache": cache or {"used": False, "reason": f"input.cache: {config.input.cache}"},
         "selection": {**selection.stats, "crs": selection.crs},
         "coverage": config.coverage,
         "format_of_dataviews": config.dataview.format,
@@ -377,7 +421,8 @@ def _manifest(
             for a in config.attacks
         ],
         "engine": {
-            "backend": "local",
+            **engine.runner.describe(),
+            "memory": engine.memory,
             "max_instances": engine.max_instances,
             "sample": engine.sample,
             "threads": numba.get_num_threads(),

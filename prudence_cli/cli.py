@@ -60,17 +60,40 @@ def main() -> None:
 @click.option(
     "--out", type=click.Path(path_type=Path), help="Catalog folder (default: the config's output)."
 )
-@click.option("--jobs", type=click.IntRange(min=0), help="Threads for the engine (0: every core).")
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=0),
+    help="Threads for the local engine (0: every core); workers of a Dask LocalCluster.",
+)
+@click.option(
+    "--engine",
+    "backend",
+    type=click.Choice(["local", "dask"]),
+    help="Where partitions run (default: the config's engine.backend, else local).",
+)
+@click.option(
+    "--scheduler",
+    metavar="ADDRESS",
+    help="With --engine dask: a running scheduler, e.g. tcp://host:8786 (default: a "
+    "LocalCluster of --jobs workers).",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @_errors
-def assess(config_file: Path, out: Path | None, jobs: int | None, quiet: bool) -> None:
+def assess(
+    config_file: Path,
+    out: Path | None,
+    jobs: int | None,
+    backend: str | None,
+    scheduler: str | None,
+    quiet: bool,
+) -> None:
     """Assess every dataview × attack × knowledge level of CONFIG and write the catalog."""
     from prudence_cli.assess import assess as run
     from prudence_cli.config import load_config
 
     config = load_config(config_file)
     with _progress(quiet) as progress:
-        result = run(config, output=out, jobs=jobs, progress=progress)
+        result = run(config, out, jobs, progress, backend, scheduler)
     manifest = result.manifest
     if not quiet:
         dropped = sum(manifest["invalid_rows"]["dropped"].values())

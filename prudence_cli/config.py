@@ -22,12 +22,13 @@ from prudence_cli.dataviews.registry import FORMATS, SEGMENT_FORMATS
 from prudence_cli.errors import ConfigError
 from prudence_cli.sanitize.randomize import MECHANISMS, Setting
 from prudence_cli.space import check_projected_crs
-from prudence_cli.units import parse_duration
+from prudence_cli.units import parse_bytes, parse_duration
 
 T = TypeVar("T")
 
 INPUT_FORMATS = ("gps", "cdr", "segments")
 POINT_MODES = ("all", "trip_ends")
+BACKENDS = ("local", "dask")
 COVERAGES = ("locations", "visits", "records", "segments")
 DEFAULT_MAX_INSTANCES = 400_000_000
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -80,6 +81,12 @@ class InputConfig:
     delimiter: str
     on_invalid: str  # stop | drop
     segments: SegmentsConfig | None = None
+    cache: str = "none"  # none | parquet: keep the prepared points for the next run
+    cache_dir: Path | None = None  # default: .prudence-cache beside the config
+
+    @property
+    def is_parquet(self) -> bool:
+        return self.path.suffix == ".parquet"
 
 
 @dataclass(frozen=True)
@@ -123,8 +130,11 @@ class AttackConfig:
 @dataclass(frozen=True)
 class EngineConfig:
     max_instances: int = DEFAULT_MAX_INSTANCES
-    jobs: int = 0  # 0: every core
+    jobs: int = 0  # 0: every core (dask without scheduler: LocalCluster workers)
     sample: int | None = None  # instances per person when a level is over max_instances
+    backend: str = "local"  # local | dask
+    scheduler: str | None = None  # dask: tcp://host:8786; None: a LocalCluster
+    memory: int | None = None  # bytes a partition may use with the level's data
 
 
 @dataclass(frozen=True)
@@ -159,7 +169,8 @@ class Config:
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
-    def input_files(self) -> tuple[Path, ...]:
+    def point_files(self) -> tuple[Path, ...]:
+        """The files the selected points are made of: input, towers, segments, area."""
         files = [self.input.path]
         if self.input.towers is not None:
             files.append(self.input.towers.path)
@@ -167,6 +178,11 @@ class Config:
             files.append(self.input.segments.path)
         if self.select.area is not None and self.select.area.path is not None:
             files.append(self.select.area.path)
+        return tuple(files)
+
+    @property
+    def input_files(self) -> tuple[Path, ...]:
+        files = list(self.point_files)
         files.extend(path for _, path in self.dataview.layers)
         if self.utility_scores is not None:
             files.append(self.utility_scores)
@@ -266,6 +282,8 @@ def _parse_input(r: _Reader, data: object) -> InputConfig:
             "time_format",
             "delimiter",
             "on_invalid",
+            "cache",
+            "cache_dir",
         },
     )
     fmt = r.choice(m.get("format", "gps"), "input.format", INPUT_FORMATS)
@@ -309,6 +327,8 @@ def _parse_input(r: _Reader, data: object) -> InputConfig:
         delimiter=delimiter,
         on_invalid=r.choice(m.get("on_invalid", "stop"), "input.on_invalid", ("stop", "drop")),
         segments=segments,
+        cache=r.choice(m.get("cache", "none"), "input.cache", ("none", "parquet")),
+        cache_dir=r.path(m["cache_dir"], "input.cache_dir") if "cache_dir" in m else None,
     )
 
 
@@ -570,9 +590,23 @@ def _parse_randomize(r: _Reader, data: object, timezone: str) -> RandomizeConfig
 
 
 def _parse_engine(r: _Reader, data: object) -> EngineConfig:
-    m = r.mapping(data, "engine", allowed={"max_instances", "jobs", "sample"})
+    m = r.mapping(
+        data,
+        "engine",
+        allowed={"max_instances", "jobs", "sample", "backend", "scheduler", "memory"},
+    )
     sample = m.get("sample")
+    backend = r.choice(m.get("backend", "local"), "engine.backend", BACKENDS)
+    scheduler = m.get("scheduler")
+    if scheduler is not None:
+        scheduler = r.string(scheduler, "engine.scheduler")
+        if backend != "dask":
+            r.fail("engine.scheduler", "is the address of a Dask scheduler: set backend: dask")
+    memory = m.get("memory")
     return EngineConfig(
+        backend=backend,
+        scheduler=scheduler,
+        memory=None if memory is None else r.convert(memory, "engine.memory", parse_bytes),
         max_instances=r.integer(
             m.get("max_instances", DEFAULT_MAX_INSTANCES), "engine.max_instances", minimum=1
         ),

@@ -7,6 +7,18 @@ import re
 _SIZE = re.compile(r"^(\d+(?:\.\d+)?)(m|km)$")
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(s|min|h|d|w)$")
 _SIZE_FACTOR = {"m": 1.0, "km": 1000.0}
+_BYTES = re.compile(r"^(\d+(?:\.\d+)?)\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)$")
+_BYTE_FACTOR = {
+    "B": 1,
+    "KB": 10**3,
+    "MB": 10**6,
+    "GB": 10**9,
+    "TB": 10**12,
+    "KiB": 2**10,
+    "MiB": 2**20,
+    "GiB": 2**30,
+    "TiB": 2**40,
+}
 _DURATION_SECONDS = {"s": 1, "min": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
@@ -32,6 +44,18 @@ def parse_duration(text: object) -> int:
     if seconds <= 0 or seconds != int(seconds):
         raise ValueError(f"{_show(text)} must be a positive whole number of seconds")
     return int(seconds)
+
+
+def parse_bytes(text: object) -> int:
+    """Bytes from "4GB", "512MB" or "1.5GiB" (decimal KB/MB/GB/TB, binary KiB/...)."""
+    match = _BYTES.match(text) if isinstance(text, str) else None
+    if match is None:
+        hint = " (write the unit)" if isinstance(text, (int, float)) else ""
+        raise ValueError(f"{_show(text)} is not an amount of memory like 512MB or 4GB{hint}")
+    n_bytes = float(match.group(1)) * _BYTE_FACTOR[match.group(2)]
+    if n_bytes < 1:
+        raise ValueError(f"{_show(text)} must be a positive amount of memory")
+    return int(n_bytes)
 
 
 def format_size(metres: float) -> str:

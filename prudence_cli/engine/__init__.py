@@ -19,6 +19,7 @@ estimated cost, and one seeded approximation:
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 import numba
@@ -26,12 +27,18 @@ import numpy as np
 
 from prudence_cli.engine import kernels
 from prudence_cli.engine.problem import MATCHES, MODES, CountingProblem, Elements, QuerySpec
+from prudence_cli.engine.runner import DaskRunner, LocalRunner
 from prudence_cli.errors import BudgetError
 
 __all__ = ["CountingProblem", "Elements", "Engine", "QuerySpec", "Support", "STRATEGIES"]
 
 STRATEGIES = ("auto", "keyed", "posting")
 _SATURATE = 2**62
+# memory model of a partition (bytes), measured on the kernels' arrays with sort buffers
+_BYTES_PER_INSTANCE = 64  # owner, bounds reference, order and packed keys, sort scratch
+_BYTES_PER_KEY_ELEMENT = 40  # per element of a key: id, value, bounds, a sorted copy
+_BYTES_PER_ELEMENT = 48  # the level's data: lists, values, posting lists, start index
+_BYTES_PER_USER = 40  # offsets, supports, partial results
 
 
 @dataclass(frozen=True)
@@ -73,6 +80,9 @@ class Engine:
     brute_limit: int = 4096  # groups with members × queries up to this are counted naively
     strategy: str = "auto"
     seed_key: tuple[int, ...] = field(default=())
+    memory: int | None = None  # bytes a partition may use with the level's data; None: no cap
+    runner: LocalRunner | DaskRunner = field(default_factory=LocalRunner, repr=False)
+    worker_threads: int | None = None  # numba threads inside each task (None: as set here)
 
     def plan(self, problem: CountingProblem) -> list[SizePlan]:
         """Estimate the work per query size before any enumeration."""
@@ -138,14 +148,53 @@ class Engine:
         support[support == kernels.UNSET] = 0
         return Support(support, instances, sampled)
 
-    # --- strategies ----------------------------------------------------------------------
+    # --- strategies: plan partitions here, run them as tasks on the runner -------------
+
+    def _partition_budget(self, problem: CountingProblem, s: int, weights: np.ndarray) -> int:
+        """Instances per partition: `partition_instances`, or fewer to fit `memory`."""
+        if self.memory is None:
+            return self.partition_instances
+        base = (
+            _BYTES_PER_ELEMENT
+            * (problem.members.elements.shape[0] + problem.queries.elements.elements.shape[0])
+            + _BYTES_PER_USER * problem.n_users
+        )
+        per_instance = _BYTES_PER_INSTANCE + _BYTES_PER_KEY_ELEMENT * s
+        room = self.memory - base
+        if room < per_instance:
+            raise BudgetError(
+                f"the data of this level alone needs about {_gb(base)} in memory, more than "
+                f"engine.memory = {_gb(self.memory)}: raise engine.memory"
+            )
+        budget = int(min(self.partition_instances, room // per_instance))
+        heaviest = float(weights.max(initial=0))
+        if heaviest > budget:
+            raise BudgetError(
+                f"at size {s}, one element alone has {heaviest:,.0f} instances (about "
+                f"{_gb(base + heaviest * per_instance)} in one partition), more than "
+                f"engine.memory = {_gb(self.memory)} allows: raise engine.memory or use a "
+                "smaller h"
+            )
+        return max(budget, 1)
+
+    def _fold(self, support: np.ndarray, results: Iterator[tuple[np.ndarray, np.ndarray]]) -> None:
+        for users, values in results:
+            kernels.scatter_min(support, users, values)
 
     def _keyed(self, problem: CountingProblem, s: int, support: np.ndarray) -> None:
-        if problem.self_queries:
-            self._keyed_self(problem, s, support)
-            return
         members, spec = problem.members, problem.queries
         n_elements = _n_elements(problem)
+        if problem.self_queries:
+            index = _StartIndex(members)
+            binom = _binomial_table(int(members.lengths.max(initial=0)), s)
+            weights = index.weights(s, binom, n_elements)
+            budget = self._partition_budget(problem, s, weights)
+            tasks = (
+                (index.starts(lo, hi), s, n_elements, self.brute_limit, self.worker_threads)
+                for lo, hi in _partitions(weights, budget)
+            )
+            self._fold(support, self.runner.run(_keyed_self_task, problem, tasks))
+            return
         binom = _binomial_table(
             int(max(members.lengths.max(initial=0), spec.elements.lengths.max(initial=0))), s
         )
@@ -153,58 +202,19 @@ class Engine:
         q_index = _StartIndex(spec.elements)
         weights = m_index.weights(s, binom, n_elements)
         weights += q_index.weights(s, binom, n_elements, _query_sizes_ok(spec, s))
-        match = MATCHES.index(problem.match)
-        for lo, hi in _partitions(weights, self.partition_instances):
-            qkeys, qlo, qhi, qref, owners = _enumerate_queries(spec, q_index.starts(lo, hi), s)
-            if qkeys.shape[0] == 0:
-                continue
-            mkeys, mvals, mown = _enumerate_members(members, m_index.starts(lo, hi), s)
-            m_order = _key_order(mkeys, n_elements, mown if problem.ordered else None)
-            mkeys, mvals, mown = mkeys[m_order], mvals[m_order], mown[m_order]
-            if problem.ordered:
-                keep = kernels.distinct_rows(mkeys, mown)
-                mkeys, mvals = mkeys[keep], mvals[keep]
-            q_order = _key_order(qkeys, n_elements)
-            qkeys, qlo, qhi = qkeys[q_order], qlo[q_order], qhi[q_order]
-            qref, owners = qref[q_order], owners[q_order]
-            qs, qe, ms, me = kernels.match_groups(mkeys, qkeys)
-            counts = kernels.grouped_counts(
-                match, mvals, qlo, qhi, qref, qs, qe, ms, me, self.brute_limit
+        budget = self._partition_budget(problem, s, weights)
+        pairs = (
+            (
+                m_index.starts(lo, hi),
+                q_index.starts(lo, hi),
+                s,
+                n_elements,
+                self.brute_limit,
+                self.worker_threads,
             )
-            kernels.scatter_min(support, owners, counts)
-
-    def _keyed_self(self, problem: CountingProblem, s: int, support: np.ndarray) -> None:
-        """Keyed counting when the queries are the members' own subsets: each key group
-        is counted once, and every queried member row takes its group's count."""
-        members, spec = problem.members, problem.queries
-        n_elements = _n_elements(problem)
-        binom = _binomial_table(int(members.lengths.max(initial=0)), s)
-        index = _StartIndex(members)
-        weights = index.weights(s, binom, n_elements)
-        queried = (spec.size_lo <= s) & (s <= spec.size_hi)
-        bits = max(1, int(n_elements).bit_length())
-        owner_bits = max(1, int(members.n_users).bit_length())
-        packed = problem.match == "contains" and bits * s + owner_bits <= 63
-        for lo, hi in _partitions(weights, self.partition_instances):
-            starts = index.starts(lo, hi)
-            if packed:
-                codes = _enumerate_codes(members, index.owners, starts, s, bits, owner_bits)
-                codes.sort()
-                kernels.self_containment(codes, owner_bits, queried, support)
-                continue
-            keys, vals, own = _enumerate_members(members, starts, s)
-            order = _key_order(keys, n_elements, own if problem.ordered else None)
-            keys, vals, own = keys[order], vals[order], own[order]
-            if problem.ordered:
-                keep = kernels.distinct_rows(keys, own)
-                keys, vals, own = keys[keep], vals[keep], own[keep]
-            group_starts, group_ends = kernels.runs(keys)
-            if problem.match == "contains":
-                counts = np.repeat(group_ends - group_starts, group_ends - group_starts)
-            else:
-                counts = kernels.self_dominance(vals, group_starts, group_ends, self.brute_limit)
-            rows = queried[own]
-            kernels.scatter_min(support, own[rows], counts[rows])
+            for lo, hi in _partitions(weights, budget)
+        )
+        self._fold(support, self.runner.run(_keyed_task, problem, pairs))
 
     def _posting(self, problem: CountingProblem, s: int, support: np.ndarray) -> None:
         spec = problem.queries
@@ -213,15 +223,12 @@ class Engine:
         q_index = _StartIndex(spec.elements)
         weights = q_index.weights(s, binom, n_elements, _query_sizes_ok(spec, s))
         postings = _Postings(problem.members, n_elements, not problem.ordered)
-        for lo, hi in _partitions(weights, max(self.partition_instances // max(s, 1), 1)):
-            qkeys, qlo, qhi, qref, owners = _enumerate_queries(spec, q_index.starts(lo, hi), s)
-            if qkeys.shape[0] == 0:
-                continue
-            offsets = np.arange(0, qkeys.size + 1, s, dtype=np.int64)
-            counts = postings.verify(
-                problem, offsets, qkeys.ravel(), qlo.ravel(), qhi.ravel(), qref
-            )
-            kernels.scatter_min(support, owners, counts)
+        budget = self._partition_budget(problem, s, weights * s)
+        tasks = (
+            (q_index.starts(lo, hi), s, self.worker_threads)
+            for lo, hi in _partitions(weights, max(budget // max(s, 1), 1))
+        )
+        self._fold(support, self.runner.run(_posting_task, (problem, postings), tasks))
 
     def _sampled(self, problem: CountingProblem, support: np.ndarray) -> int:
         spec = problem.queries
@@ -276,6 +283,106 @@ class Engine:
             counts = postings.verify(problem, q_offsets, q_elements, q_lo, q_hi, q_ref)
             kernels.scatter_min(support, q_owner, counts)
         return int(users.shape[0]) * n
+
+
+# --- partition tasks: module-level functions of (shared data, partition arguments), so
+# that they pickle; each returns the partial minimum support of the users it touched.
+
+
+def _partial(n_users: int, owners: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    local = np.full(n_users, kernels.UNSET, dtype=np.int64)
+    kernels.scatter_min(local, owners, counts)
+    touched = np.flatnonzero(local != kernels.UNSET)
+    return touched, local[touched]
+
+
+def _set_threads(threads: int | None) -> None:
+    if threads:
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
+
+
+def _keyed_task(
+    problem: CountingProblem,
+    m_starts: np.ndarray,
+    q_starts: np.ndarray,
+    s: int,
+    n_elements: int,
+    brute_limit: int,
+    threads: int | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """One partition of keyed counting: the members' and queries' keys starting in it."""
+    _set_threads(threads)
+    qkeys, qlo, qhi, qref, owners = _enumerate_queries(problem.queries, q_starts, s)
+    if qkeys.shape[0] == 0:
+        return _partial(problem.n_users, owners, np.zeros(0, dtype=np.int64))
+    mkeys, mvals, mown = _enumerate_members(problem.members, m_starts, s)
+    m_order = _key_order(mkeys, n_elements, mown if problem.ordered else None)
+    mkeys, mvals, mown = mkeys[m_order], mvals[m_order], mown[m_order]
+    if problem.ordered:
+        keep = kernels.distinct_rows(mkeys, mown)
+        mkeys, mvals = mkeys[keep], mvals[keep]
+    q_order = _key_order(qkeys, n_elements)
+    qkeys, qlo, qhi = qkeys[q_order], qlo[q_order], qhi[q_order]
+    qref, owners = qref[q_order], owners[q_order]
+    qs, qe, ms, me = kernels.match_groups(mkeys, qkeys)
+    match = MATCHES.index(problem.match)
+    counts = kernels.grouped_counts(match, mvals, qlo, qhi, qref, qs, qe, ms, me, brute_limit)
+    return _partial(problem.n_users, owners, counts)
+
+
+def _keyed_self_task(
+    problem: CountingProblem,
+    starts: np.ndarray,
+    s: int,
+    n_elements: int,
+    brute_limit: int,
+    threads: int | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """One partition of keyed counting when the queries are the members' own subsets:
+    each key group is counted once, and every queried member row takes its count."""
+    _set_threads(threads)
+    members, spec = problem.members, problem.queries
+    queried = (spec.size_lo <= s) & (s <= spec.size_hi)
+    bits = max(1, int(n_elements).bit_length())
+    owner_bits = max(1, int(members.n_users).bit_length())
+    if problem.match == "contains" and bits * s + owner_bits <= 63:
+        owners = np.repeat(np.arange(members.n_users, dtype=np.int64), members.lengths)
+        codes = _enumerate_codes(members, owners, starts, s, bits, owner_bits)
+        codes.sort()
+        local = np.full(problem.n_users, kernels.UNSET, dtype=np.int64)
+        kernels.self_containment(codes, owner_bits, queried, local)
+        touched = np.flatnonzero(local != kernels.UNSET)
+        return touched, local[touched]
+    keys, vals, own = _enumerate_members(members, starts, s)
+    order = _key_order(keys, n_elements, own if problem.ordered else None)
+    keys, vals, own = keys[order], vals[order], own[order]
+    if problem.ordered:
+        keep = kernels.distinct_rows(keys, own)
+        keys, vals, own = keys[keep], vals[keep], own[keep]
+    group_starts, group_ends = kernels.runs(keys)
+    if problem.match == "contains":
+        counts = np.repeat(group_ends - group_starts, group_ends - group_starts)
+    else:
+        counts = kernels.self_dominance(vals, group_starts, group_ends, brute_limit)
+    rows = queried[own]
+    return _partial(problem.n_users, own[rows], counts[rows])
+
+
+def _posting_task(
+    shared: tuple[CountingProblem, _Postings],
+    q_starts: np.ndarray,
+    s: int,
+    threads: int | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """One partition of posting-list checks: the queries whose keys start in it."""
+    _set_threads(threads)
+    problem, postings = shared
+    qkeys, qlo, qhi, qref, owners = _enumerate_queries(problem.queries, q_starts, s)
+    if qkeys.shape[0] == 0:
+        return _partial(problem.n_users, owners, np.zeros(0, dtype=np.int64))
+    offsets = np.arange(0, qkeys.size + 1, s, dtype=np.int64)
+    counts = postings.verify(problem, offsets, qkeys.ravel(), qlo.ravel(), qhi.ravel(), qref)
+    return _partial(problem.n_users, owners, counts)
 
 
 class _StartIndex:
@@ -625,3 +732,9 @@ def max_over_containing(lists: Elements, queries: np.ndarray, values: np.ndarray
         out,
     )
     return out
+
+
+def _gb(n_bytes: float) -> str:
+    if n_bytes >= 1e9:
+        return f"{n_bytes / 1e9:.2f} GB"
+    return f"{n_bytes / 1e6:.1f} MB"

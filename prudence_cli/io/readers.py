@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import shapely
 from shapely.geometry import shape
 
@@ -47,9 +49,15 @@ class RawPoints:
 
 
 def read_header(path: Path, delimiter: str = ",") -> list[str]:
-    """The column names of a CSV file (plain or .gz); InputError if it is not a CSV."""
+    """The column names of a CSV file (plain or .gz) or a Parquet file; InputError if it
+    is neither."""
     if not path.exists():
         raise InputError(path, "no such file")
+    if path.suffix == ".parquet":
+        try:
+            return list(pq.read_schema(path).names)
+        except (OSError, pa.ArrowException) as exc:
+            raise InputError(path, f"is not a Parquet file: {exc}") from None
     try:
         with _open_text(path) as handle:
             first = handle.readline()
@@ -100,16 +108,27 @@ def read_points(config: InputConfig) -> RawPoints:
     segments = read_segments(config.segments) if config.segments is not None else None
     result = RawPoints(table=pd.DataFrame(), segments=segments)
     parts = []
-    for first_line, chunk in _chunks(config.path, config, list(needed.values()), result):
+    users, places = _Labels(), _Labels()
+    read = _parquet_chunks if config.is_parquet else _chunks
+    for first_line, chunk in read(config.path, config, list(needed.values()), result):
         chunk = chunk.rename(columns={v: k for k, v in needed.items()})
         if towers is not None:
-            parts.append(_parse_cdr_chunk(chunk, first_line, config, towers, result))
+            part = _parse_cdr_chunk(chunk, first_line, config, towers, result)
         elif segments is not None:
-            parts.append(_parse_segments_chunk(chunk, first_line, config, segments, result))
+            part = _parse_segments_chunk(chunk, first_line, config, segments, result)
         else:
-            parts.append(_parse_gps_chunk(chunk, first_line, config, result))
+            part = _parse_gps_chunk(chunk, first_line, config, result)
+        # compact: ids become int32 codes as they come; the strings are kept once
+        part[C.USER] = users.codes(part[C.USER].to_numpy())
+        if C.LOCATION in part:
+            part[C.LOCATION] = places.codes(part[C.LOCATION].to_numpy())
+        parts.append(part)
     if parts:
-        result.table = pd.concat(parts, ignore_index=True)
+        table = pd.concat(parts, ignore_index=True)
+        table[C.USER] = users.categorical(table[C.USER].to_numpy())
+        if C.LOCATION in table:
+            table[C.LOCATION] = places.categorical(table[C.LOCATION].to_numpy())
+        result.table = table
     else:
         result.table = _empty_points()
     if result.rows_read == 0:
@@ -453,6 +472,57 @@ def _chunks(
             result.rows_read += len(chunk) + skipped
             yield line, chunk[usecols]
             line += len(chunk) + skipped
+
+
+def _parquet_chunks(
+    path: Path, config: InputConfig, usecols: list[str], result: RawPoints
+) -> Iterator[tuple[int, pd.DataFrame]]:
+    """(row number of the chunk's first row, counted from 1; chunk) of a Parquet input,
+    its columns as the text a CSV would hold, so that one validation serves both:
+    timestamps in ISO-8601 (with their offset when they have a time zone), numbers in
+    their shortest exact form, nulls empty."""
+    try:
+        handle = pq.ParquetFile(path)
+        batches = handle.iter_batches(batch_size=CHUNK_ROWS, columns=usecols)
+        row = 1
+        for batch in batches:
+            frame = batch.to_pandas()
+            text = pd.DataFrame({c: _as_text(frame[c]) for c in usecols})
+            result.rows_read += len(text)
+            yield row, text
+            row += len(text)
+    except (OSError, pa.ArrowException) as exc:
+        raise InputError(path, f"is not a readable Parquet file: {exc}") from None
+
+
+def _as_text(column: pd.Series) -> pd.Series:
+    if pd.api.types.is_datetime64_any_dtype(column):
+        out = column.map(lambda t: "" if pd.isna(t) else t.isoformat())
+    else:
+        out = column.astype(object).where(column.notna(), "").astype(str)
+    return out.astype(object)
+
+
+class _Labels:
+    """Original ids (users, towers, segments) as int32 codes, numbered as they come;
+    `categorical` renumbers them in sorted order, as a pandas Categorical."""
+
+    def __init__(self) -> None:
+        self.index: dict[str, int] = {}
+
+    def codes(self, values: np.ndarray) -> np.ndarray:
+        local, uniques = pd.factorize(values)
+        mapping = np.empty(len(uniques), dtype=np.int32)
+        for k, label in enumerate(uniques.tolist()):
+            mapping[k] = self.index.setdefault(label, len(self.index))
+        return mapping[local]
+
+    def categorical(self, codes: np.ndarray) -> pd.Categorical:
+        labels = np.array(list(self.index), dtype=object)
+        order = np.argsort(labels, kind="stable")
+        rank = np.empty(len(labels), dtype=np.int32)
+        rank[order] = np.arange(len(labels), dtype=np.int32)
+        return pd.Categorical.from_codes(rank[codes], categories=labels[order])
 
 
 def _read_csv(

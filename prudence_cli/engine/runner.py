@@ -1,0 +1,96 @@
+"""Where the engine's partition tasks run: in this process, or on a Dask cluster.
+
+A partition task takes the level's shared data (the counting problem, and for the posting
+strategy its posting lists) and one partition's arguments, and returns the partial
+minimum support of the users it touched: (user codes, supports). Partitions share no
+key, so the engine combines them with an element-wise minimum in any order — the result
+is the same, bit for bit, wherever the tasks ran (DESIGN.md section 6).
+
+The Dask runner scatters the shared data to every worker once per level, submits one
+future per partition and folds results in as they complete; no dataframe shuffle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from prudence_cli.errors import PrudenceError
+
+Task = Callable[..., Any]
+
+
+class LocalRunner:
+    """Runs every task here, one after the other (each kernel uses the engine's threads)."""
+
+    name = "local"
+    workers = 1
+
+    def run(self, task: Task, shared: Any, arguments: Iterable[tuple[Any, ...]]) -> Iterator[Any]:
+        for args in arguments:
+            yield task(shared, *args)
+
+    def close(self) -> None:
+        pass
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": "local"}
+
+
+class DaskRunner:
+    """Runs tasks as dask.distributed futures on `scheduler`, or on a LocalCluster of
+    `workers` single-threaded worker processes when no address is given."""
+
+    name = "dask"
+
+    def __init__(self, scheduler: str | None = None, workers: int = 2) -> None:
+        try:
+            import dask
+            from distributed import Client, LocalCluster
+        except ImportError:
+            raise PrudenceError(
+                "engine backend dask needs the dask extra: pip install 'prudence-cli[dask]' "
+                "(or pip install 'dask[distributed]')"
+            ) from None
+        self.cluster = None
+        try:
+            if scheduler:
+                # dask's own setting, e.g. DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT=60s
+                timeout = dask.config.get("distributed.comm.timeouts.connect")
+                self.client = Client(scheduler, timeout=timeout)
+            else:
+                self.cluster = LocalCluster(
+                    n_workers=max(workers, 1),
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=":0",  # any free port: runs never collide
+                )
+                self.client = Client(self.cluster)
+        except OSError as exc:
+            where = scheduler or "a LocalCluster"
+            raise PrudenceError(f"cannot reach the Dask scheduler {where}: {exc}") from None
+        info = self.client.scheduler_info()
+        self.workers = len(info.get("workers", {}))
+        self.scheduler = scheduler or "LocalCluster"
+
+    def run(self, task: Task, shared: Any, arguments: Iterable[tuple[Any, ...]]) -> Iterator[Any]:
+        from distributed import as_completed
+
+        handle = self.client.scatter(shared, broadcast=True, hash=False)
+        futures = [self.client.submit(task, handle, *args, pure=False) for args in arguments]
+        try:
+            for future in as_completed(futures):
+                yield future.result()
+                future.release()
+        finally:
+            for future in futures:
+                future.cancel()
+            del handle
+
+    def close(self) -> None:
+        self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": "dask", "scheduler": self.scheduler, "workers": self.workers}

@@ -1,0 +1,123 @@
+"""The prepared points of an assessment: read and selected, or taken from the cache.
+
+With `input.cache: parquet` the selection (points in the projected CRS with compact
+codes, the user ids, the locations and the selection counts) is written as Parquet files
+into `<cache_dir>/<key>/`, the key being the sha256 of the input files' checksums and of
+the config's `input`, `select` and `crs` as written. A second assessment of the same data
+with the same selection reads those files instead of parsing the input again. A cache
+folder is written atomically; one that is incomplete or of another version is ignored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import shapely
+
+from prudence_cli import __version__
+from prudence_cli.catalog import sha256_file
+from prudence_cli.config import Config
+from prudence_cli.io.atomic import atomic_folder
+from prudence_cli.io.readers import read_points
+from prudence_cli.select import Selection, select
+
+CACHE_FORMAT = "prudence-prepared-points"
+CACHE_VERSION = 1
+META = "meta.json"
+
+
+@dataclass(frozen=True)
+class Prepared:
+    selection: Selection
+    dropped: dict[str, int]  # invalid rows dropped, by reason
+    cache: dict[str, Any]  # what the catalog records about the cache (empty: none)
+
+
+def prepare(config: Config) -> Prepared:
+    """Read and select the config's input, through the cache when it asks for one."""
+    if config.input.cache != "parquet":
+        raw = read_points(config.input)
+        return Prepared(select(raw, config), dict(raw.dropped), {})
+    key = cache_key(config)
+    folder = (config.input.cache_dir or config.file.parent / ".prudence-cache") / key
+    found = _load(folder, config)
+    if found is not None:
+        return Prepared(found[0], found[1], {"key": key, "folder": str(folder), "used": True})
+    raw = read_points(config.input)
+    selection = select(raw, config)
+    _store(folder, selection, dict(raw.dropped), key)
+    return Prepared(
+        selection, dict(raw.dropped), {"key": key, "folder": str(folder), "used": False}
+    )
+
+
+def cache_key(config: Config) -> str:
+    """sha256 over the inputs' contents and the config parts that shape the points."""
+    raw_input = {k: v for k, v in dict(config.raw.get("input", {})).items() if "cache" not in k}
+    described = {
+        "format": CACHE_VERSION,
+        "files": [sha256_file(p) for p in config.point_files],
+        "input": raw_input,
+        "select": config.raw.get("select", {}),
+        "crs": config.crs,
+    }
+    text = json.dumps(described, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def is_cache(folder: Path) -> bool:
+    try:
+        meta = json.loads((Path(folder) / META).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(meta, dict) and meta.get("format") == CACHE_FORMAT
+
+
+def _store(folder: Path, selection: Selection, dropped: dict[str, int], key: str) -> None:
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_folder(folder, is_cache) as tmp:
+        selection.points.to_parquet(tmp / "points.parquet", index=False)
+        pd.DataFrame({"user": selection.user_ids.astype(str)}).to_parquet(
+            tmp / "users.parquet", index=False
+        )
+        if selection.locations is not None:
+            selection.locations.to_parquet(tmp / "locations.parquet", index=False)
+        if selection.geometry is not None:  # exact projected lines, as well-known binary
+            pd.DataFrame({"wkb": shapely.to_wkb(selection.geometry)}).to_parquet(
+                tmp / "geometry.parquet", index=False
+            )
+        meta = {
+            "format": CACHE_FORMAT,
+            "version": CACHE_VERSION,
+            "key": key,
+            "tool_version": __version__,
+            "crs": selection.crs,
+            "stats": selection.stats,
+            "dropped": dropped,
+        }
+        (tmp / META).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+
+
+def _load(folder: Path, config: Config) -> tuple[Selection, dict[str, int]] | None:
+    if not is_cache(folder):
+        return None
+    meta = json.loads((folder / META).read_text(encoding="utf-8"))
+    if meta.get("version") != CACHE_VERSION:
+        return None
+    points = pd.read_parquet(folder / "points.parquet")
+    user_ids = pd.read_parquet(folder / "users.parquet")["user"].to_numpy(dtype=object)
+    locations = geometry = None
+    if (folder / "locations.parquet").is_file():
+        locations = pd.read_parquet(folder / "locations.parquet")
+    if (folder / "geometry.parquet").is_file():
+        wkb = pd.read_parquet(folder / "geometry.parquet")["wkb"].to_numpy(dtype=object)
+        geometry = shapely.from_wkb(wkb)
+    stats = {k: int(v) for k, v in meta["stats"].items()}
+    dropped = Counter({k: int(v) for k, v in meta["dropped"].items()})
+    return Selection(points, user_ids, meta["crs"], locations, geometry, stats), dict(dropped)

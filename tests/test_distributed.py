@@ -1,0 +1,192 @@
+"""The Dask backend gives the local engine's catalogs bit for bit, on every attack; the
+config and CLI paths to it; and the memory budget's partitions."""
+
+from __future__ import annotations
+
+import dataclasses
+import filecmp
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from prudence_cli.assess import run_assessment
+from prudence_cli.cli import main
+from prudence_cli.config import load_config
+from prudence_cli.engine import CountingProblem, Engine, QuerySpec
+from prudence_cli.engine.runner import DaskRunner
+from prudence_cli.errors import BudgetError
+from tests.test_engine import MATCH_MODES, random_problem
+
+dask = pytest.importorskip("dask")
+pytest.importorskip("distributed")
+
+CONFIGS = Path(__file__).parent.parent / "configs"
+# every attack of the risk catalogs: presence, trajectory, vectors, probability,
+# segments, clusters and unicity
+ASSESSED = [
+    "demo",
+    "demo_cdr",
+    "trajectory",
+    "vectors",
+    "probability",
+    "segments",
+    "clusters",
+    "unicity",
+]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    runner = DaskRunner(workers=2)
+    yield runner
+    runner.close()
+
+
+def _small(name: str):
+    """The shipped config with the first value of each data dimension (every level)."""
+    config = load_config(CONFIGS / f"{name}.yaml")
+    dims = tuple((n, values[:1]) for n, values in config.dataview.dimensions)
+    return dataclasses.replace(
+        config, dataview=dataclasses.replace(config.dataview, dimensions=dims)
+    )
+
+
+def _engine(config, runner=None, **extra):
+    settings = config.engine
+    engine = Engine(
+        max_instances=settings.max_instances,
+        sample=settings.sample,
+        seed=config.seed,
+        worker_threads=1 if runner is not None else None,
+        **extra,
+    )
+    if runner is not None:
+        engine.runner = runner
+    return engine
+
+
+def _same_catalog(a: Path, b: Path) -> None:
+    pd.testing.assert_frame_equal(pd.read_csv(a / "irac.csv"), pd.read_csv(b / "irac.csv"))
+    names = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+    assert names == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
+    for name in names:
+        if name.name != "catalog.json":
+            assert filecmp.cmp(a / name, b / name, shallow=False), name
+
+
+@pytest.mark.parametrize("name", ASSESSED)
+def test_dask_catalog_equals_local(name, cluster, tmp_path):
+    config = _small(name)
+    local = run_assessment(config, tmp_path / "local", _engine(config), None)
+    spread = run_assessment(config, tmp_path / "dask", _engine(config, cluster), None)
+    assert spread.manifest["engine"]["backend"] == "dask"
+    assert spread.manifest["engine"]["workers"] == 2
+    _same_catalog(local.output, spread.output)
+
+
+@pytest.mark.parametrize(("match", "mode"), MATCH_MODES)
+@pytest.mark.parametrize("strategy", ["keyed", "posting"])
+def test_memory_budget_splits_partitions_without_changing_supports(match, mode, strategy, cluster):
+    rng = np.random.default_rng(4)
+    problem = random_problem(rng, n_users=80, n_elements=8, h=3, match=match, mode=mode)
+    plain = Engine(strategy=strategy).min_support(problem).minimum
+    memory = _needed(problem) + 4_000
+    while True:  # the smallest budget (×1.5 steps) where each partition fits
+        try:
+            tight = Engine(strategy=strategy, memory=memory).min_support(problem).minimum
+            break
+        except BudgetError:
+            memory = int(memory * 1.5)
+    assert np.array_equal(plain, tight)
+    spread = Engine(strategy=strategy, memory=memory, runner=cluster, worker_threads=1)
+    assert np.array_equal(plain, spread.min_support(problem).minimum)
+
+
+def _needed(problem: CountingProblem) -> int:
+    from prudence_cli.engine import _BYTES_PER_ELEMENT, _BYTES_PER_USER
+
+    return (
+        _BYTES_PER_ELEMENT
+        * (problem.members.elements.shape[0] + problem.queries.elements.elements.shape[0])
+        + _BYTES_PER_USER * problem.n_users
+    )
+
+
+def test_memory_budget_says_when_one_partition_cannot_fit():
+    from prudence_cli.engine import Elements
+
+    # 50 people at one place and 30 others: every pair of places starts at one element
+    rows = [(u, e) for u in range(50) for e in range(30)]
+    user = np.array([r[0] for r in rows])
+    element = np.array([r[1] for r in rows], dtype=np.int32)
+    lists = Elements.from_rows(50, user, element, np.ones(len(rows)))
+    spec = QuerySpec(lists, size_lo=np.full(50, 3), size_hi=np.full(50, 3))
+    problem = CountingProblem(lists, spec, match="contains")
+    assert problem.self_queries
+    with pytest.raises(BudgetError, match="one element alone has .* engine.memory"):
+        Engine(memory=_needed(problem) + 20_000).min_support(problem)
+    with pytest.raises(BudgetError, match="the data of this level alone"):
+        Engine(memory=1000).min_support(problem)
+
+
+def test_cli_engine_dask_and_its_errors(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    runner.invoke(main, ["sample", "gps", "--users", "40", "--days", "3", "--out", "g.csv"])
+    (tmp_path / "c.yaml").write_text(
+        "input: {path: g.csv, columns: {user: uid, time: datetime, lat: lat, lon: lng}}\n"
+        "dataview: {format: presence, dimensions: {grid: [1km]}}\n"
+        "attacks: [{attack: unique_location, knowledge: {h: [1, 2]}}]\n"
+        "engine: {memory: 2GB}\n"
+    )
+    local = runner.invoke(main, ["assess", "c.yaml", "-q", "--out", "local"])
+    assert local.exit_code == 0, local.output
+    spread = runner.invoke(main, ["assess", "c.yaml", "-q", "--engine", "dask", "--jobs", "1"])
+    assert spread.exit_code == 0, spread.output
+    _same_catalog(tmp_path / "local", tmp_path / "catalog" / "c")
+
+    lost = runner.invoke(main, ["assess", "c.yaml", "--scheduler", "tcp://127.0.0.1:9"])
+    assert lost.exit_code == 2
+    assert "--engine dask" in lost.stderr
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+        far = runner.invoke(
+            main, ["assess", "c.yaml", "--engine", "dask", "--scheduler", "tcp://127.0.0.1:9"]
+        )
+    assert far.exit_code == 2
+    assert "cannot reach the Dask scheduler tcp://127.0.0.1:9" in far.stderr
+
+    monkeypatch.setitem(sys.modules, "distributed", None)  # as if the extra were missing
+    missing = runner.invoke(main, ["assess", "c.yaml", "--engine", "dask"])
+    assert missing.exit_code == 2
+    assert "pip install 'prudence-cli[dask]'" in missing.stderr
+
+
+@pytest.mark.parametrize(
+    ("engine", "message"),
+    [
+        ("{backend: spark}", "engine.backend"),
+        ("{scheduler: tcp://h:8786}", "engine.scheduler: is the address of a Dask scheduler"),
+        ("{memory: 4}", "engine.memory: 4 is not an amount of memory like 512MB or 4GB"),
+        ("{memory: 4 parsecs}", "engine.memory"),
+        ("{backend: dask, scheduler: tcp://h:8786, memory: 1.5GiB}", None),
+    ],
+)
+def test_engine_config(tmp_path, engine, message):
+    (tmp_path / "g.csv").write_text("user,time,lat,lon\na,2011-06-01T08:00:00,43.7,10.4\n")
+    (tmp_path / "c.yaml").write_text(
+        "input: {path: g.csv}\n"
+        "dataview: {format: presence, dimensions: {grid: [1km]}}\n"
+        "attacks: [{attack: unique_location}]\n"
+        f"engine: {engine}\n"
+    )
+    result = CliRunner().invoke(main, ["validate", str(tmp_path / "c.yaml")])
+    if message is None:
+        assert result.exit_code == 0, result.output
+        assert load_config(tmp_path / "c.yaml").engine.memory == int(1.5 * 2**30)
+    else:
+        assert result.exit_code == 2
+        assert message in result.stderr
