@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test browser lint bench sample clean
+.PHONY: demo test browser lint bench bench-scale sample clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,11 @@ lint: $(STAMP)
 bench: $(STAMP)
 	bash benchmarks/peers_setup.sh
 	$(BIN)/python benchmarks/run.py
+
+# Ingestion of 50M rows and the Dask backend against the local engine (needs ~8 GB of
+# disk for a while and ~15 minutes). Results in benchmarks/out/scale_out.{json,md}.
+bench-scale: $(STAMP)
+	$(BIN)/python benchmarks/scale_out.py
 
 # Regenerates the shipped sample data (seeded: the files do not change).
 sample: $(STAMP)

@@ -267,11 +267,21 @@ SCALING_CASES = [
 ]
 
 
+def peak_kb() -> int:
+    """This process's peak resident memory (kB): VmHWM, which, unlike ru_maxrss, does not
+    carry over the parent's peak through fork and exec."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
 def scaling_child(
     view_format: str, attack_name: str, users: int, h: int, extra: dict[str, object]
 ) -> None:
     """Run in a subprocess: build a synthetic view, attack it, print one JSON line."""
-    import resource
 
     from prudence_cli.attacks.base import KnowledgeLevel
     from prudence_cli.attacks.registry import ATTACKS
@@ -339,22 +349,39 @@ def scaling_child(
             "d1", (("time", 3600), ("frequency", 1)), users, user, location, labels, tbin=tbin
         )
     attack = ATTACKS[attack_name]
+    extra = dict(extra)
+    backend = str(extra.pop("engine", "local"))
+    workers = int(extra.pop("workers", 1))  # type: ignore[call-overload]
     values = {"h": h, "points": h, **extra}
     level = KnowledgeLevel(attack_name, tuple((d.name, values[d.name]) for d in attack.knowledge))
+    engine = Engine()
+    if backend == "dask":
+        from prudence_cli.engine.runner import DaskRunner
+
+        engine = Engine(runner=DaskRunner(workers=workers), worker_threads=1)
+        # workers up and their kernels loaded before the clock starts
+        attack.risks(view.keep(view.user < 1000), level, engine)
     started = time.perf_counter()
-    result = attack.risks(view, level, Engine())
+    result = attack.risks(view, level, engine)
     seconds = time.perf_counter() - started
+    workers_gb = 0.0
+    if backend == "dask":
+        workers_gb = sum(engine.runner.client.run(peak_kb).values()) / 1e6
+        engine.runner.close()
     print(
         json.dumps(
             {
                 "format": view_format,
                 "attack": attack_name,
+                "engine": backend,
+                "workers": workers if backend == "dask" else 0,
                 "users": users,
                 "h": h,
                 "rows": int(view.user.shape[0]),
                 "seconds": seconds,
                 "instances": result.instances,
-                "peak_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6,
+                "peak_gb": peak_kb() / 1e6,
+                "workers_peak_gb": workers_gb,
                 "mean_risk": float(result.risk.mean()),
             }
         )

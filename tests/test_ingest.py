@@ -60,6 +60,18 @@ def test_parquet_input_reads_like_its_csv(write_config, tmp_path, times):
     pd.testing.assert_frame_equal(from_csv, from_parquet)
 
 
+def test_parquet_numeric_ids_and_null_values(write_config, tmp_path):
+    frame = _frame(ROWS)
+    frame["uid"] = [7, 3, 7, None]
+    frame.loc[1, "lat"] = None
+    frame.to_parquet(tmp_path / "points.parquet", index=False)
+    config = _config(write_config, tmp_path, "points.parquet", "  on_invalid: drop\n")
+    points = read_points(config.input)
+    # a null id is an empty user; a null coordinate is not a number
+    assert sorted(points.dropped.elements()) == ["empty user", "lat is not a number within ±90"]
+    assert points.table["user"].tolist() == ["7", "7"]
+
+
 def test_parquet_invalid_row_names_file_and_row(write_config, tmp_path):
     rows = [*ROWS[:2], ("c", "2011-06-02T11:00:00", 143.0, 10.4)]
     _frame(rows).to_parquet(tmp_path / "points.parquet", index=False)

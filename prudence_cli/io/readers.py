@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import shapely
 from shapely.geometry import shape
@@ -124,11 +125,10 @@ def read_points(config: InputConfig) -> RawPoints:
             part[C.LOCATION] = places.codes(part[C.LOCATION].to_numpy())
         parts.append(part)
     if parts:
-        table = pd.concat(parts, ignore_index=True)
-        table[C.USER] = users.categorical(table[C.USER].to_numpy())
-        if C.LOCATION in table:
-            table[C.LOCATION] = places.categorical(table[C.LOCATION].to_numpy())
-        result.table = table
+        result.table = _concat_columns(parts)
+        result.table[C.USER] = users.categorical(result.table[C.USER].to_numpy())
+        if C.LOCATION in result.table:
+            result.table[C.LOCATION] = places.categorical(result.table[C.LOCATION].to_numpy())
     else:
         result.table = _empty_points()
     if result.rows_read == 0:
@@ -397,6 +397,21 @@ def parse_times(values: pd.Series, timezone: str, time_format: str = "auto") -> 
     (the repeated hour when clocks go back) is read as its first occurrence, a
     non-existent one (the skipped hour) is shifted forward.
     """
+    if pd.api.types.is_datetime64_any_dtype(values):  # typed (Parquet): no text to parse
+        stamps = pd.DatetimeIndex(values)
+        if stamps.tz is None:
+            stamps = stamps.tz_localize(
+                timezone,
+                ambiguous=np.ones(len(stamps), dtype=bool),
+                nonexistent="shift_forward",
+            )
+        return _as_utc_ns(stamps)
+    if pd.api.types.is_numeric_dtype(values) and time_format != "iso":  # epoch seconds
+        seconds = values.to_numpy(dtype=float)
+        out = np.full(seconds.shape, np.datetime64("NaT"), dtype="datetime64[ns]")
+        within = np.abs(seconds) < 1e11  # NaN is not within
+        out[within] = np.round(seconds[within] * 1e9).astype("int64").view("datetime64[ns]")
+        return out
     text = values.astype(str).str.strip()
     out = np.full(len(text), np.datetime64("NaT"), dtype="datetime64[ns]")
     is_epoch = text.str.match(_EPOCH.pattern).to_numpy(dtype=bool)
@@ -431,9 +446,15 @@ def _as_utc_ns(times: pd.Series | pd.DatetimeIndex) -> np.ndarray:
     return index.tz_convert("UTC").tz_localize(None).as_unit("ns").to_numpy()
 
 
+def _number(column: pd.Series) -> np.ndarray:
+    if pd.api.types.is_numeric_dtype(column):
+        return column.to_numpy(dtype=float)
+    return pd.to_numeric(column.str.strip(), errors="coerce").to_numpy(dtype=float)
+
+
 def _coordinates(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, list[_Check]]:
-    lat = pd.to_numeric(frame["lat"].str.strip(), errors="coerce").to_numpy(dtype=float)
-    lon = pd.to_numeric(frame["lon"].str.strip(), errors="coerce").to_numpy(dtype=float)
+    lat = _number(frame["lat"])
+    lon = _number(frame["lon"])
     checks = [
         _Check(~(np.abs(lat) <= 90), "lat is not a number within ±90", frame["lat"]),
         _Check(~(np.abs(lon) <= 180), "lon is not a number within ±180", frame["lon"]),
@@ -478,16 +499,17 @@ def _parquet_chunks(
     path: Path, config: InputConfig, usecols: list[str], result: RawPoints
 ) -> Iterator[tuple[int, pd.DataFrame]]:
     """(row number of the chunk's first row, counted from 1; chunk) of a Parquet input,
-    its columns as the text a CSV would hold, so that one validation serves both:
-    timestamps in ISO-8601 (with their offset when they have a time zone), numbers in
-    their shortest exact form, nulls empty."""
+    validated exactly like a CSV's: typed timestamps (naive ones in input.timezone) and
+    numbers (epoch seconds for a numeric time) are taken as they are, other columns as
+    text, nulls as empty values."""
+    c = config.columns
+    typed = {c.time, c.lat, c.lon, c.enter, c.leave}  # ids (user, tower, ...) are text
     try:
         handle = pq.ParquetFile(path)
         batches = handle.iter_batches(batch_size=CHUNK_ROWS, columns=usecols)
         row = 1
         for batch in batches:
-            frame = batch.to_pandas()
-            text = pd.DataFrame({c: _as_text(frame[c]) for c in usecols})
+            text = pd.DataFrame({c: _column(batch.column(c), c in typed) for c in usecols})
             result.rows_read += len(text)
             yield row, text
             row += len(text)
@@ -495,12 +517,27 @@ def _parquet_chunks(
         raise InputError(path, f"is not a readable Parquet file: {exc}") from None
 
 
-def _as_text(column: pd.Series) -> pd.Series:
-    if pd.api.types.is_datetime64_any_dtype(column):
-        out = column.map(lambda t: "" if pd.isna(t) else t.isoformat())
-    else:
-        out = column.astype(object).where(column.notna(), "").astype(str)
-    return out.astype(object)
+def _column(array: pa.Array, typed: bool) -> pd.Series:
+    """Typed times and coordinates stay as they are (the parsers take them so); anything
+    else, ids included, becomes text as Arrow writes it (7, not 7.0), nulls empty."""
+    kind = array.type
+    if typed and (
+        pa.types.is_timestamp(kind) or pa.types.is_integer(kind) or pa.types.is_floating(kind)
+    ):
+        return array.to_pandas()
+    text = pc.cast(array, pa.string()) if not pa.types.is_string(kind) else array
+    return pc.fill_null(text, "").to_pandas().astype(object)
+
+
+def _concat_columns(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """The chunks as one table, joined a column at a time and each chunk's column freed
+    once copied: the peak is the table plus one column, not twice the table."""
+    columns = {}
+    for name in list(parts[0].columns):
+        columns[name] = np.concatenate([part[name].to_numpy() for part in parts])
+        for part in parts:
+            del part[name]
+    return pd.DataFrame(columns, copy=False)
 
 
 class _Labels:
