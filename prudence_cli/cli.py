@@ -212,7 +212,8 @@ def catalog_show(
     from prudence_cli.render import irac_table, plane_long, plane_tables, randomized_table
 
     opened = open_catalog(find_catalog(catalog_dir))
-    typed = [*opened.dimension_names, *opened.knowledge_names]
+    # columns whose digit-only values print as numbers in JSON; a scenario is a name
+    typed = [c for c in (*opened.dimension_names, *opened.knowledge_names) if c != "scenario"]
     if opened.is_profiles and plane is not None:
         raise UserError("--plane is for risk catalogs; a profiles catalog has settings")
     if plane is not None:
