@@ -8,6 +8,7 @@ only when everything is written.
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import os
 import platform
 import time
@@ -40,6 +41,7 @@ from prudence_cli.engine.runner import DaskRunner, LocalRunner
 from prudence_cli.errors import BudgetError, PrudenceError
 from prudence_cli.io.atomic import atomic_folder
 from prudence_cli.io.readers import read_utility_scores
+from prudence_cli.measures.aggregate import Space, aggregate_table
 from prudence_cli.measures.rac import measure_view
 from prudence_cli.measures.randomized import SweepOptions, sweep
 from prudence_cli.prepare import Prepared, prepare
@@ -201,6 +203,9 @@ def run_assessment(
             carry_over(out, folder)
         if config.utility_scores is not None:
             _utility_table(config).to_csv(folder / "utility.csv", index=False)
+        elif config.utility_aggregate is not None:
+            report(done, total, "utility: the declared aggregate from each profile")
+            _aggregate_utility(config, selection).to_csv(folder / "utility.csv", index=False)
         irac = _irac_table(rows, config)
         manifest = _manifest(
             config, selection, dropped, views_meta, engine, timings, sampling, prepared.cache
@@ -334,6 +339,28 @@ def _knowledge_names(config: Config) -> list[str]:
             if dim.name not in knowledge:
                 knowledge.append(dim.name)
     return knowledge
+
+
+def _aggregate_utility(config: Config, selection: Selection) -> pd.DataFrame:
+    """utility.csv from the error of the declared aggregate, one row per profile."""
+    aggregate = config.utility_aggregate
+    assert aggregate is not None
+    layers = dict(config.dataview.layers)
+    names = config.dataview.dimension_names
+    profiles = []
+    for combo in itertools.product(*(values for _, values in config.dataview.dimensions)):
+        values = dict(zip(names, combo, strict=True))
+        space = Space(
+            grid=values.get("grid"),
+            layer=layers[values["regions"]] if "regions" in values else None,
+        )
+        labels = {n: dimension_label(config.dataview.format, n, v) for n, v in values.items()}
+        profiles.append((labels, space, int(values["time"])))
+    target = Space(
+        grid=aggregate.grid,
+        layer=layers[aggregate.layer] if aggregate.layer is not None else None,
+    )
+    return aggregate_table(selection, config.input.timezone, profiles, (target, aggregate.seconds))
 
 
 def _utility_table(config: Config) -> pd.DataFrame:

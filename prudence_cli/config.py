@@ -22,7 +22,7 @@ from prudence_cli.dataviews.registry import FORMATS, SEGMENT_FORMATS
 from prudence_cli.errors import ConfigError
 from prudence_cli.sanitize.randomize import MECHANISMS, Setting
 from prudence_cli.space import check_projected_crs
-from prudence_cli.units import parse_bytes, parse_duration
+from prudence_cli.units import parse_bytes, parse_duration, parse_size
 
 T = TypeVar("T")
 
@@ -138,6 +138,16 @@ class EngineConfig:
 
 
 @dataclass(frozen=True)
+class Aggregate:
+    """A declared aggregate, e.g. records per district and hour: a region layer of
+    dataview.layers or a grid size, and a time granularity."""
+
+    grid: float | None
+    layer: str | None
+    seconds: int
+
+
+@dataclass(frozen=True)
 class RandomizeConfig:
     """How randomized settings are assessed (seed 004): on a sample of `users` people,
     with leaked shares for scenarios 2.1 (locations) and 2.2 (users), and the largest
@@ -164,6 +174,7 @@ class Config:
     engine: EngineConfig = field(default_factory=EngineConfig)
     crs: str | None = None  # projected CRS for the grid; None: UTM zone of the data
     utility_scores: Path | None = None  # expert utility score per profile (CSV)
+    utility_aggregate: Aggregate | None = None  # or the error of a declared aggregate
     mechanisms: tuple[Setting, ...] = ()  # randomized settings swept on profiles dataviews
     randomize: RandomizeConfig = field(default_factory=RandomizeConfig)
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
@@ -244,6 +255,7 @@ def parse_config(data: object, file: Path) -> Config:
         engine=_parse_engine(r, top.get("engine", {})),
         crs=r.convert(top["crs"], "crs", check_projected_crs) if "crs" in top else None,
         utility_scores=_parse_utility(r, top.get("utility")),
+        utility_aggregate=_parse_aggregate(r, top.get("utility"), dataview),
         mechanisms=mechanisms,
         randomize=_parse_randomize(r, top.get("randomize", {}), input_config.timezone),
         raw=top,
@@ -495,8 +507,32 @@ def _parse_attacks(r: _Reader, data: object, view_format: str) -> tuple[AttackCo
 def _parse_utility(r: _Reader, data: object) -> Path | None:
     if data is None:
         return None
-    m = r.mapping(data, "utility", required={"scores"}, allowed={"scores"})
+    m = r.mapping(data, "utility", allowed={"scores", "aggregate"})
+    if ("scores" in m) == ("aggregate" in m):
+        r.fail("utility", "give scores (a CSV of expert scores) or aggregate, not both")
+    if "scores" not in m:
+        return None
     return r.path(m["scores"], "utility.scores")
+
+
+def _parse_aggregate(r: _Reader, data: object, dataview: DataviewConfig) -> Aggregate | None:
+    """utility.aggregate: {regions: LAYER | grid: SIZE, time: DURATION} on bins views."""
+    if not isinstance(data, dict) or "aggregate" not in data:
+        return None
+    key = "utility.aggregate"
+    if dataview.format != "bins":
+        r.fail(key, "is the error of a declared aggregate over bins dataviews (format: bins)")
+    m = r.mapping(data["aggregate"], key, required={"time"}, allowed={"regions", "grid", "time"})
+    if ("regions" in m) == ("grid" in m):
+        r.fail(key, "give the aggregate's space as regions: LAYER or grid: SIZE")
+    layer = None
+    if "regions" in m:
+        layer = r.string(m["regions"], f"{key}.regions")
+        if layer not in dict(dataview.layers):
+            r.fail(f"{key}.regions", f"{layer!r} is not a layer of dataview.layers")
+    grid = r.convert(m["grid"], f"{key}.grid", parse_size) if "grid" in m else None
+    seconds = r.convert(m["time"], f"{key}.time", parse_duration)
+    return Aggregate(grid=grid, layer=layer, seconds=seconds)
 
 
 def _parse_mechanisms(r: _Reader, data: object, dataview: DataviewConfig) -> tuple[Setting, ...]:

@@ -141,13 +141,16 @@ def test_unicity_attack_risk_is_one_over_the_class():
     assert np.array_equal(result.risk, again.risk)
 
 
+def _sample_cdr(runner, users, days):
+    """e.csv and t.csv: seeded synthetic call records and towers in the current folder."""
+    args = ["--users", str(users), "--days", str(days), "--out", "e.csv", "--towers", "t.csv"]
+    runner.invoke(main, ["sample", "cdr", *args])
+
+
 def test_bins_catalog_with_regions(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     runner = CliRunner()
-    runner.invoke(
-        main,
-        ["sample", "cdr", "--users", "60", "--days", "4", "--out", "e.csv", "--towers", "t.csv"],
-    )
+    _sample_cdr(runner, 60, 4)
 
     def half(name, west, east):
         ring = [[west, 43.6], [east, 43.6], [east, 43.8], [west, 43.8], [west, 43.6]]
@@ -193,10 +196,7 @@ def test_bins_catalog_with_regions(tmp_path, monkeypatch):
 def test_utility_scores_pareto_and_ordinal_equivalence(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     runner = CliRunner()
-    runner.invoke(
-        main,
-        ["sample", "cdr", "--users", "60", "--days", "4", "--out", "e.csv", "--towers", "t.csv"],
-    )
+    _sample_cdr(runner, 60, 4)
     (tmp_path / "scores.csv").write_text(
         "grid,time,score\n1km,1h,9\n1km,1d,5\n3km,1h,6\n3000m,1d,2\n"
     )
@@ -253,3 +253,70 @@ def test_ordinal_agreement_by_hand():
     result = ordinal_agreement(table, ["a", "b", "c"]).set_index(["measure", "versus"])
     assert result.loc[("a", "b"), "same_order"] and result.loc[("a", "b"), "kendall_tau"] == 1
     assert not result.loc[("a", "c"), "same_order"] and result.loc[("a", "c"), "kendall_tau"] == -1
+
+
+# --- utility as the error of a declared aggregate ------------------------------------------
+
+
+def _selection(points):
+    from prudence_cli.select import Selection
+
+    frame = pd.DataFrame(points, columns=["x", "y", "minute"])
+    table = pd.DataFrame(
+        {
+            "user": np.zeros(len(frame), dtype=np.int32),
+            "time": (frame["minute"].to_numpy() * 60 * 10**9).astype(np.int64),
+            "x": frame["x"].astype(float),
+            "y": frame["y"].astype(float),
+        }
+    )
+    return Selection(table, np.array(["u"], dtype=object), "EPSG:32632")
+
+
+def test_aggregate_error_by_hand():
+    from prudence_cli.measures.aggregate import Space, aggregate_error
+
+    # one 1 km cell over 2 hours holds 4 points, one in each 500 m cell and hour pair
+    selection = _selection([(100, 100, 10), (600, 100, 20), (100, 600, 70), (600, 600, 90)])
+    fine = (Space(grid=500.0), 3600)
+    coarse = (Space(grid=1000.0), 7200)
+    assert aggregate_error(selection, "UTC", fine, fine) == pytest.approx(0.0)
+    # the coarse count 4 spreads as 0.5 over 4 cells × 2 hours: half the activity is
+    # misplaced (|0.5 − 1| × 4 + |0.5 − 0| × 4 = 4, over 2 × 4)
+    assert aggregate_error(selection, "UTC", coarse, fine) == pytest.approx(0.5)
+    # answering a coarser aggregate from a finer profile loses nothing
+    assert aggregate_error(selection, "UTC", fine, coarse) == pytest.approx(0.0)
+
+
+def test_aggregate_utility_in_the_catalog(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    _sample_cdr(runner, 40, 3)
+    base = (
+        "input: {path: e.csv, format: cdr, towers: t.csv,\n"
+        "        columns: {user: caller, time: timestamp, tower: cell}}\n"
+        "dataview: {format: bins, dimensions: {grid: [1km, 2km], time: [1h, 6h]}}\n"
+        "attacks: [{attack: unicity, knowledge: {points: [2], samples: [10]}}]\n"
+    )
+    (tmp_path / "a.yaml").write_text(base + "utility: {aggregate: {grid: 1km, time: 1h}}\n")
+    result = runner.invoke(main, ["assess", "a.yaml", "-q"])
+    assert result.exit_code == 0, result.output
+    table = pd.read_csv(tmp_path / "catalog" / "a" / "utility.csv")
+    assert list(table.columns) == ["grid", "time", "score", "aggregate_error"]
+    by = table.set_index(["grid", "time"])["aggregate_error"]
+    assert by[("1000m", "1h")] == pytest.approx(0.0, abs=1e-12)
+    assert by[("2000m", "6h")] > by[("1000m", "6h")] > 0
+    best = runner.invoke(
+        main, ["catalog", "best", "--max-risk", "0.5", "--utility", "score", "--format", "csv"]
+    )
+    assert best.exit_code == 0, best.output
+    for text, message in [
+        ("utility: {aggregate: {grid: 1km}}", "utility.aggregate.time: is required"),
+        ("utility: {aggregate: {regions: x, time: 1h}}", "'x' is not a layer"),
+        ("utility: {aggregate: {time: 1h}}", "give the aggregate's space"),
+        ("utility: {scores: s.csv, aggregate: {grid: 1km, time: 1h}}", "not both"),
+    ]:
+        (tmp_path / "bad.yaml").write_text(base + text + "\n")
+        bad = runner.invoke(main, ["validate", "bad.yaml"])
+        assert bad.exit_code == 2, text
+        assert message in bad.stderr, (text, bad.stderr)
