@@ -447,9 +447,14 @@ def _as_utc_ns(times: pd.Series | pd.DatetimeIndex) -> np.ndarray:
 
 
 def _number(column: pd.Series) -> np.ndarray:
+    """Floats from a typed or text column; NaN where the text is not a number."""
     if pd.api.types.is_numeric_dtype(column):
         return column.to_numpy(dtype=float)
-    return pd.to_numeric(column.str.strip(), errors="coerce").to_numpy(dtype=float)
+    try:  # Arrow parses a column of valid numbers several times faster than pandas
+        text = pc.utf8_trim_whitespace(pa.array(column, type=pa.string()))
+        return pc.cast(text, pa.float64()).to_numpy(zero_copy_only=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # some value is not a number
+        return pd.to_numeric(column.str.strip(), errors="coerce").to_numpy(dtype=float)
 
 
 def _coordinates(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, list[_Check]]:
