@@ -748,10 +748,20 @@ def sanitize(
 
     opened = open_catalog(find_catalog(catalog_dir))
     if method == "randomize":
+        suppression = {
+            "--attack": bool(attacks),
+            "--where": bool(where),
+            "--recipient": recipient is not None,
+            "--pseudonymize": pseudonymize,
+        }
+        for name, given in suppression.items():
+            if given:
+                raise UserError(f"{name} is for the suppression methods, not randomize")
         _randomize(opened, epsilon, neighbourhood, mechanism, dataview, seed, out, threshold)
         return
-    for name, given in (("--epsilon", epsilon), ("--mechanism", mechanism), ("--seed", seed)):
-        if given is not None:
+    randomizing = {"--epsilon": epsilon, "--mechanism": mechanism, "--seed": seed}
+    for name, value in randomizing.items():
+        if value is not None:
             raise UserError(f"{name} is for --method randomize")
     if threshold is None:
         raise UserError("--threshold R is needed: the tolerated risk in (0, 1]")

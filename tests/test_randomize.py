@@ -472,6 +472,7 @@ def test_randomized_release(profiles_catalog, tmp_path):
         (["--epsilon", "1", "--dataview", "d1", "--mechanism", "laplace"], "randomizes count"),
         (["--epsilon", "-1", "--dataview", "d1"], "positive"),
         (["--epsilon", "1", "--dataview", "d1", "--neighbourhood", "x"], "whole number or all"),
+        (["--epsilon", "1", "--dataview", "d1", "--pseudonymize"], "--pseudonymize is for the"),
     ],
 )
 def test_randomized_release_errors(profiles_catalog, tmp_path, args, message):
