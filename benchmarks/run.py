@@ -35,6 +35,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -388,22 +389,27 @@ def scaling_child(
     )
 
 
+def run_child(args: list[str], label: str) -> dict[str, Any] | None:
+    """Run `python ARGS` in a fresh process; its last stdout line as JSON, or None (said
+    on stderr) when it failed."""
+    done = subprocess.run([sys.executable, *args], capture_output=True, text=True)
+    if done.returncode != 0:
+        print(f"  {label}: failed {done.stderr[-400:]}", file=sys.stderr)
+        return None
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
 def scaling(sizes: list[int]) -> list[dict[str, object]]:
     rows = []
     for users in sizes:
         for view_format, attack, extra in SCALING_CASES:
             for h in (1, 2, 3):
-                command = [
-                    sys.executable,
-                    __file__,
-                    "--child",
-                    json.dumps([view_format, attack, users, h, extra]),
-                ]
-                done = subprocess.run(command, capture_output=True, text=True)
-                if done.returncode != 0:
-                    print(f"  {attack} h={h} {users}: failed {done.stderr[-300:]}", file=sys.stderr)
+                row = run_child(
+                    [__file__, "--child", json.dumps([view_format, attack, users, h, extra])],
+                    f"{attack} h={h} {users}",
+                )
+                if row is None:
                     continue
-                row = json.loads(done.stdout.strip().splitlines()[-1])
                 rows.append(row)
                 print(
                     f"{users:>8} users  {view_format:<10} {attack:<18} h={h}  "

@@ -26,6 +26,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out"
+sys.path.insert(0, str(HERE))
+from run import machine, peak_kb, run_child  # type: ignore[import-not-found]  # noqa: E402
 
 
 def write_gps(path: Path, rows: int, seed: int = 1) -> None:
@@ -66,8 +68,6 @@ def write_gps(path: Path, rows: int, seed: int = 1) -> None:
 
 def read_child(path: str) -> None:
     """Subprocess: read the file with Prudence's reader, print one JSON line."""
-    from run import peak_kb  # type: ignore[import-not-found]
-
     from prudence_cli.config import ColumnMap, InputConfig
     from prudence_cli.io.readers import read_points
 
@@ -121,15 +121,9 @@ def ingest(rows: int) -> list[dict[str, object]]:
             check=True,
         )
         for path in (csv_path, parquet_path):
-            done = subprocess.run(
-                [sys.executable, __file__, "--read-child", str(path)],
-                capture_output=True,
-                text=True,
-            )
-            if done.returncode != 0:
-                print(f"{path.name}: failed {done.stderr[-400:]}", file=sys.stderr)
+            row = run_child([__file__, "--read-child", str(path)], path.name)
+            if row is None:
                 continue
-            row = json.loads(done.stdout.strip().splitlines()[-1])
             out.append(row)
             print(
                 f"{path.name:<12} {row['rows']:>12,} rows  {row['seconds']:7.1f} s  "
@@ -144,20 +138,16 @@ def scale_out(users: int) -> list[dict[str, object]]:
     for h in (2, 3):
         for engine, workers in (("local", 0), ("dask", 1), ("dask", 2)):
             extra = {"engine": engine, "workers": workers} if engine == "dask" else {}
-            done = subprocess.run(
+            row = run_child(
                 [
-                    sys.executable,
                     str(HERE / "run.py"),
                     "--child",
                     json.dumps(["presence", "unique_location", users, h, extra]),
                 ],
-                capture_output=True,
-                text=True,
+                f"h={h} {engine} {workers}",
             )
-            if done.returncode != 0:
-                print(f"h={h} {engine} {workers}: failed {done.stderr[-400:]}", file=sys.stderr)
+            if row is None:
                 continue
-            row = json.loads(done.stdout.strip().splitlines()[-1])
             rows.append(row)
             print(
                 f"h={h} {engine:<5} workers={workers}  {row['seconds']:7.1f} s  client "
@@ -208,7 +198,6 @@ def render(results: dict[str, object]) -> str:
 
 def main() -> None:
     if len(sys.argv) == 3 and sys.argv[1] == "--read-child":
-        sys.path.insert(0, str(HERE))
         read_child(sys.argv[2])
         return
     if len(sys.argv) == 4 and sys.argv[1] == "--to-parquet":
@@ -221,9 +210,6 @@ def main() -> None:
     parser.add_argument("--skip-scale-out", action="store_true")
     args = parser.parse_args()
     OUT.mkdir(exist_ok=True)
-    sys.path.insert(0, str(HERE.parent))
-    from run import machine  # type: ignore[import-not-found]
-
     results: dict[str, object] = {
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "machine": machine(),

@@ -208,12 +208,11 @@ def catalog_show(
     profiles: utility and attack success per setting and attack level."""
     from prudence_cli.catalog import find_catalog, open_catalog
     from prudence_cli.explore import plane as planes
-    from prudence_cli.query import irac_rows, randomized_rows
+    from prudence_cli.query import irac_rows, numeric_columns, randomized_rows
     from prudence_cli.render import irac_table, plane_long, plane_tables, randomized_table
 
     opened = open_catalog(find_catalog(catalog_dir))
-    # columns whose digit-only values print as numbers in JSON; a scenario is a name
-    typed = [c for c in (*opened.dimension_names, *opened.knowledge_names) if c != "scenario"]
+    typed = numeric_columns(opened)
     if opened.is_profiles and plane is not None:
         raise UserError("--plane is for risk catalogs; a profiles catalog has settings")
     if plane is not None:
@@ -382,14 +381,14 @@ def catalog_risks(catalog_dir: Path | None, where: tuple[str, ...], fmt: str) ->
     import pandas as pd
 
     from prudence_cli.catalog import find_catalog, open_catalog
-    from prudence_cli.query import risk_rows
+    from prudence_cli.query import numeric_columns, risk_rows
     from prudence_cli.render import to_csv, to_json
 
     opened = open_catalog(find_catalog(catalog_dir))
     _needs_risks(opened)
     frames = risk_rows(opened, where)
     if fmt == "json":
-        typed = [*opened.dimension_names, *opened.knowledge_names]
+        typed = numeric_columns(opened)
         click.echo(to_json(pd.concat(list(frames), ignore_index=True), typed), nl=False)
         return
     first = True

@@ -36,6 +36,13 @@ def parse_where(catalog: Catalog, where: Sequence[str]) -> dict[str, set[str]]:
     return filters
 
 
+def numeric_columns(catalog: Catalog) -> list[str]:
+    """Dimension and knowledge columns whose digit-only values are numbers (h=2, 500m is
+    not digits anyway), for typed JSON; knowledge that is named (a scenario) stays text."""
+    named = {d.name for a in ALL_ATTACKS.values() for d in a.knowledge if d.names}
+    return [c for c in (*catalog.dimension_names, *catalog.knowledge_names) if c not in named]
+
+
 def irac_rows(catalog: Catalog, where: Sequence[str] = ()) -> pd.DataFrame:
     """The i-RAC table rows that match every filter."""
     frame = catalog.irac

@@ -24,6 +24,7 @@ class KnowledgeDimension:
     name: str
     parse: Callable[[object], Any]
     default: tuple[Any, ...]
+    names: bool = False  # values are names (scenario "1"), text even when they look numeric
 
 
 @dataclass(frozen=True, order=True)

@@ -91,7 +91,7 @@ def _threshold(value: object) -> float:
     return value
 
 
-SCENARIO = KnowledgeDimension("scenario", parse_scenario, ("2.2",))
+SCENARIO = KnowledgeDimension("scenario", parse_scenario, ("2.2",), names=True)
 DELTA = KnowledgeDimension("delta", parse_delta, (2,))
 M = KnowledgeDimension("M", _positive_int, (1,))
 
@@ -138,6 +138,8 @@ def build_scenarios(
 
 def restrict(profiles: sparse.csr_matrix, columns: np.ndarray) -> sparse.csr_matrix:
     """The profiles with every location outside `columns` set to 0."""
+    if columns.shape[0] == profiles.shape[1]:  # every location: nothing to zero
+        return profiles
     mask = np.zeros(profiles.shape[1])
     mask[columns] = 1.0
     out = (profiles @ sparse.diags(mask)).astype(np.int64).tocsr()

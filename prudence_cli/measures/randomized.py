@@ -21,7 +21,7 @@ import numpy as np
 from scipy import sparse
 
 from prudence_cli.attacks.base import KnowledgeLevel
-from prudence_cli.attacks.profiles import PROFILE_ATTACKS, Attempt, build_scenarios
+from prudence_cli.attacks.profiles import PROFILE_ATTACKS, Attempt, Scenario, build_scenarios
 from prudence_cli.dataviews.profiles import ProfilesView
 from prudence_cli.sanitize.randomize import (
     MECHANISMS,
@@ -111,45 +111,62 @@ def setting_key(setting: Setting) -> tuple[int, int, int]:
     )
 
 
-def evaluate_setting(
+@dataclass(frozen=True)
+class Bench:
+    """What every setting of one view is measured against, built once per view: the
+    sample, the affinity, the true profiles and the attacker's leaks (seeded per view,
+    so every setting faces the same leak)."""
+
+    view: ProfilesView
+    view_index: int
+    users: np.ndarray
+    affinity: sparse.csr_matrix
+    truth: sparse.csr_matrix  # the sample's profiles over the whole period
+    scenarios: dict[str, Scenario]
+    options: SweepOptions
+
+
+def bench_for(
     view: ProfilesView,
-    users: np.ndarray,
-    aff: sparse.csr_matrix,
-    setting: Setting,
     levels: Sequence[KnowledgeLevel],
     options: SweepOptions,
     view_index: int = 0,
-) -> tuple[Utility, list[dict[str, Any]]]:
-    """Utility of one setting on the sample and the success of every attack level."""
-    key = (view_index, *setting_key(setting))
-    names = {str(level["scenario"]) for level in levels}
+) -> Bench:
+    users = sample_users(view, options.users, options.seed)
     scenarios = build_scenarios(
         view,
         users,
-        names,
+        {str(level["scenario"]) for level in levels},
         options.leak_users,
         options.leak_locations,
-        setting_rng(options.seed, view_index, 0),  # the same leak for every setting
+        setting_rng(options.seed, view_index, 0),
     )
-    full = view.matrix("all", users)
-    released = sanitize_profiles(full, setting, aff, setting_rng(options.seed, *key, 1))
-    measured = utility(view.kind, full, released)
+    truth = view.matrix("all", users)
+    return Bench(view, view_index, users, affinity(view.matrix("all")), truth, scenarios, options)
+
+
+def evaluate_setting(
+    bench: Bench, setting: Setting, levels: Sequence[KnowledgeLevel]
+) -> tuple[Utility, list[dict[str, Any]]]:
+    """Utility of one setting on the sample and the success of every attack level."""
+    seed, aff = bench.options.seed, bench.affinity
+    key = (bench.view_index, *setting_key(setting))
+    released = sanitize_profiles(bench.truth, setting, aff, setting_rng(seed, *key, 1))
+    measured = utility(bench.view.kind, bench.truth, released)
     attempts: dict[str, Attempt] = {}
     rows = []
     for level in levels:
         attack = PROFILE_ATTACKS[level.attack]
-        if view.kind not in attack.kinds:
+        if bench.view.kind not in attack.kinds:
             continue
         name = str(level["scenario"])
         if name not in attempts:
-            scenario = scenarios[name]
+            scenario = bench.scenarios[name]
             # scenarios 2.x publish the whole period; scenario 1 only its second part
             noisy = (
                 released
                 if name != "1"
-                else sanitize_profiles(
-                    scenario.release, setting, aff, setting_rng(options.seed, *key, 2)
-                )
+                else sanitize_profiles(scenario.release, setting, aff, setting_rng(seed, *key, 2))
             )
             attempts[name] = Attempt(scenario, noisy, setting, aff)
         rows.append({"level": level, **attack.success(attempts[name], level)})
@@ -166,15 +183,14 @@ def sweep(
 ) -> list[dict[str, Any]]:
     """One row per (setting, attack level) for the settings whose mechanism fits the
     view's profile kind."""
-    users = sample_users(view, options.users, options.seed)
-    aff = affinity(view.matrix("all"))
+    bench = bench_for(view, levels, options, view_index)
     out = []
     for setting in settings:
         if setting.kind != view.kind:
             continue
         if progress is not None:
             progress(f"{setting.mechanism} ε={setting.epsilon:g} χ={setting.chi}")
-        measured, results = evaluate_setting(view, users, aff, setting, levels, options, view_index)
+        measured, results = evaluate_setting(bench, setting, levels)
         for result in results:
             level = result.pop("level")
             out.append(
@@ -185,7 +201,7 @@ def sweep(
                     if setting.neighbourhood is None
                     else str(setting.neighbourhood),
                     "p": setting.p,
-                    "users": int(users.shape[0]),
+                    "users": int(bench.users.shape[0]),
                     "statistic": measured.statistic,
                     "mean_error": measured.mean_error,
                     "mean_value": measured.mean_value,

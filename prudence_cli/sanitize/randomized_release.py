@@ -26,7 +26,9 @@ from prudence_cli.errors import PrudenceError
 from prudence_cli.io.atomic import atomic_folder
 from prudence_cli.measures.randomized import (
     STATISTIC,
+    Bench,
     SweepOptions,
+    bench_for,
     evaluate_setting,
     sample_users,
     sanitize_profiles,
@@ -34,7 +36,7 @@ from prudence_cli.measures.randomized import (
     setting_rng,
     utility,
 )
-from prudence_cli.sanitize.randomize import DEFAULT_MECHANISM, MECHANISMS, Setting, affinity
+from prudence_cli.sanitize.randomize import DEFAULT_MECHANISM, MECHANISMS, Setting
 from prudence_cli.sanitize.release import RELEASE_FORMAT, REPORT, is_release
 
 _GZIP = {"method": "gzip", "compresslevel": 6, "mtime": 0}
@@ -73,14 +75,19 @@ def run_randomize(catalog: Catalog, request: RandomizeRequest, out: Path) -> dic
     options = _options(catalog, seed)
     view_index = [e["id"] for e in catalog.dataviews].index(view_id)
 
-    people = sample_users(view, None, seed)
-    truth = view.matrix("all", people)
-    aff = affinity(view.matrix("all"))
+    levels = [
+        KnowledgeLevel(entry["attack"], tuple(values.items()))
+        for entry in catalog.manifest["attacks"]
+        for values in entry["levels"]
+    ]
+    bench = bench_for(view, levels, options, view_index)
+    # the release: every profile of the view (the attacks run on the bench's sample)
+    truth = view.matrix("all", sample_users(view, None, seed))
     noisy = sanitize_profiles(
-        truth, setting, aff, setting_rng(seed, view_index, 99, *setting_key(setting))
+        truth, setting, bench.affinity, setting_rng(seed, view_index, 99, *setting_key(setting))
     )
     measured = utility(view.kind, truth, noisy)
-    attacks = _attack_rates(catalog, view, aff, setting, options, view_index)
+    attacks = _attack_rates(bench, setting, levels)
 
     order = np.random.default_rng([seed, 4, 98]).permutation(noisy.shape[0])
     table = _release_table(noisy[order], view.locations["label"].to_numpy(dtype=object))
@@ -165,21 +172,10 @@ def _options(catalog: Catalog, seed: int) -> SweepOptions:
 
 
 def _attack_rates(
-    catalog: Catalog,
-    view: ProfilesView,
-    aff: Any,
-    setting: Setting,
-    options: SweepOptions,
-    view_index: int,
+    bench: Bench, setting: Setting, levels: list[KnowledgeLevel]
 ) -> list[dict[str, Any]]:
     """The catalog's attack levels on this setting, as the assessment runs them."""
-    levels = [
-        KnowledgeLevel(entry["attack"], tuple(values.items()))
-        for entry in catalog.manifest["attacks"]
-        for values in entry["levels"]
-    ]
-    users = sample_users(view, options.users, options.seed)
-    _, rows = evaluate_setting(view, users, aff, setting, levels, options, view_index)
+    _, rows = evaluate_setting(bench, setting, levels)
     return [
         {
             "attack": row["level"].attack,
