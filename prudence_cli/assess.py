@@ -279,7 +279,7 @@ def _assess_profiles(
             )
         timings["attacks"] = time.perf_counter() - started
         timings["total"] = sum(timings.values())
-        table = randomized_table(rows, config)
+        table = _randomized_frame(rows, config)
         table.to_csv(folder / RANDOMIZED, index=False)
         manifest = _manifest(
             config, selection, dropped, views_meta, engine, timings, [], prepared.cache
@@ -306,7 +306,7 @@ def _assess_profiles(
     return AssessResult(out, table, manifest)
 
 
-def randomized_table(rows: list[dict[str, Any]], config: Config) -> pd.DataFrame:
+def _randomized_frame(rows: list[dict[str, Any]], config: Config) -> pd.DataFrame:
     """The rows of randomized.csv in a fixed column order."""
     knowledge = _knowledge_names(config)
     first = [

@@ -72,11 +72,16 @@ def cache_key(config: Config) -> str:
 
 
 def is_cache(folder: Path) -> bool:
+    return _meta(folder) is not None
+
+
+def _meta(folder: Path) -> dict[str, Any] | None:
+    """The cache folder's meta.json, or None when it is not a complete cache."""
     try:
         meta = json.loads((Path(folder) / META).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return False
-    return isinstance(meta, dict) and meta.get("format") == CACHE_FORMAT
+        return None
+    return meta if isinstance(meta, dict) and meta.get("format") == CACHE_FORMAT else None
 
 
 def _store(folder: Path, selection: Selection, dropped: dict[str, int], key: str) -> None:
@@ -105,10 +110,8 @@ def _store(folder: Path, selection: Selection, dropped: dict[str, int], key: str
 
 
 def _load(folder: Path, config: Config) -> tuple[Selection, dict[str, int]] | None:
-    if not is_cache(folder):
-        return None
-    meta = json.loads((folder / META).read_text(encoding="utf-8"))
-    if meta.get("version") != CACHE_VERSION:
+    meta = _meta(folder)
+    if meta is None or meta.get("version") != CACHE_VERSION:
         return None
     points = pd.read_parquet(folder / "points.parquet")
     user_ids = pd.read_parquet(folder / "users.parquet")["user"].to_numpy(dtype=object)

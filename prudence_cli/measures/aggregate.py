@@ -16,7 +16,6 @@ time zone, as the dataviews' bins.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,28 +65,24 @@ def units(selection: Selection, space: Space) -> tuple[np.ndarray, list[shapely.
     return codes.astype(np.int64), list(polygons)
 
 
-def cell_counts(codes: np.ndarray, tbin: np.ndarray) -> dict[tuple[int, int], int]:
+def cell_counts(codes: np.ndarray, tbin: np.ndarray) -> pd.DataFrame:
+    """Points per (unit, time bin): columns unit, tbin, count (points outside: none)."""
     inside = codes >= 0
-    keys, counts = np.unique(
-        np.stack([codes[inside], tbin[inside]], axis=1), axis=0, return_counts=True
-    )
-    return {(int(a), int(t)): int(c) for (a, t), c in zip(keys, counts, strict=True)}
+    frame = pd.DataFrame({"unit": codes[inside], "tbin": tbin[inside]})
+    return frame.groupby(["unit", "tbin"], sort=False).size().rename("count").reset_index()
 
 
-def overlap_shares(profile: list[shapely.Geometry], target: list[shapely.Geometry]) -> dict:
-    """share[s] = [(a, area(P_s ∩ A_a) / area(P_s)), ...] for the overlapping pairs."""
+def overlap_shares(profile: list[shapely.Geometry], target: list[shapely.Geometry]) -> pd.DataFrame:
+    """Columns unit, target, share = area(P_unit ∩ A_target) / area(P_unit), for the
+    overlapping pairs."""
     tree = shapely.STRtree(target)
-    out: dict[int, list[tuple[int, float]]] = {}
-    for s, polygon in enumerate(profile):
-        area = polygon.area
-        pairs = []
-        if area > 0:
-            for a in tree.query(polygon, predicate="intersects").tolist():
-                shared = shapely.intersection(polygon, target[a]).area / area
-                if shared > 0:
-                    pairs.append((a, shared))
-        out[s] = pairs
-    return out
+    pairs = tree.query(profile, predicate="intersects")
+    source = np.asarray(profile, dtype=object)[pairs[0]]
+    shared = shapely.area(shapely.intersection(source, np.asarray(target, dtype=object)[pairs[1]]))
+    area = shapely.area(source)
+    share = np.divide(shared, area, out=np.zeros_like(shared), where=area > 0)
+    frame = pd.DataFrame({"unit": pairs[0], "target": pairs[1], "share": share})
+    return frame[frame["share"] > 0]
 
 
 def aggregate_error(
@@ -103,22 +98,32 @@ def aggregate_error(
     p_codes, p_polygons = units(selection, p_space)
     a_codes, a_polygons = units(selection, a_space)
     truth = cell_counts(a_codes, local_bins(time, a_seconds, timezone))
-    total = sum(truth.values())
+    total = int(truth["count"].sum())
     if total == 0:
         return 0.0
     counts = cell_counts(p_codes, local_bins(time, p_seconds, timezone))
-    shares = overlap_shares(p_polygons, a_polygons)
-    estimate: dict[tuple[int, int], float] = defaultdict(float)
-    for (s, tau), count in counts.items():
-        start, end = tau * p_seconds, (tau + 1) * p_seconds
-        first, last = start // a_seconds, (end - 1) // a_seconds
-        for t in range(first, last + 1):
-            seconds = min(end, (t + 1) * a_seconds) - max(start, t * a_seconds)
-            for a, share in shares[s]:
-                estimate[(a, t)] += count * share * seconds / p_seconds
-    keys = set(truth) | set(estimate)
-    misplaced = sum(abs(estimate.get(k, 0.0) - truth.get(k, 0)) for k in keys)
-    return float(misplaced / (2 * total))
+    # each profile bin [τ·P, (τ+1)·P) over the aggregate bins t it overlaps
+    start = counts["tbin"].to_numpy() * p_seconds
+    end = start + p_seconds
+    first, last = start // a_seconds, (end - 1) // a_seconds
+    spans = (last - first + 1).astype(np.int64)
+    row = np.repeat(np.arange(len(counts)), spans)
+    t = first[row] + (np.arange(row.shape[0]) - np.repeat(np.cumsum(spans) - spans, spans))
+    seconds = np.minimum(end[row], (t + 1) * a_seconds) - np.maximum(start[row], t * a_seconds)
+    spread = pd.DataFrame(
+        {
+            "unit": counts["unit"].to_numpy()[row],
+            "tbin": t,
+            "value": counts["count"].to_numpy()[row] * seconds / p_seconds,
+        }
+    )
+    placed = spread.merge(overlap_shares(p_polygons, a_polygons), on="unit")
+    placed["value"] *= placed["share"]
+    estimate = placed.groupby(["target", "tbin"])["value"].sum().rename("estimate")
+    truth = truth.rename(columns={"unit": "target"}).set_index(["target", "tbin"])["count"]
+    both = pd.concat([estimate, truth], axis=1).fillna(0.0)
+    misplaced = float((both["estimate"] - both["count"]).abs().sum())
+    return misplaced / (2 * total)
 
 
 def aggregate_table(
