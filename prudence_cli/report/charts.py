@@ -28,10 +28,10 @@ class Chart:
     figure: Figure
 
     def svg(self) -> bytes:
-        return _save(self.figure, "svg")
+        return figure_bytes(self.figure, "svg")
 
     def png(self) -> bytes:
-        return _save(self.figure, "png")
+        return figure_bytes(self.figure, "png")
 
 
 def plane_charts(catalog: Catalog) -> Iterator[Chart]:
@@ -198,7 +198,8 @@ def _bars(ax: Axes, rows: pd.DataFrame, dim: str, measure: str, name: str) -> No
     ax.set_title(name)
 
 
-def _save(figure: Figure, fmt: str) -> bytes:
+def figure_bytes(figure: Figure, fmt: str) -> bytes:
+    """The figure as svg or png bytes, without dates (the same chart, the same bytes)."""
     buffer = io.BytesIO()
     metadata = {"Date": None} if fmt == "svg" else {"Software": None}
     figure.savefig(buffer, format=fmt, dpi=110, metadata=metadata)

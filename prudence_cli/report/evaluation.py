@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
 
 from prudence_cli.measures.empirical import Evaluation
+from prudence_cli.report.charts import figure_bytes
 
 
 def render_evaluation(summary: dict[str, Any], result: Evaluation) -> str:
@@ -59,7 +59,7 @@ def render_evaluation(summary: dict[str, Any], result: Evaluation) -> str:
         f"{u['od_released']:,.0f} released).</p>",
     ]
     for title, text, figure in figures:
-        data = base64.b64encode(_svg(figure)).decode("ascii")
+        data = base64.b64encode(figure_bytes(figure, "svg")).decode("ascii")
         parts += [
             f"<h2>{html.escape(title)}</h2>",
             f'<p class="how">How to read it. {html.escape(text)}</p>',
@@ -114,9 +114,3 @@ def _coverage_figure(result: Evaluation) -> Figure:
     ax.set_ylabel("OD coverage")
     ax.grid(alpha=0.3)
     return figure
-
-
-def _svg(figure: Figure) -> bytes:
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="svg", metadata={"Date": None})
-    return buffer.getvalue()
