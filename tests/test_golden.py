@@ -1,0 +1,193 @@
+"""Every shipped config gives the catalog it gave before: the same risks, i-RAC tables,
+curves, tables and dataviews, and the same releases and evaluation.
+
+The fingerprints in tests/golden/ were made by the code before the package was restructured;
+a behaviour-preserving change keeps them. A change that means to alter results regenerates
+them on purpose (PRUDENCE_GOLDEN=update) and says why in its commit.
+
+Each table is fingerprinted by its content, not its bytes: it is read back into a frame and
+written in one canonical text form (floats with 17 significant digits), so a catalog that
+stores the same numbers in another file format still matches.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from prudence_cli.cli import main
+
+ROOT = Path(__file__).parent.parent
+CONFIGS = ROOT / "configs"
+GOLDEN = Path(__file__).parent / "golden"
+UPDATE = os.environ.get("PRUDENCE_GOLDEN") == "update"
+
+ASSESSED = sorted(
+    p.stem for p in CONFIGS.glob("*.yaml") if "evaluate:" not in p.read_text(encoding="utf-8")
+)
+# manifest keys (at any depth) that say when, where and how fast, not what was found
+VOLATILE = {
+    "created",
+    "tool_version",
+    "timings_seconds",
+    "platform",
+    "files",
+    "config_file",
+    "input_cache",
+    "manifest_sha256",
+}
+TABLE_SUFFIXES = (".csv.gz", ".csv", ".parquet")
+
+
+def _stem(path: Path) -> str | None:
+    for suffix in TABLE_SUFFIXES:
+        if path.name.endswith(suffix):
+            return path.name[: -len(suffix)]
+    return None
+
+
+def _table_digest(path: Path) -> str:
+    if path.name.endswith(".parquet"):
+        frame = pd.read_parquet(path)
+    else:
+        frame = pd.read_csv(path, keep_default_na=False, na_values=[""])
+    text = frame.to_csv(index=False, float_format="%.17g", lineterminator="\n")
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _plain(value: Any, root: Path) -> Any:
+    """A manifest value without the machine's paths (file names stay)."""
+    if isinstance(value, dict):
+        return {k: _plain(v, root) for k, v in value.items() if k not in VOLATILE}
+    if isinstance(value, list):
+        return [_plain(v, root) for v in value]
+    if isinstance(value, str) and value.startswith("/"):
+        return Path(value).name
+    return value
+
+
+def fingerprint(folder: Path) -> dict[str, Any]:
+    """{relative table name: content digest} and the manifest's stable part."""
+    tables: dict[str, str] = {}
+    for path in sorted(folder.rglob("*")):
+        stem = _stem(path)
+        if not path.is_file() or stem is None:
+            continue
+        name = str(path.parent.relative_to(folder) / stem)
+        tables[name] = _table_digest(path)
+    result: dict[str, Any] = {"tables": tables}
+    for manifest in ("catalog.json", "report.json", "evaluation.json"):
+        if (folder / manifest).is_file():
+            data = json.loads((folder / manifest).read_text(encoding="utf-8"))
+            result[manifest] = _plain(data, ROOT)
+    return result
+
+
+def _run(args: list[str]) -> None:
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+
+
+def _compare(name: str, folder: Path) -> None:
+    got = fingerprint(folder)
+    file = GOLDEN / f"{name}.json"
+    if UPDATE:
+        GOLDEN.mkdir(exist_ok=True)
+        file.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        return
+    want = json.loads(file.read_text(encoding="utf-8"))
+    assert sorted(got["tables"]) == sorted(want["tables"]), "the catalog's tables differ"
+    changed = [t for t in want["tables"] if got["tables"][t] != want["tables"][t]]
+    assert not changed, f"{name}: these tables changed: {changed}"
+    for manifest in ("catalog.json", "report.json", "evaluation.json"):
+        assert got.get(manifest) == want.get(manifest), f"{name}: {manifest} changed"
+
+
+@pytest.mark.parametrize("name", ASSESSED)
+def test_shipped_config_gives_the_same_catalog(name: str, tmp_path: Path) -> None:
+    out = tmp_path / name
+    _run(["assess", str(CONFIGS / f"{name}.yaml"), "--out", str(out), "-q"])
+    _compare(name, out)
+
+
+def test_demo_release_is_the_same(tmp_path: Path) -> None:
+    catalog = tmp_path / "demo"
+    _run(["assess", str(CONFIGS / "demo.yaml"), "--out", str(catalog), "-q"])
+    release = tmp_path / "release"
+    _run(
+        [
+            "sanitize",
+            "--catalog",
+            str(catalog),
+            "--threshold",
+            "0.3",
+            "--where",
+            "visits=half",
+            "--out",
+            str(release),
+            "-q",
+        ]
+    )
+    _compare("release_demo", release)
+
+
+def test_segments_release_and_evaluation_are_the_same(tmp_path: Path) -> None:
+    catalog = tmp_path / "segments"
+    _run(["assess", str(CONFIGS / "segments.yaml"), "--out", str(catalog), "-q"])
+    release = tmp_path / "release"
+    _run(
+        [
+            "sanitize",
+            "--catalog",
+            str(catalog),
+            "--dataview",
+            "d3",
+            "--threshold",
+            "0.5",
+            "--where",
+            "h=1",
+            "--method",
+            "suppress-locations",
+            "--out",
+            str(release),
+            "-q",
+        ]
+    )
+    _compare("release_segments", release)
+    original = next((catalog / "dataviews").glob("d3.*"))
+    released = next(p for p in release.iterdir() if p.name.startswith("dataview."))
+    evaluation = tmp_path / "evaluation"
+    _run(
+        [
+            "evaluate",
+            "--original",
+            str(original),
+            "--released",
+            str(released),
+            "--config",
+            str(CONFIGS / "evaluate.yaml"),
+            "--out",
+            str(evaluation),
+        ]
+    )
+    _compare("evaluation_segments", evaluation)
+
+
+def test_fingerprint_sees_a_changed_risk(tmp_path: Path) -> None:
+    """The fingerprint is not blind: one risk changed in one file changes it."""
+    table = tmp_path / "risks" / "d1.csv.gz"
+    table.parent.mkdir()
+    with gzip.open(table, "wt") as f:
+        f.write("user,risk\na,0.5\nb,0.25\n")
+    before = fingerprint(tmp_path)
+    with gzip.open(table, "wt") as f:
+        f.write("user,risk\na,0.5\nb,0.2500001\n")
+    assert fingerprint(tmp_path)["tables"] != before["tables"]
