@@ -29,22 +29,22 @@ from prudence_cli.catalog import (
     RANDOMIZED,
     CatalogWriter,
     is_catalog,
-    sha256_file,
 )
 from prudence_cli.config import Config
+from prudence_cli.config.dimensions import dimension_label
 from prudence_cli.dataviews.build import build_dataviews, count_dataviews
 from prudence_cli.dataviews.profiles import ProfilesView
-from prudence_cli.dataviews.registry import dimension_label
 from prudence_cli.dataviews.restore import parse_dimensions
 from prudence_cli.engine import Engine
 from prudence_cli.engine.runner import DaskRunner, LocalRunner
 from prudence_cli.errors import BudgetError, PrudenceError
 from prudence_cli.io.atomic import atomic_folder
+from prudence_cli.io.checksums import sha256_file
 from prudence_cli.io.readers import read_utility_scores
 from prudence_cli.measures.aggregate import Space, aggregate_table
 from prudence_cli.measures.rac import measure_view
-from prudence_cli.measures.randomized import SweepOptions, sweep
 from prudence_cli.prepare import Prepared, prepare
+from prudence_cli.randomized.sweep import SweepOptions, sweep
 from prudence_cli.sanitize.ledger import carry_over
 from prudence_cli.select import Selection
 

@@ -4,7 +4,7 @@ written as a folder of tables, a JSON summary and an HTML report."""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -12,21 +12,14 @@ import numpy as np
 import pandas as pd
 
 from prudence_cli import __version__
-from prudence_cli.catalog import sha256_file
+from prudence_cli.config.evaluate import EvaluationSettings, TrajectoryColumns
 from prudence_cli.engine import Elements
 from prudence_cli.io.atomic import atomic_folder
+from prudence_cli.io.checksums import sha256_file
 from prudence_cli.io.readers import read_trajectories
-from prudence_cli.measures.empirical import Evaluation, EvaluationSettings, evaluate
+from prudence_cli.measures.empirical import Evaluation, evaluate
 
 EVALUATION_FORMAT = "prudence-evaluation"
-
-
-@dataclass(frozen=True)
-class TrajectoryColumns:
-    trajectory: str = "trajectory"
-    location: str = "location"
-    time: str | None = None
-    order: str | None = None
 
 
 def encode(original: pd.DataFrame, released: pd.DataFrame) -> tuple[Elements, Elements, np.ndarray]:

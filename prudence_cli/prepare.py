@@ -21,9 +21,9 @@ import pandas as pd
 import shapely
 
 from prudence_cli import __version__
-from prudence_cli.catalog import sha256_file
 from prudence_cli.config import Config
 from prudence_cli.io.atomic import atomic_folder
+from prudence_cli.io.checksums import sha256_file
 from prudence_cli.io.readers import read_points
 from prudence_cli.select import Selection, select
 

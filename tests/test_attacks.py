@@ -171,3 +171,14 @@ def test_known_ones_shortcut_gives_the_same_risks(case, attack):
     level = KnowledgeLevel(attack, (("h", 2),))
     shortcut = ATTACKS[attack].risks(view, level, Engine(), known_ones=low >= 1).risk
     np.testing.assert_allclose(shortcut, risks(attack, view, h=2))
+
+
+def test_every_attack_is_declared_in_the_config_table_and_only_those():
+    """The config validates attacks through config/knowledge.py without loading them:
+    that table and the registry name the same attacks."""
+    from prudence_cli.attacks.registry import ALL_ATTACKS
+    from prudence_cli.config.knowledge import ATTACK_SCHEMAS
+
+    assert set(ALL_ATTACKS) == set(ATTACK_SCHEMAS)
+    for name, attack in ALL_ATTACKS.items():
+        assert attack.schema is ATTACK_SCHEMAS[name]

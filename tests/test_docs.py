@@ -44,7 +44,8 @@ def test_readme_starts_with_the_two_setup_commands():
 def test_every_config_example_validates():
     import yaml
 
-    from prudence_cli.config import load_config, load_evaluate_config
+    from prudence_cli.config import load_config
+    from prudence_cli.config.evaluate import load_evaluate_config
 
     for path in (Path(__file__).parent.parent / "configs").glob("*.yaml"):
         if "evaluate" in yaml.safe_load(path.read_text()):

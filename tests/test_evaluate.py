@@ -15,9 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from prudence_cli.cli import main
+from prudence_cli.config.evaluate import EvaluationSettings
 from prudence_cli.engine import Elements
 from prudence_cli.errors import BudgetError
-from prudence_cli.measures.empirical import EvaluationSettings, cost_of, evaluate
+from prudence_cli.measures.empirical import cost_of, evaluate
 from tests.reference import is_subsequence
 
 # A toy release in the spirit of seed 001, Figure 1: four trajectories, k = 3.

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from prudence_cli.cli import main
-from prudence_cli.explore import _dominated, natural_order
+from prudence_cli.explore.scores import _dominated, natural_order
 
 CONFIG = """\
 name: x

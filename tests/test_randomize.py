@@ -17,7 +17,10 @@ from hypothesis import strategies as st
 from scipy import sparse
 
 from prudence_cli.attacks.base import KnowledgeLevel
-from prudence_cli.attacks.profiles import (
+from prudence_cli.cli import main
+from prudence_cli.config.mechanisms import Setting, flip_range
+from prudence_cli.dataviews.profiles import ProfilesView, profile_rows
+from prudence_cli.randomized.attacks import (
     PROFILE_ATTACKS,
     Attempt,
     Scenario,
@@ -25,18 +28,14 @@ from prudence_cli.attacks.profiles import (
     epsilon_mle,
     l1_distances,
 )
-from prudence_cli.cli import main
-from prudence_cli.dataviews.profiles import ProfilesView, profile_rows
-from prudence_cli.measures.randomized import SweepOptions, sweep, utility
-from prudence_cli.sanitize.randomize import (
-    Setting,
+from prudence_cli.randomized.mechanisms import (
     affinity,
-    flip_range,
     neighbourhoods,
     noise_log_pmf,
     noisy,
     randomize,
 )
+from prudence_cli.randomized.sweep import SweepOptions, sweep, utility
 from tests.reference import literal_neighbourhood, literal_reidentification
 
 Z = 4.5  # sampling-error margin, in standard errors

@@ -2,62 +2,24 @@
 
 from __future__ import annotations
 
-import itertools
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
+from prudence_cli.config.knowledge import (
+    ATTACK_SCHEMAS,
+    AttackSchema,
+    KnowledgeDimension,
+    KnowledgeLevel,
+)
 from prudence_cli.engine import CountingProblem, Elements, Engine, QuerySpec
 
 if TYPE_CHECKING:
     from prudence_cli.dataviews.base import Dataview
-
-
-@dataclass(frozen=True)
-class KnowledgeDimension:
-    """One background-knowledge dimension of an attack: h, visits, delta, ..."""
-
-    name: str
-    parse: Callable[[object], Any]
-    default: tuple[Any, ...]
-    names: bool = False  # values are names (scenario "1"), text even when they look numeric
-
-
-@dataclass(frozen=True, order=True)
-class KnowledgeLevel:
-    """One configuration of an attack's knowledge dimensions."""
-
-    attack: str
-    values: tuple[tuple[str, Any], ...]
-
-    def __getitem__(self, name: str) -> Any:
-        return dict(self.values)[name]
-
-    @property
-    def label(self) -> str:
-        """A stable text id: h=2,visits=half."""
-        return ",".join(f"{k}={v}" for k, v in self.values)
-
-    @property
-    def key(self) -> str:
-        """Attack and level: presence[h=2,visits=half]."""
-        return f"{self.attack}[{self.label}]"
-
-
-def parse_h(value: object) -> int | str:
-    """h is a positive whole number of known elements, or 'all' (the whole record)."""
-    if value == "all":
-        return "all"
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{value!r} is not a number of known elements (1, 2, ... or all)")
-    return value
-
-
-H = KnowledgeDimension("h", parse_h, (1, 2, 3))
 
 
 @dataclass(frozen=True)
@@ -75,33 +37,31 @@ class AttackResult:
 
 
 class AttackSpec(ABC):
-    """What every attack declares: its name, the dataview formats it applies to and its
-    knowledge dimensions, whose combinations are its levels."""
+    """What every attack declares: its name, from which the rest of its declaration (the
+    dataview formats it applies to and its knowledge dimensions, whose combinations are
+    its levels) is read in the light table of config/knowledge.py."""
 
     name: ClassVar[str]
+    schema: ClassVar[AttackSchema]
     formats: ClassVar[frozenset[str]]
     knowledge: ClassVar[tuple[KnowledgeDimension, ...]]
-    monotone_in_h: ClassVar[bool] = True  # risk never decreases when h grows
+    monotone_in_h: ClassVar[bool]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "name" in cls.__dict__:
+            cls.schema = ATTACK_SCHEMAS[cls.name]
+            cls.formats = cls.schema.formats
+            cls.knowledge = cls.schema.knowledge
+            cls.monotone_in_h = cls.schema.monotone_in_h
 
     def levels(self, values: Mapping[str, tuple[Any, ...]]) -> tuple[KnowledgeLevel, ...]:
         """Every combination of the configured knowledge values, h varying slowest."""
-        names = [d.name for d in self.knowledge]
-        combos = itertools.product(*(values[n] for n in names))
-        return tuple(KnowledgeLevel(self.name, tuple(zip(names, c, strict=True))) for c in combos)
+        return self.schema.levels(values)
 
     def lower_level(self, level: KnowledgeLevel) -> KnowledgeLevel | None:
-        """The same level with the next smaller numeric h, whose risk-1 users stay at 1.
-
-        Risk is non-decreasing in h (DESIGN.md section 6) for every attack whose larger
-        instances contain smaller ones, so users at risk 1 at a lower level need no second
-        enumeration. None when h is 1, absent, or the attack is not monotone.
-        """
-        values = dict(level.values)
-        h = values.get("h")
-        if not self.monotone_in_h or not isinstance(h, int) or h <= 1:
-            return None
-        values["h"] = h - 1
-        return KnowledgeLevel(level.attack, tuple(values.items()))
+        """The same level with the next smaller numeric h (see AttackSchema.lower_level)."""
+        return self.schema.lower_level(level)
 
 
 class Attack(AttackSpec):

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 import pandas as pd
 
-from prudence_cli.attacks.base import Attack, AttackResult, KnowledgeDimension, KnowledgeLevel
+from prudence_cli.attacks.base import Attack, AttackResult, KnowledgeLevel
 from prudence_cli.engine import Engine
 
 if TYPE_CHECKING:
@@ -23,8 +23,6 @@ if TYPE_CHECKING:
 
 class ClusterAttack(Attack):
     name: ClassVar[str] = "cluster"
-    formats: ClassVar[frozenset[str]] = frozenset({"clusters"})
-    knowledge: ClassVar[tuple[KnowledgeDimension, ...]] = ()
 
     def risks(
         self,

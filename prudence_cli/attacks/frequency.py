@@ -20,8 +20,6 @@ import numpy as np
 from prudence_cli.attacks.base import (
     Attack,
     AttackResult,
-    H,
-    KnowledgeDimension,
     KnowledgeLevel,
     count_risks,
     sizes_for,
@@ -35,8 +33,6 @@ if TYPE_CHECKING:
 
 class FrequencyAttack(Attack):
     name: ClassVar[str] = "frequency"
-    formats: ClassVar[frozenset[str]] = frozenset({"presence"})
-    knowledge: ClassVar[tuple[KnowledgeDimension, ...]] = (H,)
 
     def risks(
         self,
@@ -52,8 +48,6 @@ class FrequencyAttack(Attack):
 
 class HomeWorkAttack(Attack):
     name: ClassVar[str] = "home_work"
-    formats: ClassVar[frozenset[str]] = frozenset({"presence"})
-    knowledge: ClassVar[tuple[KnowledgeDimension, ...]] = ()
 
     def risks(
         self,
@@ -74,8 +68,6 @@ class HomeWorkAttack(Attack):
 
 class UniqueLocationAttack(Attack):
     name: ClassVar[str] = "unique_location"
-    formats: ClassVar[frozenset[str]] = frozenset({"presence"})
-    knowledge: ClassVar[tuple[KnowledgeDimension, ...]] = (H,)
 
     def risks(
         self,

@@ -21,8 +21,6 @@ import numpy as np
 from prudence_cli.attacks.base import (
     Attack,
     AttackResult,
-    H,
-    KnowledgeDimension,
     KnowledgeLevel,
     count_risks,
     sizes_for,
@@ -32,15 +30,6 @@ from prudence_cli.engine import Elements, Engine
 
 if TYPE_CHECKING:
     from prudence_cli.dataviews.presence import PresenceView
-
-VISITS = ("exact", "half", "none")
-
-
-def parse_visits(value: object) -> str:
-    if value not in VISITS:
-        raise ValueError(f"{value!r} is not one of: {', '.join(VISITS)}")
-    assert isinstance(value, str)
-    return value
 
 
 def known_counts(count: np.ndarray, visits: str) -> np.ndarray:
@@ -54,11 +43,6 @@ def known_counts(count: np.ndarray, visits: str) -> np.ndarray:
 
 class PresenceAttack(Attack):
     name: ClassVar[str] = "presence"
-    formats: ClassVar[frozenset[str]] = frozenset({"presence"})
-    knowledge: ClassVar[tuple[KnowledgeDimension, ...]] = (
-        H,
-        KnowledgeDimension("visits", parse_visits, VISITS),
-    )
 
     def risks(
         self,

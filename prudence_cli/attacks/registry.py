@@ -6,12 +6,12 @@ from prudence_cli.attacks.base import Attack, AttackResult, AttackSpec, Knowledg
 from prudence_cli.attacks.cluster import ClusterAttack
 from prudence_cli.attacks.frequency import FrequencyAttack, HomeWorkAttack, UniqueLocationAttack
 from prudence_cli.attacks.presence import PresenceAttack
-from prudence_cli.attacks.profiles import PROFILE_ATTACKS
 from prudence_cli.attacks.sequence import LocationSequenceAttack, UniqueLocationSequenceAttack
 from prudence_cli.attacks.subtrajectory import SubtrajectoryAttack
 from prudence_cli.attacks.tolerance import ProbabilityAttack, ProportionAttack
 from prudence_cli.attacks.trajectory import LocationAttack, VisitAttack
 from prudence_cli.attacks.unicity import UnicityAttack
+from prudence_cli.randomized.attacks import PROFILE_ATTACKS
 
 __all__ = ["ALL_ATTACKS", "ATTACKS", "PROFILE_ATTACKS", "Attack", "AttackResult", "KnowledgeLevel"]
 

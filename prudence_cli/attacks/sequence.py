@@ -18,8 +18,6 @@ import numpy as np
 from prudence_cli.attacks.base import (
     Attack,
     AttackResult,
-    H,
-    KnowledgeDimension,
     KnowledgeLevel,
     count_risks,
     sizes_for,
@@ -34,8 +32,6 @@ if TYPE_CHECKING:
 
 class LocationSequenceAttack(Attack):
     name: ClassVar[str] = "location_sequence"
-    formats: ClassVar[frozenset[str]] = frozenset({"trajectory"})
-    knowledge: ClassVar[tuple[KnowledgeDimension, ...]] = (H,)
 
     def risks(
         self,
@@ -59,8 +55,6 @@ class LocationSequenceAttack(Attack):
 
 class UniqueLocationSequenceAttack(Attack):
     name: ClassVar[str] = "unique_location_sequence"
-    formats: ClassVar[frozenset[str]] = frozenset({"presence"})
-    knowledge: ClassVar[tuple[KnowledgeDimension, ...]] = (H,)
 
     def risks(
         self,

@@ -15,8 +15,6 @@ import numpy as np
 from prudence_cli.attacks.base import (
     Attack,
     AttackResult,
-    H,
-    KnowledgeDimension,
     KnowledgeLevel,
     count_risks,
     sizes_for,
@@ -30,8 +28,6 @@ if TYPE_CHECKING:
 
 class SubtrajectoryAttack(Attack):
     name: ClassVar[str] = "subtrajectory"
-    formats: ClassVar[frozenset[str]] = frozenset({"segments"})
-    knowledge: ClassVar[tuple[KnowledgeDimension, ...]] = (H,)
 
     def risks(
         self,

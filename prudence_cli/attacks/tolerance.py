@@ -20,8 +20,6 @@ import numpy as np
 from prudence_cli.attacks.base import (
     Attack,
     AttackResult,
-    H,
-    KnowledgeDimension,
     KnowledgeLevel,
     count_risks,
     sizes_for,
@@ -33,19 +31,8 @@ if TYPE_CHECKING:
     from prudence_cli.dataviews.presence import PresenceView, ProbabilityView
 
 
-def parse_delta(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
-        raise ValueError(f"{value!r} is not a tolerance δ (a number in [0, 1))")
-    return float(value)
-
-
-DELTA = KnowledgeDimension("delta", parse_delta, (0.1,))
-
-
 class ProbabilityAttack(Attack):
     name: ClassVar[str] = "probability"
-    formats: ClassVar[frozenset[str]] = frozenset({"probability"})
-    knowledge: ClassVar[tuple[KnowledgeDimension, ...]] = (H, DELTA)
 
     def risks(
         self,
@@ -64,9 +51,6 @@ class ProbabilityAttack(Attack):
 
 class ProportionAttack(Attack):
     name: ClassVar[str] = "proportion"
-    formats: ClassVar[frozenset[str]] = frozenset({"presence"})
-    knowledge: ClassVar[tuple[KnowledgeDimension, ...]] = (H, DELTA)
-    monotone_in_h: ClassVar[bool] = False
 
     def risks(
         self,

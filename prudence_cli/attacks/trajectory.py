@@ -20,8 +20,6 @@ import numpy as np
 from prudence_cli.attacks.base import (
     Attack,
     AttackResult,
-    H,
-    KnowledgeDimension,
     KnowledgeLevel,
     count_risks,
     sizes_for,
@@ -35,8 +33,6 @@ if TYPE_CHECKING:
 
 class LocationAttack(Attack):
     name: ClassVar[str] = "location"
-    formats: ClassVar[frozenset[str]] = frozenset({"trajectory"})
-    knowledge: ClassVar[tuple[KnowledgeDimension, ...]] = (H,)
 
     def risks(
         self,
@@ -60,8 +56,6 @@ class LocationAttack(Attack):
 
 class VisitAttack(Attack):
     name: ClassVar[str] = "visit"
-    formats: ClassVar[frozenset[str]] = frozenset({"trajectory"})
-    knowledge: ClassVar[tuple[KnowledgeDimension, ...]] = (H,)
 
     def risks(
         self,

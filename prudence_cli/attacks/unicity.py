@@ -15,45 +15,16 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 import pandas as pd
 
-from prudence_cli.attacks.base import Attack, AttackResult, KnowledgeDimension, KnowledgeLevel
+from prudence_cli.attacks.base import Attack, AttackResult, KnowledgeLevel
 from prudence_cli.engine import Engine
 from prudence_cli.measures.disclosure import disclosure, draw_knowledge
 
 if TYPE_CHECKING:
     from prudence_cli.dataviews.bins import BinsView
 
-DRAWS = ("activity", "uniform")
-
-
-def parse_points(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{value!r} is not a number of known points (1, 2, ...)")
-    return value
-
-
-def parse_draw(value: object) -> str:
-    if value not in DRAWS:
-        raise ValueError(f"{value!r} is not one of: {', '.join(DRAWS)}")
-    assert isinstance(value, str)
-    return value
-
-
-def parse_samples(value: object) -> int | str:
-    if value == "all":
-        return "all"
-    if isinstance(value, bool) or not isinstance(value, int) or value < 2:
-        raise ValueError(f"{value!r} is not a number of people to sample (≥ 2) or all")
-    return value
-
 
 class UnicityAttack(Attack):
     name: ClassVar[str] = "unicity"
-    formats: ClassVar[frozenset[str]] = frozenset({"bins"})
-    knowledge: ClassVar[tuple[KnowledgeDimension, ...]] = (
-        KnowledgeDimension("points", parse_points, (2, 3, 4)),
-        KnowledgeDimension("draw", parse_draw, ("activity",)),
-        KnowledgeDimension("samples", parse_samples, (1000,)),
-    )
 
     def risks(
         self,

@@ -19,14 +19,7 @@ from scipy import sparse
 
 from prudence_cli.dataviews.base import CountedView
 
-PROFILE_KINDS = ("boolean", "count")
 PERIODS = ("all", "first", "second")
-
-
-def parse_profile_kind(value: object) -> str:
-    if value not in PROFILE_KINDS:
-        raise ValueError(f"{value!r} is not a profile kind (boolean or count)")
-    return str(value)
 
 
 @dataclass(frozen=True)

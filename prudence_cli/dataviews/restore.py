@@ -8,11 +8,11 @@ import numpy as np
 import pandas as pd
 import shapely
 
+from prudence_cli.config.dimensions import FORMATS
 from prudence_cli.dataviews.base import Dataview
 from prudence_cli.dataviews.clusters import ClusterView
 from prudence_cli.dataviews.presence import PresenceView, ProbabilityView
 from prudence_cli.dataviews.profiles import ProfilesView
-from prudence_cli.dataviews.registry import FORMATS
 from prudence_cli.dataviews.segments import SegmentView
 from prudence_cli.dataviews.trajectory import TrajectoryView
 from prudence_cli.space import project_lines

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from prudence_cli.config.evaluate import EvaluationSettings
 from prudence_cli.engine import (
     Elements,
     containment_counts,
@@ -41,19 +42,7 @@ from prudence_cli.engine import (
 )
 from prudence_cli.errors import BudgetError
 
-COST_MODELS = ("log", "linear", "exponential")
 STATEMENT_LEVELS = (0.0, 1e-5, 1e-3, 1e-2, 0.1)
-
-
-@dataclass(frozen=True)
-class EvaluationSettings:
-    max_h: int = 5
-    samples: int | None = None  # attacks drawn per h; None: every distinct sub-trajectory
-    seed: int = 0
-    cost: str = "log"
-    alpha: float = 1.0
-    beta: float = 0.5
-    max_instances: int = 400_000_000
 
 
 @dataclass

@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 
 from prudence_cli.catalog import Catalog
 from prudence_cli.explore import Scores, natural_order
-from prudence_cli.query import randomized_rows
+from prudence_cli.explore.query import randomized_rows
 
 matplotlib.rcParams.update({"svg.hashsalt": "prudence", "font.size": 9})
 

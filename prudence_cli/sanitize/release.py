@@ -21,12 +21,13 @@ import pandas as pd
 
 from prudence_cli import __version__
 from prudence_cli.attacks.base import Attack, KnowledgeLevel
-from prudence_cli.catalog import Catalog, sha256_file
+from prudence_cli.catalog import Catalog
 from prudence_cli.dataviews.base import Dataview
 from prudence_cli.engine import Engine
 from prudence_cli.errors import PrudenceError
 from prudence_cli.explore import counted_levels, dataview_scores
 from prudence_cli.io.atomic import atomic_folder
+from prudence_cli.io.checksums import sha256_file
 from prudence_cli.measures.rac import RacSummary, measure_view
 from prudence_cli.sanitize.ledger import (
     forget_release,

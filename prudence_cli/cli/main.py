@@ -172,7 +172,7 @@ _ATTACK_OPTION = click.option(
 
 def _output(frame: Any, fmt: str | None, table: Callable[[], Any], typed: list[str]) -> None:
     """A table on a terminal (or --format table), else CSV or JSON on stdout."""
-    from prudence_cli.render import print_table, to_csv, to_json
+    from prudence_cli.cli.render import print_table, to_csv, to_json
 
     fmt = fmt or ("table" if sys.stdout.isatty() else "csv")
     if fmt == "table":
@@ -207,9 +207,9 @@ def catalog_show(
     --plane, the i-RAC planes of the paper as two-way tables. On a catalog of randomized
     profiles: utility and attack success per setting and attack level."""
     from prudence_cli.catalog import find_catalog, open_catalog
+    from prudence_cli.cli.render import irac_table, plane_long, plane_tables, randomized_table
     from prudence_cli.explore import plane as planes
-    from prudence_cli.query import irac_rows, numeric_columns, randomized_rows
-    from prudence_cli.render import irac_table, plane_long, plane_tables, randomized_table
+    from prudence_cli.explore.query import irac_rows, numeric_columns, randomized_rows
 
     opened = open_catalog(find_catalog(catalog_dir))
     typed = numeric_columns(opened)
@@ -262,8 +262,8 @@ def catalog_curve(
 ) -> None:
     """Draw the RAC_U and RAC_D curves of one dataview, attack and knowledge level."""
     from prudence_cli.catalog import find_catalog, open_catalog
+    from prudence_cli.cli.render import curve_chart, to_csv, to_json
     from prudence_cli.explore import curve
-    from prudence_cli.render import curve_chart, to_csv, to_json
 
     opened = open_catalog(find_catalog(catalog_dir))
     _needs_risks(opened)
@@ -328,17 +328,17 @@ def catalog_best(
     On a catalog of randomized profiles: per mechanism, which ε keeps the statistic
     admissible while no counted attack succeeds on more than R of the sample."""
     from prudence_cli.catalog import find_catalog, open_catalog
+    from prudence_cli.cli.render import best_table, ordinal_table
     from prudence_cli.explore import DISCLOSURE, counted_levels, dataview_scores
     from prudence_cli.explore import ordinal_agreement as agreement
-    from prudence_cli.render import best_table, ordinal_table
 
     _check_share("--max-risk", max_risk, zero=False)
     if min_coverage is not None:
         _check_share("--min-coverage", min_coverage, zero=True)
     opened = open_catalog(find_catalog(catalog_dir))
     if opened.is_profiles:
+        from prudence_cli.cli.render import epsilon_table
         from prudence_cli.explore import epsilon_choice
-        from prudence_cli.render import epsilon_table
 
         where = (*where, *(f"attack={a}" for a in attacks))
         choice = epsilon_choice(opened, max_risk, where)
@@ -381,8 +381,8 @@ def catalog_risks(catalog_dir: Path | None, where: tuple[str, ...], fmt: str) ->
     import pandas as pd
 
     from prudence_cli.catalog import find_catalog, open_catalog
-    from prudence_cli.query import numeric_columns, risk_rows
-    from prudence_cli.render import to_csv, to_json
+    from prudence_cli.cli.render import to_csv, to_json
+    from prudence_cli.explore.query import numeric_columns, risk_rows
 
     opened = open_catalog(find_catalog(catalog_dir))
     _needs_risks(opened)
@@ -411,7 +411,7 @@ def catalog_releases(catalog_dir: Path | None, fmt: str | None) -> None:
     import pandas as pd
 
     from prudence_cli.catalog import find_catalog, open_catalog
-    from prudence_cli.render import print_table, releases_table, to_csv, to_json
+    from prudence_cli.cli.render import print_table, releases_table, to_csv, to_json
     from prudence_cli.sanitize.ledger import read_ledger
 
     opened = open_catalog(find_catalog(catalog_dir))
@@ -475,9 +475,9 @@ def check(
     """Check a catalog against a risk policy, for CI: exit 0 when every dataview and
     attack level holds it, 1 with the list of those that fail."""
     from prudence_cli.catalog import find_catalog, open_catalog
+    from prudence_cli.cli.render import to_json
     from prudence_cli.explore import Policy, counted_levels
     from prudence_cli.explore import check as run_check
-    from prudence_cli.render import to_json
 
     _check_share("--max-risk", max_risk, zero=False)
     for name, value in (("--min-irac-u", min_irac_u), ("--min-coverage", min_coverage)):
@@ -618,16 +618,19 @@ def evaluate(
     cost-normalised version, and the utility of the release (seed 001)."""
     from dataclasses import replace
 
-    from prudence_cli.config import load_evaluate_config
-    from prudence_cli.evaluation import TrajectoryColumns, run_evaluation
-    from prudence_cli.measures.empirical import EvaluationSettings
+    from prudence_cli.config.evaluate import (
+        EvaluationSettings,
+        TrajectoryColumns,
+        load_evaluate_config,
+    )
+    from prudence_cli.evaluation import run_evaluation
 
     columns, settings = (
         load_evaluate_config(config_file)
         if config_file
         else (TrajectoryColumns(), EvaluationSettings())
     )
-    changes = {
+    changes: dict[str, Any] = {
         k: v
         for k, v in (("max_h", max_h), ("samples", samples), ("seed", seed), ("cost", cost))
         if v is not None
@@ -811,7 +814,7 @@ def _randomize(
     out: Path,
     threshold: float | None,
 ) -> None:
-    from prudence_cli.sanitize.randomized_release import RandomizeRequest, run_randomize
+    from prudence_cli.randomized.release import RandomizeRequest, run_randomize
 
     if epsilon is None:
         raise UserError("--method randomize needs --epsilon E (the privacy parameter, > 0)")
@@ -907,8 +910,7 @@ def sample(
     from prudence_cli.sample_network import generate_segments
 
     if null_model:
-        from prudence_cli.config import load_evaluate_config
-        from prudence_cli.evaluation import TrajectoryColumns
+        from prudence_cli.config.evaluate import TrajectoryColumns, load_evaluate_config
         from prudence_cli.evaluation import null_model as imitate
         from prudence_cli.io.readers import read_trajectories
 

@@ -17,10 +17,10 @@ import pandas as pd
 import shapely
 import yaml
 
-from prudence_cli.attacks.registry import ALL_ATTACKS, KnowledgeLevel
-from prudence_cli.dataviews.registry import FORMATS, SEGMENT_FORMATS
+from prudence_cli.config.dimensions import FORMATS, SEGMENT_FORMATS
+from prudence_cli.config.knowledge import ATTACK_SCHEMAS, KnowledgeLevel
+from prudence_cli.config.mechanisms import MECHANISMS, Setting
 from prudence_cli.errors import ConfigError
-from prudence_cli.sanitize.randomize import MECHANISMS, Setting
 from prudence_cli.space import check_projected_crs
 from prudence_cli.units import parse_bytes, parse_duration, parse_size
 
@@ -473,8 +473,8 @@ def _parse_attacks(r: _Reader, data: object, view_format: str) -> tuple[AttackCo
     for i, item in enumerate(data):
         key = f"attacks[{i}]"
         m = r.mapping(item, key, required={"attack"}, allowed={"attack", "knowledge"})
-        name = r.choice(m["attack"], f"{key}.attack", tuple(ALL_ATTACKS))
-        attack = ALL_ATTACKS[name]
+        name = r.choice(m["attack"], f"{key}.attack", tuple(ATTACK_SCHEMAS))
+        attack = ATTACK_SCHEMAS[name]
         if view_format not in attack.formats:
             valid = ", ".join(sorted(attack.formats))
             r.fail(
@@ -737,46 +737,3 @@ class _Reader:
 
 def _join(prefix: str, key: str) -> str:
     return f"{prefix}.{key}" if prefix else key
-
-
-def load_evaluate_config(path: Path | str) -> tuple[Any, Any]:
-    """The `evaluate` section of a config: (TrajectoryColumns, EvaluationSettings)."""
-    from prudence_cli.evaluation import TrajectoryColumns
-    from prudence_cli.measures.empirical import COST_MODELS, EvaluationSettings
-
-    file = Path(path)
-    try:
-        data = yaml.safe_load(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(file, "", "no such config file") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(file, "", f"not valid YAML: {exc}") from None
-    r = _Reader(file)
-    top = r.mapping(data, "", required={"evaluate"}, allowed=None)
-    m = r.mapping(
-        top["evaluate"],
-        "evaluate",
-        allowed={"columns", "max_h", "samples", "seed", "cost", "max_instances"},
-    )
-    cols = r.mapping(
-        m.get("columns", {}),
-        "evaluate.columns",
-        allowed={"trajectory", "location", "time", "order"},
-    )
-    columns = TrajectoryColumns(
-        **{k: r.string(v, f"evaluate.columns.{k}") for k, v in cols.items()}
-    )
-    cost = r.mapping(m.get("cost", {}), "evaluate.cost", allowed={"model", "alpha", "beta"})
-    samples = m.get("samples")
-    settings = EvaluationSettings(
-        max_h=r.integer(m.get("max_h", 5), "evaluate.max_h", minimum=1),
-        samples=None if samples is None else r.integer(samples, "evaluate.samples", minimum=1),
-        seed=r.integer(m.get("seed", 0), "evaluate.seed", minimum=0),
-        cost=r.choice(cost.get("model", "log"), "evaluate.cost.model", COST_MODELS),
-        alpha=r.number(cost.get("alpha", 1.0), "evaluate.cost.alpha"),
-        beta=r.number(cost.get("beta", 0.5), "evaluate.cost.beta"),
-        max_instances=r.integer(
-            m.get("max_instances", DEFAULT_MAX_INSTANCES), "evaluate.max_instances", minimum=1
-        ),
-    )
-    return columns, settings

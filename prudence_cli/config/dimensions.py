@@ -1,4 +1,6 @@
-"""Dataview formats and their data dimensions, by name (DESIGN.md sections 2 and 4)."""
+"""Dataview formats and their data dimensions, by name (DESIGN.md sections 2 and 4): how a
+config value of each dimension is parsed and printed. The formats' classes are registered
+in dataviews/registry.py."""
 
 from __future__ import annotations
 
@@ -6,7 +8,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from prudence_cli.dataviews.profiles import parse_profile_kind
 from prudence_cli.units import format_duration, format_size, parse_duration, parse_size
 
 
@@ -40,6 +41,15 @@ def parse_layer(value: object) -> str:
     if not isinstance(value, str) or not value:
         raise ValueError(f"{value!r} is not the name of a region layer")
     return value
+
+
+PROFILE_KINDS = ("boolean", "count")
+
+
+def parse_profile_kind(value: object) -> str:
+    if value not in PROFILE_KINDS:
+        raise ValueError(f"{value!r} is not a profile kind (boolean or count)")
+    return str(value)
 
 
 REGIONS = DimensionSpec(parse=parse_layer, label=str, default=None)

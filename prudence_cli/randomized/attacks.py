@@ -43,57 +43,11 @@ import numba as nb
 import numpy as np
 from scipy import sparse
 
-from prudence_cli.attacks.base import AttackSpec, KnowledgeDimension, KnowledgeLevel
+from prudence_cli.attacks.base import AttackSpec, KnowledgeLevel
+from prudence_cli.config.mechanisms import Setting
 from prudence_cli.dataviews.profiles import ProfilesView
-from prudence_cli.sanitize.randomize import Setting
 
-SCENARIOS = ("1", "2.1", "2.2")
 MAX_DISTANCES = 25_000_000  # released × leaked profiles compared per attack
-
-
-def parse_scenario(value: object) -> str:
-    text = str(value)
-    if text not in SCENARIOS:
-        raise ValueError(f"{value!r} is not a scenario (1, 2.1 or 2.2)")
-    return text
-
-
-def parse_delta(value: object) -> float | str:
-    """An ℓ1 distance ≥ 0, or 'P%' of the noisy profile's norm."""
-    if isinstance(value, str) and value.endswith("%"):
-        try:
-            share = float(value[:-1])
-        except ValueError:
-            share = -1.0
-        if not 0 <= share <= 100:
-            raise ValueError(f"{value!r} is not a percentage between 0% and 100%")
-        return value
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise ValueError(f"{value!r} is not an ℓ1 distance (a number ≥ 0) or a percentage")
-    return float(value) if isinstance(value, float) else value
-
-
-def _positive_int(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{value!r} is not a whole number ≥ 1")
-    return value
-
-
-def _share(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
-        raise ValueError(f"{value!r} is not a share in (0, 1]")
-    return value
-
-
-def _threshold(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-        raise ValueError(f"{value!r} is not an affinity threshold in [0, 1]")
-    return value
-
-
-SCENARIO = KnowledgeDimension("scenario", parse_scenario, ("2.2",), names=True)
-DELTA = KnowledgeDimension("delta", parse_delta, (2,))
-M = KnowledgeDimension("M", _positive_int, (1,))
 
 
 @dataclass(frozen=True)
@@ -281,8 +235,6 @@ def top_locations(profiles: sparse.csr_matrix) -> list[np.ndarray]:
 class ProfileAttack(AttackSpec):
     """An attack on noisy profiles; `success` gives its rate on one attempt."""
 
-    formats = frozenset({"profiles"})
-    monotone_in_h = False
     kinds: ClassVar[frozenset[str]] = frozenset({"boolean", "count"})
 
     @abstractmethod
@@ -308,7 +260,6 @@ def _reidentified(attempt: Attempt, guess: np.ndarray, m_max: int) -> int:
 
 class ReidentificationAttack(ProfileAttack):
     name = "reidentification"
-    knowledge = (SCENARIO, DELTA, M)
 
     def success(self, attempt: Attempt, level: KnowledgeLevel) -> dict[str, float]:
         guess = attempt.guesses(level["delta"])
@@ -317,13 +268,6 @@ class ReidentificationAttack(ProfileAttack):
 
 class ConsistentReidentificationAttack(ProfileAttack):
     name = "consistent_reidentification"
-    knowledge = (
-        SCENARIO,
-        DELTA,
-        M,
-        KnowledgeDimension("tau", _threshold, (0.01,)),
-        KnowledgeDimension("N", _positive_int, (2,)),
-    )
 
     def success(self, attempt: Attempt, level: KnowledgeLevel) -> dict[str, float]:
         guess = attempt.guesses(level["delta"], level["tau"], level["N"])
@@ -332,7 +276,6 @@ class ConsistentReidentificationAttack(ProfileAttack):
 
 class NoiseEstimateAttack(ProfileAttack):
     name = "noise_estimate"
-    knowledge = (SCENARIO, KnowledgeDimension("within", _share, (0.1,)))
 
     def success(self, attempt: Attempt, level: KnowledgeLevel) -> dict[str, float]:
         scenario = attempt.scenario
@@ -398,7 +341,6 @@ def epsilon_mle(mechanism: str, truth: np.ndarray, seen: np.ndarray) -> np.ndarr
 
 class SignificantPoiAttack(ProfileAttack):
     name = "significant_poi"
-    knowledge = (SCENARIO, DELTA)
     kinds = frozenset({"count"})
 
     def success(self, attempt: Attempt, level: KnowledgeLevel) -> dict[str, float]:

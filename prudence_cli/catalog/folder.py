@@ -13,8 +13,6 @@ Layout:
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -30,6 +28,7 @@ from prudence_cli.dataviews.base import Dataview
 from prudence_cli.dataviews.restore import parse_dimensions, view_from_table
 from prudence_cli.errors import CatalogError
 from prudence_cli.io.atomic import write_text_atomic
+from prudence_cli.io.checksums import sha256_file
 
 CATALOG_FORMAT = "prudence-catalog"
 CATALOG_VERSION = 1
@@ -267,18 +266,3 @@ def _catalogs_of_configs(folder: Path) -> list[Path]:
         if is_catalog(output) and output not in found:
             found.append(output)
     return found
-
-
-def sha256_file(path: Path) -> str:
-    """sha256 hex digest of a file (computed once per file version in a run)."""
-    stat = Path(path).stat()
-    return _sha256(str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
-
-
-@functools.lru_cache(maxsize=256)
-def _sha256(path: str, size: int, mtime_ns: int) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()

@@ -17,8 +17,8 @@ from prudence_cli.attacks.base import Attack, KnowledgeLevel
 from prudence_cli.attacks.registry import ATTACKS
 from prudence_cli.catalog import Catalog
 from prudence_cli.errors import CatalogError, PrudenceError
+from prudence_cli.explore.query import irac_rows, parse_where, randomized_rows
 from prudence_cli.measures.rac import measure_view
-from prudence_cli.query import irac_rows, parse_where, randomized_rows
 
 Levels = Sequence[tuple[Attack, KnowledgeLevel]]
 

@@ -21,10 +21,11 @@ import pandas as pd
 from prudence_cli import __version__
 from prudence_cli.attacks.base import KnowledgeLevel
 from prudence_cli.catalog import Catalog
+from prudence_cli.config.mechanisms import DEFAULT_MECHANISM, MECHANISMS, Setting
 from prudence_cli.dataviews.profiles import ProfilesView
 from prudence_cli.errors import PrudenceError
 from prudence_cli.io.atomic import atomic_folder
-from prudence_cli.measures.randomized import (
+from prudence_cli.randomized.sweep import (
     STATISTIC,
     Bench,
     SweepOptions,
@@ -36,7 +37,6 @@ from prudence_cli.measures.randomized import (
     setting_rng,
     utility,
 )
-from prudence_cli.sanitize.randomize import DEFAULT_MECHANISM, MECHANISMS, Setting
 from prudence_cli.sanitize.release import RELEASE_FORMAT, REPORT, is_release
 
 _GZIP = {"method": "gzip", "compresslevel": 6, "mtime": 0}

@@ -21,15 +21,10 @@ import numpy as np
 from scipy import sparse
 
 from prudence_cli.attacks.base import KnowledgeLevel
-from prudence_cli.attacks.profiles import PROFILE_ATTACKS, Attempt, Scenario, build_scenarios
+from prudence_cli.config.mechanisms import MECHANISMS, Setting
 from prudence_cli.dataviews.profiles import ProfilesView
-from prudence_cli.sanitize.randomize import (
-    MECHANISMS,
-    Setting,
-    affinity,
-    neighbourhoods,
-    randomize,
-)
+from prudence_cli.randomized.attacks import PROFILE_ATTACKS, Attempt, Scenario, build_scenarios
+from prudence_cli.randomized.mechanisms import affinity, neighbourhoods, randomize
 
 STATISTIC = {"boolean": "f1", "count": "f2"}
 

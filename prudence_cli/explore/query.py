@@ -9,7 +9,7 @@ import yaml
 
 from prudence_cli.attacks.registry import ALL_ATTACKS
 from prudence_cli.catalog import Catalog
-from prudence_cli.dataviews.registry import FORMATS
+from prudence_cli.config.dimensions import FORMATS
 from prudence_cli.errors import PrudenceError
 
 

@@ -1,0 +1,23 @@
+"""The data catalog: its folder, written atomically, and read back."""
+
+from prudence_cli.catalog.folder import (
+    CATALOG_FORMAT,
+    CATALOG_VERSION,
+    RANDOMIZED,
+    Catalog,
+    CatalogWriter,
+    find_catalog,
+    is_catalog,
+    open_catalog,
+)
+
+__all__ = [
+    "CATALOG_FORMAT",
+    "CATALOG_VERSION",
+    "RANDOMIZED",
+    "Catalog",
+    "CatalogWriter",
+    "find_catalog",
+    "is_catalog",
+    "open_catalog",
+]

@@ -1,0 +1,36 @@
+"""Exploring a catalog: filtered rows, planes, curves, best dataviews and their Pareto
+front, the policy check and the choice of epsilon."""
+
+from prudence_cli.explore.scores import (
+    DISCLOSURE,
+    Levels,
+    Policy,
+    Scores,
+    check,
+    counted_levels,
+    curve,
+    dataview_scores,
+    epsilon_choice,
+    max_risk_over,
+    natural_order,
+    ordinal_agreement,
+    plane,
+    utility_scores,
+)
+
+__all__ = [
+    "DISCLOSURE",
+    "Levels",
+    "Policy",
+    "Scores",
+    "check",
+    "counted_levels",
+    "curve",
+    "dataview_scores",
+    "epsilon_choice",
+    "max_risk_over",
+    "natural_order",
+    "ordinal_agreement",
+    "plane",
+    "utility_scores",
+]

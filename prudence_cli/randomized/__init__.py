@@ -1,0 +1,2 @@
+"""The randomized wing (d_x-private sanitization of user profiles): the mechanisms, the
+attacks on noisy profiles, the epsilon sweep and the randomized release."""
