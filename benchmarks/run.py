@@ -154,7 +154,7 @@ def prudence_risks(paths: dict[str, Path], case: PeerCase) -> tuple[pd.Series, f
     from prudence_cli.config import parse_config
     from prudence_cli.dataviews.build import build_dataviews
     from prudence_cli.engine import Engine
-    from prudence_cli.io.readers import read_points
+    from prudence_cli.io.points import read_points
     from prudence_cli.select import select
 
     attack = ATTACKS[case.attack]
@@ -170,7 +170,7 @@ def prudence_risks(paths: dict[str, Path], case: PeerCase) -> tuple[pd.Series, f
         "attacks": [{"attack": case.attack}],
     }
     config = parse_config(raw_config, paths["events"].parent / "bench.yaml")
-    selection = select(read_points(config.input), config)
+    selection = select(read_points(config.input.spec()), config)
     level = KnowledgeLevel(
         case.attack, tuple((d.name, case.knowledge[d.name]) for d in attack.knowledge)
     )

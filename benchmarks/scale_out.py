@@ -68,10 +68,10 @@ def write_gps(path: Path, rows: int, seed: int = 1) -> None:
 
 def read_child(path: str) -> None:
     """Subprocess: read the file with Prudence's reader, print one JSON line."""
-    from prudence_cli.config import ColumnMap, InputConfig
-    from prudence_cli.io.readers import read_points
+    from prudence_cli.io.points import read_points
+    from prudence_cli.io.specs import ColumnMap, PointsSpec
 
-    config = InputConfig(
+    spec = PointsSpec(
         path=Path(path),
         format="gps",
         columns=ColumnMap(user="uid", time="datetime", lat="lat", lon="lng"),
@@ -82,7 +82,7 @@ def read_child(path: str) -> None:
         on_invalid="stop",
     )
     started = time.perf_counter()
-    points = read_points(config)
+    points = read_points(spec)
     seconds = time.perf_counter() - started
     print(
         json.dumps(

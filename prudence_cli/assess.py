@@ -2,7 +2,8 @@
 
 DESIGN.md section 3. Risks are computed per dataview and written to the catalog as they
 come, so memory holds one dataview's risks at a time. The catalog folder is swapped in
-only when everything is written.
+only when everything is written. Profiles dataviews are dispatched once, in
+`run_assessment`, to the randomized wing (`prudence_cli.randomized.assess`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import os
 import platform
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,18 +23,17 @@ import numpy as np
 import pandas as pd
 
 from prudence_cli import __version__
-from prudence_cli.attacks.registry import ALL_ATTACKS, ATTACKS
+from prudence_cli.attacks.registry import ATTACKS
 from prudence_cli.catalog import (
     CATALOG_FORMAT,
     CATALOG_VERSION,
-    RANDOMIZED,
     CatalogWriter,
     is_catalog,
 )
 from prudence_cli.config import Config
 from prudence_cli.config.dimensions import dimension_label
+from prudence_cli.config.knowledge import ATTACK_SCHEMAS
 from prudence_cli.dataviews.build import build_dataviews, count_dataviews
-from prudence_cli.dataviews.profiles import ProfilesView
 from prudence_cli.dataviews.restore import parse_dimensions
 from prudence_cli.engine import Engine
 from prudence_cli.engine.runner import DaskRunner, LocalRunner
@@ -44,7 +44,7 @@ from prudence_cli.io.readers import read_utility_scores
 from prudence_cli.measures.aggregate import Space, aggregate_table
 from prudence_cli.measures.rac import measure_view
 from prudence_cli.prepare import Prepared, prepare
-from prudence_cli.randomized.sweep import SweepOptions, sweep
+from prudence_cli.randomized.assess import assess_profiles
 from prudence_cli.sanitize.ledger import carry_over
 from prudence_cli.select import Selection
 
@@ -111,231 +111,159 @@ def run_assessment(
     engine: Engine,
     progress: ProgressCallback | None,
 ) -> AssessResult:
-    """`assess` with a given engine (its runner stays open: the caller closes it)."""
+    """`assess` with a given engine (its runner stays open: the caller closes it). The
+    steps every assessment shares are here; the dataviews are assessed by the risk
+    pipeline, or by the randomized wing for profiles dataviews."""
     timings: dict[str, float] = {}
     started = time.perf_counter()
     report = progress or (lambda done, total, message: None)
+    prepared = _prepare(config, report)
+    selection = prepared.selection
+    timings["read_and_select"] = time.perf_counter() - started
+    out = Path(output) if output is not None else config.output
+    with atomic_folder(out, is_catalog) as folder:
+        writer = CatalogWriter(folder)
+        if config.dataview.format == "profiles":
+            stage = _assess_profiles(config, selection, writer, report, timings)
+        else:
+            stage = _assess_risks(config, selection, engine, writer, out, report, timings)
+        timings["total"] = time.perf_counter() - started
+        manifest = _manifest(config, prepared, stage, engine, timings)
+        writer.finish(manifest, stage.irac)
+    report(stage.steps, stage.steps, "done")
+    return AssessResult(out, stage.result, manifest)
 
+
+@dataclass(frozen=True)
+class _Stage:
+    """What a pipeline leaves for the catalog's manifest and i-RAC table."""
+
+    views: list[dict[str, Any]]  # the manifest's dataview entries
+    irac: pd.DataFrame  # i_rac.csv
+    result: pd.DataFrame  # the table `assess` returns
+    steps: int  # progress steps
+    sampling: list[dict[str, Any]] = field(default_factory=list)
+    fields: dict[str, Any] = field(default_factory=dict)  # the pipeline's own manifest entries
+
+
+def _prepare(config: Config, report: ProgressCallback) -> Prepared:
     report(0, 0, f"reading {config.input.path.name}")
     prepared = prepare(config)
-    selection, dropped = prepared.selection, prepared.dropped
-    timings["read_and_select"] = time.perf_counter() - started
+    selection = prepared.selection
     if selection.n_users == 0:
         raise PrudenceError(
             f"{config.file.name}: the selection keeps no user "
             f"({selection.stats.get('rows_valid', 0):,} valid rows read); "
             "check select.area, select.period, select.min_points and select.min_trips"
         )
+    return prepared
 
-    if config.dataview.format == "profiles":
-        return _assess_profiles(config, output, prepared, engine, timings, report)
+
+def _assess_profiles(
+    config: Config,
+    selection: Selection,
+    writer: CatalogWriter,
+    report: ProgressCallback,
+    timings: dict[str, float],
+) -> _Stage:
+    """Profiles dataviews: the randomized wing sweeps them; the i-RAC table stays empty."""
+    started = time.perf_counter()
+    wing = assess_profiles(config, selection, writer, report, _knowledge_names(config))
+    timings["attacks"] = time.perf_counter() - started
+    irac = _irac_table([], config)
+    return _Stage(wing.views, irac, wing.table, wing.steps, fields={"randomize": wing.settings})
+
+
+def _assess_risks(
+    config: Config,
+    selection: Selection,
+    engine: Engine,
+    writer: CatalogWriter,
+    out: Path,
+    report: ProgressCallback,
+    timings: dict[str, float],
+) -> _Stage:
+    """Every dataview × attack level: the risks, RAC curves and i-RAC rows."""
     levels = [(ATTACKS[a.attack], level) for a in config.attacks for level in a.levels]
     total = count_dataviews(config.dataview) * len(levels)
-    out = Path(output) if output is not None else config.output
     rows: list[dict[str, Any]] = []
     views_meta: list[dict[str, Any]] = []
     sampling: list[dict[str, Any]] = []
     done = 0
     mark = time.perf_counter()
-    with atomic_folder(out, is_catalog) as folder:
-        writer = CatalogWriter(folder)
-        views = build_dataviews(selection, config.dataview, config.input.timezone)
-        for view_index, view in enumerate(views):
-            dims = {
-                name: dimension_label(view.format, name, value) for name, value in view.dimensions
-            }
-            risks: dict[str, np.ndarray] = {}
-            for level_index, (attack, level) in enumerate(levels):
-                report(done, total, f"{view.id} {_show(dims)} {level.key}")
-                lower = attack.lower_level(level)
-                known_ones = risks[lower.key] >= 1.0 if lower and lower.key in risks else None
-                engine.seed_key = (view_index, level_index)
-                try:
-                    result = attack.risks(view, level, engine, known_ones)
-                except BudgetError as exc:
-                    raise BudgetError(f"{view.id} {_show(dims)} {level.key}: {exc}") from None
-                risk = result.risk
-                risks[level.key] = risk
-                if result.sampled:
-                    sampling.append(
-                        {
-                            "dataview": view.id,
-                            "level": level.key,
-                            "instances_per_user": engine.sample,
-                            "statement": "risks are lower bounds from sampled instances",
-                        }
-                    )
-                rac, summary = measure_view(view, risk, config.coverage)
-                curve = writer.write_curve(view.id, level, rac)
-                for name, table in result.tables.items():
-                    writer.write_table(name, view.id, level, table)
-                rows.append(
+    views = build_dataviews(selection, config.dataview, config.input.timezone)
+    for view_index, view in enumerate(views):
+        dims = {name: dimension_label(view.format, name, value) for name, value in view.dimensions}
+        risks: dict[str, np.ndarray] = {}
+        for level_index, (attack, level) in enumerate(levels):
+            report(done, total, f"{view.id} {_show(dims)} {level.key}")
+            lower = attack.lower_level(level)
+            known_ones = risks[lower.key] >= 1.0 if lower and lower.key in risks else None
+            engine.seed_key = (view_index, level_index)
+            try:
+                result = attack.risks(view, level, engine, known_ones)
+            except BudgetError as exc:
+                raise BudgetError(f"{view.id} {_show(dims)} {level.key}: {exc}") from None
+            risk = result.risk
+            risks[level.key] = risk
+            if result.sampled:
+                sampling.append(
                     {
                         "dataview": view.id,
-                        **dims,
-                        "attack": level.attack,
-                        **{k: str(v) for k, v in level.values},
-                        **summary.__dict__,
-                        **result.measures,
-                        "sampled": result.sampled,
-                        "curve": curve,
+                        "level": level.key,
+                        "instances_per_user": engine.sample,
+                        "statement": "risks are lower bounds from sampled instances",
                     }
                 )
-                done += 1
-            views_meta.append(
+            rac, summary = measure_view(view, risk, config.coverage)
+            curve = writer.write_curve(view.id, level, rac)
+            for name, table in result.tables.items():
+                writer.write_table(name, view.id, level, table)
+            rows.append(
                 {
-                    "id": view.id,
-                    "format": view.format,
-                    "dimensions": dims,
-                    "users_in_view": view.users_in_view,
-                    "locations": int(np.unique(view.location).shape[0]),
-                    "rows": int(view.user.shape[0]),
-                    "visits": int(view.coverage("visits").sum()),
-                    "file": writer.write_dataview(
-                        view.id, view.table(selection.user_ids), view.used_locations()
-                    ),
-                    "risks": writer.write_risks(view.id, selection.user_ids, risks),
+                    "dataview": view.id,
+                    **dims,
+                    "attack": level.attack,
+                    **{k: str(v) for k, v in level.values},
+                    **summary.__dict__,
+                    **result.measures,
+                    "sampled": result.sampled,
+                    "curve": curve,
                 }
             )
-        timings["attacks"] = time.perf_counter() - mark
-        timings["total"] = time.perf_counter() - started
-        if is_catalog(out):
-            carry_over(out, folder)
-        if config.utility_scores is not None:
-            _utility_table(config).to_csv(folder / "utility.csv", index=False)
-        elif config.utility_aggregate is not None:
-            report(done, total, "utility: the declared aggregate from each profile")
-            _aggregate_utility(config, selection).to_csv(folder / "utility.csv", index=False)
-        irac = _irac_table(rows, config)
-        manifest = _manifest(
-            config, selection, dropped, views_meta, engine, timings, sampling, prepared.cache
-        )
-        writer.finish(manifest, irac)
-    report(total, total, "done")
-    return AssessResult(out, irac, manifest)
-
-
-def _assess_profiles(
-    config: Config,
-    output: Path | None,
-    prepared: Prepared,
-    engine: Engine,
-    timings: dict[str, float],
-    report: ProgressCallback,
-) -> AssessResult:
-    """Profiles dataviews: every randomized setting × attack level (seed 004) on a seeded
-    sample; the rows go to randomized.csv, the true profiles to the dataviews folder."""
-    selection, dropped = prepared.selection, prepared.dropped
-    started = time.perf_counter()
-    levels = [level for a in config.attacks for level in a.levels]
-    options = SweepOptions(
-        users=config.randomize.users,
-        leak_users=config.randomize.leak_users,
-        leak_locations=config.randomize.leak_locations,
-        max_error=config.randomize.max_error,
-        seed=config.seed,
-    )
-    split = None
-    if config.randomize.split is not None:
-        split = int(config.randomize.split.tz_convert("UTC").value)
-    kinds = dict(config.dataview.dimensions).get("profile", ("boolean",))
-    per_kind = {k: sum(s.kind == k for s in config.mechanisms) for k in kinds}
-    total = count_dataviews(config.dataview) // len(kinds) * sum(per_kind.values())
-    out = Path(output) if output is not None else config.output
-    rows: list[dict[str, Any]] = []
-    views_meta: list[dict[str, Any]] = []
-    done = 0
-    with atomic_folder(out, is_catalog) as folder:
-        writer = CatalogWriter(folder)
-        views = build_dataviews(selection, config.dataview, config.input.timezone, split)
-        for view_index, view in enumerate(views):
-            assert isinstance(view, ProfilesView)
-            dims = {
-                name: dimension_label(view.format, name, value) for name, value in view.dimensions
+            done += 1
+        views_meta.append(
+            {
+                "id": view.id,
+                "format": view.format,
+                "dimensions": dims,
+                "users_in_view": view.users_in_view,
+                "locations": int(np.unique(view.location).shape[0]),
+                "rows": int(view.user.shape[0]),
+                "visits": int(view.coverage("visits").sum()),
+                "file": writer.write_dataview(
+                    view.id, view.table(selection.user_ids), view.used_locations()
+                ),
+                "risks": writer.write_risks(view.id, selection.user_ids, risks),
             }
-
-            def step(message: str, view_id: str = view.id, shown: str = _show(dims)) -> None:
-                nonlocal done
-                report(done, total, f"{view_id} {shown} {message}")
-                done += 1
-
-            for row in sweep(view, config.mechanisms, levels, options, view_index, step):
-                rows.append({"dataview": view.id, **dims, **row})
-            views_meta.append(
-                {
-                    "id": view.id,
-                    "format": view.format,
-                    "dimensions": dims,
-                    "users_in_view": view.users_in_view,
-                    "locations": view.n_locations,
-                    "rows": int(view.user.shape[0]),
-                    "visits": int(view.coverage("visits").sum()),
-                    "split": pd.Timestamp(view.split, tz="UTC").isoformat(),
-                    "file": writer.write_dataview(
-                        view.id, view.table(selection.user_ids), view.locations
-                    ),
-                    "risks": writer.write_risks(view.id, selection.user_ids, {}),
-                }
-            )
-        timings["attacks"] = time.perf_counter() - started
-        timings["total"] = sum(timings.values())
-        table = _randomized_frame(rows, config)
-        table.to_csv(folder / RANDOMIZED, index=False)
-        manifest = _manifest(
-            config, selection, dropped, views_meta, engine, timings, [], prepared.cache
         )
-        manifest["randomize"] = {
-            "users": "all" if options.users is None else options.users,
-            "leak": {"users": options.leak_users, "locations": options.leak_locations},
-            "max_error": options.max_error,
-            "split": "middle" if split is None else pd.Timestamp(split, tz="UTC").isoformat(),
-            "settings": [
-                {
-                    "mechanism": s.mechanism,
-                    "epsilon": s.epsilon,
-                    "neighbourhood": "all" if s.neighbourhood is None else s.neighbourhood,
-                    "p": s.p,
-                }
-                for s in config.mechanisms
-            ],
-            "sampler": "numpy PCG64; integer noise from geometric draws (see "
-            "prudence_cli/sanitize/randomize.py)",
-        }
-        writer.finish(manifest, _irac_table([], config))
-    report(total, total, "done")
-    return AssessResult(out, table, manifest)
-
-
-def _randomized_frame(rows: list[dict[str, Any]], config: Config) -> pd.DataFrame:
-    """The rows of randomized.csv in a fixed column order."""
-    knowledge = _knowledge_names(config)
-    first = [
-        "dataview",
-        *config.dataview.dimension_names,
-        "mechanism",
-        "epsilon",
-        "neighbourhood",
-        "p",
-        "users",
-        "statistic",
-        "mean_error",
-        "mean_value",
-        "relative_error",
-        "admissible",
-        "attack",
-        *knowledge,
-        "success_rate",
-        "successes",
-        "targets",
-    ]
-    extra = [k for row in rows for k in row if k not in first]
-    return pd.DataFrame(rows, columns=first + list(dict.fromkeys(extra)))
+    timings["attacks"] = time.perf_counter() - mark
+    folder = writer.folder
+    if is_catalog(out):  # the catalog this one replaces
+        carry_over(out, folder)
+    if config.utility_scores is not None:
+        _utility_table(config).to_csv(folder / "utility.csv", index=False)
+    elif config.utility_aggregate is not None:
+        report(done, total, "utility: the declared aggregate from each profile")
+        _aggregate_utility(config, selection).to_csv(folder / "utility.csv", index=False)
+    irac = _irac_table(rows, config)
+    return _Stage(views_meta, irac, irac, total, sampling)
 
 
 def _knowledge_names(config: Config) -> list[str]:
     knowledge: list[str] = []
     for attack in config.attacks:
-        for dim in ALL_ATTACKS[attack.attack].knowledge:
+        for dim in ATTACK_SCHEMAS[attack.attack].knowledge:
             if dim.name not in knowledge:
                 knowledge.append(dim.name)
     return knowledge
@@ -410,14 +338,14 @@ def _irac_table(rows: list[dict[str, Any]], config: Config) -> pd.DataFrame:
 
 def _manifest(
     config: Config,
-    selection: Selection,
-    dropped: dict[str, int],
-    views: list[dict[str, Any]],
+    prepared: Prepared,
+    stage: _Stage,
     engine: Engine,
     timings: dict[str, float],
-    sampling: list[dict[str, Any]],
-    cache: dict[str, Any],
 ) -> dict[str, Any]:
+    """The catalog's manifest: what every assessment records, then the pipeline's own
+    entries."""
+    cache, selection = prepared.cache, prepared.selection
     return {
         "format": CATALOG_FORMAT,
         "format_version": CATALOG_VERSION,
@@ -432,17 +360,17 @@ def _manifest(
             {"path": str(p), "sha256": sha256_file(p), "bytes": p.stat().st_size}
             for p in config.input_files
         ],
-        "invalid_rows": {"mode": config.input.on_invalid, "dropped": dict(dropped)},
+        "invalid_rows": {"mode": config.input.on_invalid, "dropped": dict(prepared.dropped)},
         "input_cache": cache or {"used": False, "reason": f"input.cache: {config.input.cache}"},
         "selection": {**selection.stats, "crs": selection.crs},
         "coverage": config.coverage,
         "format_of_dataviews": config.dataview.format,
         "dimensions": list(config.dataview.dimension_names),
-        "dataviews": views,
+        "dataviews": stage.views,
         "attacks": [
             {
                 "attack": a.attack,
-                "knowledge": [d.name for d in ALL_ATTACKS[a.attack].knowledge],
+                "knowledge": [d.name for d in ATTACK_SCHEMAS[a.attack].knowledge],
                 "levels": [dict(level.values) for level in a.levels],
             }
             for a in config.attacks
@@ -454,9 +382,10 @@ def _manifest(
             "sample": engine.sample,
             "threads": numba.get_num_threads(),
         },
-        "sampling": sampling,
+        "sampling": stage.sampling,
         "timings_seconds": {k: round(v, 3) for k, v in timings.items()},
         "platform": {"python": platform.python_version(), "machine": platform.machine()},
+        **stage.fields,
     }
 
 

@@ -16,7 +16,7 @@ from prudence_cli.config.evaluate import EvaluationSettings, TrajectoryColumns
 from prudence_cli.engine import Elements
 from prudence_cli.io.atomic import atomic_folder
 from prudence_cli.io.checksums import sha256_file
-from prudence_cli.io.readers import read_trajectories
+from prudence_cli.io.tables import read_trajectories
 from prudence_cli.measures.empirical import Evaluation, evaluate
 
 EVALUATION_FORMAT = "prudence-evaluation"

@@ -24,7 +24,7 @@ from prudence_cli import __version__
 from prudence_cli.config import Config
 from prudence_cli.io.atomic import atomic_folder
 from prudence_cli.io.checksums import sha256_file
-from prudence_cli.io.readers import read_points
+from prudence_cli.io.points import read_points
 from prudence_cli.select import Selection, select
 
 CACHE_FORMAT = "prudence-prepared-points"
@@ -42,14 +42,14 @@ class Prepared:
 def prepare(config: Config) -> Prepared:
     """Read and select the config's input, through the cache when it asks for one."""
     if config.input.cache != "parquet":
-        raw = read_points(config.input)
+        raw = read_points(config.input.spec())
         return Prepared(select(raw, config), dict(raw.dropped), {})
     key = cache_key(config)
     folder = (config.input.cache_dir or config.file.parent / ".prudence-cache") / key
     found = _load(folder, config)
     if found is not None:
         return Prepared(found[0], found[1], {"key": key, "folder": str(folder), "used": True})
-    raw = read_points(config.input)
+    raw = read_points(config.input.spec())
     selection = select(raw, config)
     _store(folder, selection, dict(raw.dropped), key)
     return Prepared(

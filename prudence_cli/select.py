@@ -17,7 +17,8 @@ import shapely
 
 from prudence_cli import columns as C
 from prudence_cli.config import Area, Config
-from prudence_cli.io.readers import RawPoints, read_area_geojson
+from prudence_cli.io.geojson import read_area_geojson
+from prudence_cli.io.points import RawPoints
 from prudence_cli.space import project, project_lines, utm_crs
 
 

@@ -176,9 +176,11 @@ def test_known_ones_shortcut_gives_the_same_risks(case, attack):
 def test_every_attack_is_declared_in_the_config_table_and_only_those():
     """The config validates attacks through config/knowledge.py without loading them:
     that table and the registry name the same attacks."""
-    from prudence_cli.attacks.registry import ALL_ATTACKS
+    from prudence_cli.attacks.registry import ATTACKS
     from prudence_cli.config.knowledge import ATTACK_SCHEMAS
+    from prudence_cli.randomized.attacks import PROFILE_ATTACKS
 
-    assert set(ALL_ATTACKS) == set(ATTACK_SCHEMAS)
-    for name, attack in ALL_ATTACKS.items():
+    registered = {**ATTACKS, **PROFILE_ATTACKS}
+    assert set(registered) == set(ATTACK_SCHEMAS)
+    for name, attack in registered.items():
         assert attack.schema is ATTACK_SCHEMAS[name]

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import io
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -313,3 +316,29 @@ def test_budget_error_and_sampling(project, sample_gps):
         ).stdout
     )
     assert shown[0]["sampled"] is True
+
+
+def test_cli_import_is_light_and_modules_thin():
+    """Start-up: importing the command line loads neither numba nor pandas; each command
+    module stays thin and imports only the shared helpers, never the root or each other."""
+    probe = (
+        "import sys, prudence_cli.cli; "
+        "print(sorted(m for m in ('numba', 'pandas') if m in sys.modules))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert loaded == "[]"
+    folder = Path(__file__).parent.parent / "prudence_cli" / "cli"
+    for module in folder.glob("*.py"):
+        source = module.read_text(encoding="utf-8")
+        assert len(source.splitlines()) <= 500, module.name
+        if module.stem in ("__init__", "app"):
+            continue
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                "prudence_cli.cli."
+            ):
+                assert node.module in ("prudence_cli.cli.common", "prudence_cli.cli.render"), (
+                    f"{module.name} imports {node.module}"
+                )

@@ -16,6 +16,7 @@ from prudence_cli.attacks.base import KnowledgeLevel
 from prudence_cli.attacks.registry import ATTACKS
 from prudence_cli.cli import main
 from prudence_cli.dataviews.clusters import ClusterView, cluster_segments
+from prudence_cli.dataviews.restore import view_from_table
 from prudence_cli.engine import Engine
 from prudence_cli.measures.rac import measure_view
 
@@ -86,6 +87,21 @@ def test_example_11_clusters():
         ("10:00", "P S V", 3.0),  # blue: (4 + 3 + 2) / 3
     }
     assert "user" not in table
+
+
+def test_cluster_view_round_trips_through_its_table():
+    view = example_view()
+    users = np.array(sorted(TRIPS), dtype=object)
+    lines = [f"LINESTRING (10.{i:02d} 43.7, 10.{i:02d} 43.71)" for i in range(len(LETTERS))]
+    locations = view.locations.assign(wkt=lines)
+    table = view.table(users)
+    back = view_from_table("d1", "clusters", view.dimensions, users, table, locations, "EPSG:32632")
+    assert isinstance(back, ClusterView)
+    for name in view.row_fields:
+        np.testing.assert_array_equal(getattr(back, name), getattr(view, name))
+    assert back.window_seconds == view.window_seconds and len(back.geometry) == len(LETTERS)
+    with pytest.raises(ValueError, match="geometry and CRS"):
+        view_from_table("d1", "clusters", view.dimensions, users, table, locations)
 
 
 def test_example_12_risks():

@@ -167,3 +167,19 @@ def test_sizes_and_durations():
             parse_size(bad)
     with pytest.raises(ValueError, match="whole number of seconds"):
         parse_duration("0.5s")
+
+
+def test_the_input_builds_the_readers_spec(write_config, tmp_path):
+    from prudence_cli.io.specs import PointsSpec, SegmentsSpec
+
+    text = MINIMAL_CONFIG.replace(
+        "  timezone: Europe/Rome\n",
+        "  timezone: Europe/Rome\n  format: segments\n"
+        "  segments: {path: streets.csv, columns: {wkt: line}}\n  on_invalid: drop\n",
+    )
+    config = load_config(write_config(text)).input
+    spec = config.spec()
+    assert isinstance(spec, PointsSpec)
+    assert (spec.path, spec.format, spec.columns) == (config.path, "segments", config.columns)
+    assert (spec.timezone, spec.on_invalid, spec.towers) == ("Europe/Rome", "drop", None)
+    assert spec.segments == SegmentsSpec(path=tmp_path / "streets.csv", wkt="line")

@@ -203,3 +203,22 @@ def test_check_inputs_reads_headers_only(write_config, tmp_path):
     (tmp_path / "towers.csv").write_text("id,lat,lon\n")
     with pytest.raises(InputError, match="input.towers.columns.tower"):
         check_inputs(load_config(write_config(CDR_CONFIG)).input)
+
+
+def test_readers_take_an_io_spec_built_by_the_config(write_config, tmp_path):
+    from prudence_cli.io.points import read_points as read_spec_points
+    from prudence_cli.io.specs import ColumnMap, PointsSpec, TowersSpec
+
+    (tmp_path / "towers.csv").write_text("tower,lat,lon\nT1,43.7,10.4\nT2,43.8,10.5\n")
+    (tmp_path / "events.csv").write_text("caller,ts,cell\nx,1306908000,T2\ny,1306908060,T1\n")
+    config = load_config(write_config(CDR_CONFIG)).input
+    spec = PointsSpec(
+        path=tmp_path / "events.csv",
+        format="cdr",
+        columns=ColumnMap(user="caller", time="ts", tower="cell"),
+        towers=TowersSpec(path=tmp_path / "towers.csv"),
+    )
+    assert config.spec() == spec
+    by_spec = read_spec_points(spec).table
+    pd.testing.assert_frame_equal(by_spec, read_points(config).table)
+    assert check_inputs(spec) == check_inputs(config)

@@ -3,6 +3,8 @@ trajectories and the sub-trajectory linking attack (seed 000, section 4.2)."""
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -15,10 +17,14 @@ from prudence_cli.attacks.registry import ATTACKS
 from prudence_cli.catalog import open_catalog
 from prudence_cli.cli import main
 from prudence_cli.config import load_config
+from prudence_cli.config.dimensions import FORMATS
+from prudence_cli.dataviews.registry import DATAVIEW_FORMATS
+from prudence_cli.dataviews.restore import view_from_table
 from prudence_cli.dataviews.segments import SegmentView
 from prudence_cli.engine import Engine
 from prudence_cli.errors import ConfigError, InputError
 from prudence_cli.io.readers import read_points
+from prudence_cli.sanitize.ledger import join_views
 from tests.reference import trajectory_attack_risks
 
 CONFIG = """\
@@ -194,3 +200,36 @@ def test_sample_segments_command(tmp_path):
     assert (pd.to_datetime(trips["left"]) >= pd.to_datetime(trips["entered"])).all()
     missing = CliRunner().invoke(main, ["sample", "segments", "--out", str(out)])
     assert missing.exit_code == 2 and "--segments FILE" in missing.stderr
+
+
+def test_every_format_has_one_registered_class():
+    assert set(DATAVIEW_FORMATS) == set(FORMATS)
+    for name, cls in DATAVIEW_FORMATS.items():
+        assert cls.format == name
+
+
+def test_segment_view_round_trips_through_its_table():
+    users = np.array(["u1", "u2", "u3"], dtype=object)
+    view = SegmentView(
+        "d1",
+        (("time", 3600),),
+        3,
+        np.array([0, 0, 2, 2, 2], dtype=np.int32),
+        np.array([1, 0, 2, 2, 1], dtype=np.int32),
+        pd.DataFrame({"label": ["A", "B", "C"], "lon": 0.0, "lat": 0.0}),
+        tbin=np.array([5, 5, 7, 8, 9]),
+        tbin_end=np.array([5, 6, 8, 8, 10]),
+        granularity=3600,
+    )
+    table = pd.read_csv(
+        io.StringIO(view.table(users).to_csv(index=False)),
+        dtype={"user": str, "location": str},
+        keep_default_na=False,
+    )
+    back = view_from_table("d1", "segments", view.dimensions, users, table, view.locations)
+    assert isinstance(back, SegmentView)
+    for name in view.row_fields:
+        np.testing.assert_array_equal(getattr(back, name), getattr(view, name))
+    assert back.granularity == 3600
+    with pytest.raises(ValueError, match="cannot be joined"):
+        join_views(back, [view])

@@ -5,7 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -16,10 +16,24 @@ from prudence_cli.config.knowledge import (
     KnowledgeDimension,
     KnowledgeLevel,
 )
+from prudence_cli.dataviews.base import Dataview
 from prudence_cli.engine import CountingProblem, Elements, Engine, QuerySpec
 
-if TYPE_CHECKING:
-    from prudence_cli.dataviews.base import Dataview
+__all__ = [
+    "Attack",
+    "AttackResult",
+    "AttackSpec",
+    "CountingAttack",
+    "KnowledgeDimension",
+    "KnowledgeLevel",
+    "count_risks",
+    "h_subsets",
+    "sizes_for",
+    "subsets",
+]
+
+# the dataview type an attack reads
+V = TypeVar("V", bound=Dataview)
 
 
 @dataclass(frozen=True)
@@ -64,16 +78,18 @@ class AttackSpec(ABC):
         return self.schema.lower_level(level)
 
 
-class Attack(AttackSpec):
-    """A background-knowledge category: how instances are drawn and how candidates match.
+class Attack(AttackSpec, Generic[V]):
+    """A background-knowledge category on dataviews of type V: how instances are drawn
+    and how candidates match.
 
-    Subclasses set the class attributes and implement `risks`, their one public method.
+    Subclasses set `name` and implement `risks`, their one public method; most count
+    candidates with the engine and derive from `CountingAttack` instead.
     """
 
     @abstractmethod
     def risks(
         self,
-        view: Dataview,
+        view: V,
         level: KnowledgeLevel,
         engine: Engine,
         known_ones: np.ndarray | None = None,
@@ -82,6 +98,33 @@ class Attack(AttackSpec):
 
         `known_ones` marks users already known to be at risk 1 at this level.
         """
+
+
+class CountingAttack(Attack[V]):
+    """An attack whose risk is 1 / the number of candidates (see `count_risks`).
+
+    Subclasses set `match` and `ordered` (the candidate predicate, see engine/problem.py)
+    and implement `instances`: the lists candidates are drawn from and each target's
+    instances of knowledge.
+    """
+
+    match: ClassVar[str] = "dominance"
+    ordered: ClassVar[bool] = False
+
+    @abstractmethod
+    def instances(self, view: V, level: KnowledgeLevel) -> tuple[Elements, QuerySpec]:
+        """Every user's member list (what a candidate holds) and the queries drawn from
+        each target's knowledge at this level."""
+
+    def risks(
+        self,
+        view: V,
+        level: KnowledgeLevel,
+        engine: Engine,
+        known_ones: np.ndarray | None = None,
+    ) -> AttackResult:
+        members, spec = self.instances(view, level)
+        return count_risks(view, members, spec, engine, known_ones, self.match, self.ordered)
 
 
 def sizes_for(h: int | str, lengths: np.ndarray) -> np.ndarray:
@@ -126,3 +169,8 @@ def subsets(queries: Elements, sizes: np.ndarray, upper: np.ndarray | None = Non
     """Queries = every sizes[u]-subset of u's query elements."""
     sizes = np.asarray(sizes, dtype=np.int64)
     return QuerySpec(queries, size_lo=sizes, size_hi=sizes, upper=upper)
+
+
+def h_subsets(queries: Elements, h: int | str, upper: np.ndarray | None = None) -> QuerySpec:
+    """Queries = every h-subset of u's query elements, or all of them when fewer."""
+    return subsets(queries, sizes_for(h, queries.lengths), upper)

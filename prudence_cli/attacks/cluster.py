@@ -9,24 +9,23 @@ whose windows hold no cluster has risk 0: nothing released can be linked to them
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
-from prudence_cli.attacks.base import Attack, AttackResult, KnowledgeLevel
+from prudence_cli.attacks.base import Attack, AttackResult
+from prudence_cli.config.knowledge import KnowledgeLevel
+from prudence_cli.dataviews.clusters import ClusterView
 from prudence_cli.engine import Engine
 
-if TYPE_CHECKING:
-    from prudence_cli.dataviews.clusters import ClusterView
 
-
-class ClusterAttack(Attack):
+class ClusterAttack(Attack[ClusterView]):
     name: ClassVar[str] = "cluster"
 
     def risks(
         self,
-        view: ClusterView,  # type: ignore[override]
+        view: ClusterView,
         level: KnowledgeLevel,
         engine: Engine,
         known_ones: np.ndarray | None = None,

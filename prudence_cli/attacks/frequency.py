@@ -13,71 +13,41 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
-from prudence_cli.attacks.base import (
-    Attack,
-    AttackResult,
-    KnowledgeLevel,
-    count_risks,
-    sizes_for,
-    subsets,
-)
-from prudence_cli.engine import Elements, Engine
-
-if TYPE_CHECKING:
-    from prudence_cli.dataviews.presence import PresenceView
+from prudence_cli.attacks.base import CountingAttack, h_subsets
+from prudence_cli.config.knowledge import KnowledgeLevel
+from prudence_cli.dataviews.presence import PresenceView
+from prudence_cli.engine import Elements, QuerySpec
 
 
-class FrequencyAttack(Attack):
+class FrequencyAttack(CountingAttack[PresenceView]):
     name: ClassVar[str] = "frequency"
 
-    def risks(
-        self,
-        view: PresenceView,  # type: ignore[override]
-        level: KnowledgeLevel,
-        engine: Engine,
-        known_ones: np.ndarray | None = None,
-    ) -> AttackResult:
+    def instances(self, view: PresenceView, level: KnowledgeLevel) -> tuple[Elements, QuerySpec]:
         members = view.elements()
-        sizes = sizes_for(level["h"], members.lengths)
-        return count_risks(view, members, subsets(members, sizes), engine, known_ones)
+        return members, h_subsets(members, level["h"])
 
 
-class HomeWorkAttack(Attack):
+class HomeWorkAttack(CountingAttack[PresenceView]):
     name: ClassVar[str] = "home_work"
 
-    def risks(
-        self,
-        view: PresenceView,  # type: ignore[override]
-        level: KnowledgeLevel,
-        engine: Engine,
-        known_ones: np.ndarray | None = None,
-    ) -> AttackResult:
+    def instances(self, view: PresenceView, level: KnowledgeLevel) -> tuple[Elements, QuerySpec]:
         members = view.elements()
         ranked = view.ranked()
         rank = np.arange(ranked.elements.shape[0]) - np.repeat(ranked.offsets[:-1], ranked.lengths)
         top = ranked.select(rank < 2)
         order = np.lexsort((top.elements, np.repeat(np.arange(top.n_users), top.lengths)))
         queries = Elements(top.offsets, top.elements[order], top.values[order])
-        sizes = sizes_for(2, queries.lengths)
-        return count_risks(view, members, subsets(queries, sizes), engine, known_ones)
+        return members, h_subsets(queries, 2)
 
 
-class UniqueLocationAttack(Attack):
+class UniqueLocationAttack(CountingAttack[PresenceView]):
     name: ClassVar[str] = "unique_location"
+    match: ClassVar[str] = "contains"
 
-    def risks(
-        self,
-        view: PresenceView,  # type: ignore[override]
-        level: KnowledgeLevel,
-        engine: Engine,
-        known_ones: np.ndarray | None = None,
-    ) -> AttackResult:
+    def instances(self, view: PresenceView, level: KnowledgeLevel) -> tuple[Elements, QuerySpec]:
         members = view.elements()
-        sizes = sizes_for(level["h"], members.lengths)
-        return count_risks(
-            view, members, subsets(members, sizes), engine, known_ones, match="contains"
-        )
+        return members, h_subsets(members, level["h"])

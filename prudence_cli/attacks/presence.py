@@ -14,22 +14,14 @@ min(h, |E_u|)-subsets of u's usable pairs E_u — the engine enumerates exactly 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
-from prudence_cli.attacks.base import (
-    Attack,
-    AttackResult,
-    KnowledgeLevel,
-    count_risks,
-    sizes_for,
-    subsets,
-)
-from prudence_cli.engine import Elements, Engine
-
-if TYPE_CHECKING:
-    from prudence_cli.dataviews.presence import PresenceView
+from prudence_cli.attacks.base import CountingAttack, h_subsets
+from prudence_cli.config.knowledge import KnowledgeLevel
+from prudence_cli.dataviews.presence import PresenceView
+from prudence_cli.engine import Elements, QuerySpec
 
 
 def known_counts(count: np.ndarray, visits: str) -> np.ndarray:
@@ -41,16 +33,10 @@ def known_counts(count: np.ndarray, visits: str) -> np.ndarray:
     return np.ones_like(count, dtype=np.int32)
 
 
-class PresenceAttack(Attack):
+class PresenceAttack(CountingAttack[PresenceView]):
     name: ClassVar[str] = "presence"
 
-    def risks(
-        self,
-        view: PresenceView,  # type: ignore[override]
-        level: KnowledgeLevel,
-        engine: Engine,
-        known_ones: np.ndarray | None = None,
-    ) -> AttackResult:
+    def instances(self, view: PresenceView, level: KnowledgeLevel) -> tuple[Elements, QuerySpec]:
         known = known_counts(view.count, level["visits"])
         usable = known >= view.thresholds
         members = view.elements()
@@ -59,5 +45,4 @@ class PresenceAttack(Attack):
         else:
             queries = Elements(members.offsets, members.elements, known.astype(float))
             queries = queries.select(usable)
-        sizes = sizes_for(level["h"], queries.lengths)
-        return count_risks(view, members, subsets(queries, sizes), engine, known_ones)
+        return members, h_subsets(queries, level["h"])

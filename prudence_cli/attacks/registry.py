@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from prudence_cli.attacks.base import Attack, AttackResult, AttackSpec, KnowledgeLevel
+from typing import Any
+
+from prudence_cli.attacks.base import Attack, AttackResult
 from prudence_cli.attacks.cluster import ClusterAttack
 from prudence_cli.attacks.frequency import FrequencyAttack, HomeWorkAttack, UniqueLocationAttack
 from prudence_cli.attacks.presence import PresenceAttack
@@ -11,11 +13,11 @@ from prudence_cli.attacks.subtrajectory import SubtrajectoryAttack
 from prudence_cli.attacks.tolerance import ProbabilityAttack, ProportionAttack
 from prudence_cli.attacks.trajectory import LocationAttack, VisitAttack
 from prudence_cli.attacks.unicity import UnicityAttack
-from prudence_cli.randomized.attacks import PROFILE_ATTACKS
+from prudence_cli.config.knowledge import KnowledgeLevel
 
-__all__ = ["ALL_ATTACKS", "ATTACKS", "PROFILE_ATTACKS", "Attack", "AttackResult", "KnowledgeLevel"]
+__all__ = ["ATTACKS", "Attack", "AttackResult", "KnowledgeLevel"]
 
-ATTACKS: dict[str, Attack] = {
+ATTACKS: dict[str, Attack[Any]] = {
     a.name: a
     for a in (
         PresenceAttack(),
@@ -33,6 +35,3 @@ ATTACKS: dict[str, Attack] = {
         UnicityAttack(),
     )
 }
-
-# every attack by name: those that score each person's risk, and those on noisy profiles
-ALL_ATTACKS: dict[str, AttackSpec] = {**ATTACKS, **PROFILE_ATTACKS}

@@ -11,60 +11,30 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
-import numpy as np
-
-from prudence_cli.attacks.base import (
-    Attack,
-    AttackResult,
-    KnowledgeLevel,
-    count_risks,
-    sizes_for,
-    subsets,
-)
-from prudence_cli.engine import Engine
-
-if TYPE_CHECKING:
-    from prudence_cli.dataviews.presence import PresenceView
-    from prudence_cli.dataviews.trajectory import TrajectoryView
+from prudence_cli.attacks.base import CountingAttack, h_subsets
+from prudence_cli.config.knowledge import KnowledgeLevel
+from prudence_cli.dataviews.presence import PresenceView
+from prudence_cli.dataviews.trajectory import TrajectoryView
+from prudence_cli.engine import Elements, QuerySpec
 
 
-class LocationSequenceAttack(Attack):
+class LocationSequenceAttack(CountingAttack[TrajectoryView]):
     name: ClassVar[str] = "location_sequence"
+    match: ClassVar[str] = "contains"
+    ordered: ClassVar[bool] = True
 
-    def risks(
-        self,
-        view: TrajectoryView,  # type: ignore[override]
-        level: KnowledgeLevel,
-        engine: Engine,
-        known_ones: np.ndarray | None = None,
-    ) -> AttackResult:
+    def instances(self, view: TrajectoryView, level: KnowledgeLevel) -> tuple[Elements, QuerySpec]:
         sequences = view.sequences()
-        sizes = sizes_for(level["h"], sequences.lengths)
-        return count_risks(
-            view,
-            sequences,
-            subsets(sequences, sizes),
-            engine,
-            known_ones,
-            match="contains",
-            ordered=True,
-        )
+        return sequences, h_subsets(sequences, level["h"])
 
 
-class UniqueLocationSequenceAttack(Attack):
+class UniqueLocationSequenceAttack(CountingAttack[PresenceView]):
     name: ClassVar[str] = "unique_location_sequence"
+    match: ClassVar[str] = "contains"
+    ordered: ClassVar[bool] = True
 
-    def risks(
-        self,
-        view: PresenceView,  # type: ignore[override]
-        level: KnowledgeLevel,
-        engine: Engine,
-        known_ones: np.ndarray | None = None,
-    ) -> AttackResult:
+    def instances(self, view: PresenceView, level: KnowledgeLevel) -> tuple[Elements, QuerySpec]:
         ranked = view.ranked()
-        sizes = sizes_for(level["h"], ranked.lengths)
-        return count_risks(
-            view, ranked, subsets(ranked, sizes), engine, known_ones, match="contains", ordered=True
-        )
+        return ranked, h_subsets(ranked, level["h"])

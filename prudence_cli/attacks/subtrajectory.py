@@ -8,42 +8,19 @@ the dataview's `time` granularity. h = 1, 2, ... or all (the whole trajectory).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
-import numpy as np
-
-from prudence_cli.attacks.base import (
-    Attack,
-    AttackResult,
-    KnowledgeLevel,
-    count_risks,
-    sizes_for,
-    subsets,
-)
-from prudence_cli.engine import Engine
-
-if TYPE_CHECKING:
-    from prudence_cli.dataviews.segments import SegmentView
+from prudence_cli.attacks.base import CountingAttack, h_subsets
+from prudence_cli.config.knowledge import KnowledgeLevel
+from prudence_cli.dataviews.segments import SegmentView
+from prudence_cli.engine import Elements, QuerySpec
 
 
-class SubtrajectoryAttack(Attack):
+class SubtrajectoryAttack(CountingAttack[SegmentView]):
     name: ClassVar[str] = "subtrajectory"
+    match: ClassVar[str] = "contains"
+    ordered: ClassVar[bool] = True
 
-    def risks(
-        self,
-        view: SegmentView,  # type: ignore[override]
-        level: KnowledgeLevel,
-        engine: Engine,
-        known_ones: np.ndarray | None = None,
-    ) -> AttackResult:
+    def instances(self, view: SegmentView, level: KnowledgeLevel) -> tuple[Elements, QuerySpec]:
         triples = view.triples()
-        sizes = sizes_for(level["h"], triples.lengths)
-        return count_risks(
-            view,
-            triples,
-            subsets(triples, sizes),
-            engine,
-            known_ones,
-            match="contains",
-            ordered=True,
-        )
+        return triples, h_subsets(triples, level["h"])

@@ -13,53 +13,31 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
-import numpy as np
-
-from prudence_cli.attacks.base import (
-    Attack,
-    AttackResult,
-    KnowledgeLevel,
-    count_risks,
-    sizes_for,
-    subsets,
-)
-from prudence_cli.engine import Elements, Engine, QuerySpec
-
-if TYPE_CHECKING:
-    from prudence_cli.dataviews.presence import PresenceView, ProbabilityView
+from prudence_cli.attacks.base import CountingAttack, h_subsets, sizes_for
+from prudence_cli.config.knowledge import KnowledgeLevel
+from prudence_cli.dataviews.presence import PresenceView, ProbabilityView
+from prudence_cli.engine import Elements, QuerySpec
 
 
-class ProbabilityAttack(Attack):
+class ProbabilityAttack(CountingAttack[ProbabilityView]):
     name: ClassVar[str] = "probability"
+    match: ClassVar[str] = "box"
 
-    def risks(
-        self,
-        view: ProbabilityView,  # type: ignore[override]
-        level: KnowledgeLevel,
-        engine: Engine,
-        known_ones: np.ndarray | None = None,
-    ) -> AttackResult:
+    def instances(self, view: ProbabilityView, level: KnowledgeLevel) -> tuple[Elements, QuerySpec]:
         members = view.elements()
         delta = level["delta"]
         queries = Elements(members.offsets, members.elements, members.values - delta)
-        sizes = sizes_for(level["h"], members.lengths)
-        spec = subsets(queries, sizes, upper=members.values + delta)
-        return count_risks(view, members, spec, engine, known_ones, match="box")
+        return members, h_subsets(queries, level["h"], upper=members.values + delta)
 
 
-class ProportionAttack(Attack):
+class ProportionAttack(CountingAttack[PresenceView]):
     name: ClassVar[str] = "proportion"
+    match: ClassVar[str] = "ratio"
 
-    def risks(
-        self,
-        view: PresenceView,  # type: ignore[override]
-        level: KnowledgeLevel,
-        engine: Engine,
-        known_ones: np.ndarray | None = None,
-    ) -> AttackResult:
+    def instances(self, view: PresenceView, level: KnowledgeLevel) -> tuple[Elements, QuerySpec]:
         members = view.elements()
         sizes = sizes_for(level["h"], members.lengths)
         spec = QuerySpec(members, size_lo=sizes, size_hi=sizes, mode="ratios", delta=level["delta"])
-        return count_risks(view, members, spec, engine, known_ones, match="ratio")
+        return members, spec

@@ -13,34 +13,20 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
-from prudence_cli.attacks.base import (
-    Attack,
-    AttackResult,
-    KnowledgeLevel,
-    count_risks,
-    sizes_for,
-    subsets,
-)
-from prudence_cli.engine import Engine, QuerySpec
-
-if TYPE_CHECKING:
-    from prudence_cli.dataviews.trajectory import TrajectoryView
+from prudence_cli.attacks.base import CountingAttack, h_subsets
+from prudence_cli.config.knowledge import KnowledgeLevel
+from prudence_cli.dataviews.trajectory import TrajectoryView
+from prudence_cli.engine import Elements, QuerySpec
 
 
-class LocationAttack(Attack):
+class LocationAttack(CountingAttack[TrajectoryView]):
     name: ClassVar[str] = "location"
 
-    def risks(
-        self,
-        view: TrajectoryView,  # type: ignore[override]
-        level: KnowledgeLevel,
-        engine: Engine,
-        known_ones: np.ndarray | None = None,
-    ) -> AttackResult:
+    def instances(self, view: TrajectoryView, level: KnowledgeLevel) -> tuple[Elements, QuerySpec]:
         multisets = view.multisets()
         h = level["h"]
         distinct = multisets.lengths
@@ -51,21 +37,13 @@ class LocationAttack(Attack):
         spec = QuerySpec(
             multisets, size_lo=size_lo, size_hi=size_hi, mode="compositions", compose=compose
         )
-        return count_risks(view, multisets, spec, engine, known_ones)
+        return multisets, spec
 
 
-class VisitAttack(Attack):
+class VisitAttack(CountingAttack[TrajectoryView]):
     name: ClassVar[str] = "visit"
+    match: ClassVar[str] = "contains"
 
-    def risks(
-        self,
-        view: TrajectoryView,  # type: ignore[override]
-        level: KnowledgeLevel,
-        engine: Engine,
-        known_ones: np.ndarray | None = None,
-    ) -> AttackResult:
+    def instances(self, view: TrajectoryView, level: KnowledgeLevel) -> tuple[Elements, QuerySpec]:
         visits = view.visit_sets()
-        sizes = sizes_for(level["h"], visits.lengths)
-        return count_risks(
-            view, visits, subsets(visits, sizes), engine, known_ones, match="contains"
-        )
+        return visits, h_subsets(visits, level["h"])

@@ -10,25 +10,24 @@ from `samples` people) and the per-bin EM and KL (see measures/disclosure.py).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
-from prudence_cli.attacks.base import Attack, AttackResult, KnowledgeLevel
+from prudence_cli.attacks.base import Attack, AttackResult
+from prudence_cli.config.knowledge import KnowledgeLevel
+from prudence_cli.dataviews.bins import BinsView
 from prudence_cli.engine import Engine
 from prudence_cli.measures.disclosure import disclosure, draw_knowledge
 
-if TYPE_CHECKING:
-    from prudence_cli.dataviews.bins import BinsView
 
-
-class UnicityAttack(Attack):
+class UnicityAttack(Attack[BinsView]):
     name: ClassVar[str] = "unicity"
 
     def risks(
         self,
-        view: BinsView,  # type: ignore[override]
+        view: BinsView,
         level: KnowledgeLevel,
         engine: Engine,
         known_ones: np.ndarray | None = None,

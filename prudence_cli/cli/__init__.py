@@ -1,5 +1,5 @@
 """The command line: one thin module per command group."""
 
-from prudence_cli.cli.main import main
+from prudence_cli.cli.app import main
 
 __all__ = ["main"]

@@ -1,10 +1,10 @@
 """The config: YAML → frozen, typed objects, every error naming the file and key path."""
 
-from prudence_cli.config.parse import (
+from prudence_cli.config.parse import load_config, parse_config
+from prudence_cli.config.schema import (
     Aggregate,
     Area,
     AttackConfig,
-    ColumnMap,
     Config,
     DataviewConfig,
     EngineConfig,
@@ -13,9 +13,8 @@ from prudence_cli.config.parse import (
     SegmentsConfig,
     SelectConfig,
     TowersConfig,
-    load_config,
-    parse_config,
 )
+from prudence_cli.io.specs import ColumnMap
 
 __all__ = [
     "Aggregate",

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import yaml
 
-from prudence_cli.config.parse import DEFAULT_MAX_INSTANCES, _Reader
+from prudence_cli.config.reader import Reader
+from prudence_cli.config.schema import DEFAULT_MAX_INSTANCES
 from prudence_cli.errors import ConfigError
 
 COST_MODELS = ("log", "linear", "exponential")
@@ -42,7 +43,7 @@ def load_evaluate_config(path: Path | str) -> tuple[TrajectoryColumns, Evaluatio
         raise ConfigError(file, "", "no such config file") from None
     except yaml.YAMLError as exc:
         raise ConfigError(file, "", f"not valid YAML: {exc}") from None
-    r = _Reader(file)
+    r = Reader(file)
     top = r.mapping(data, "", required={"evaluate"}, allowed=None)
     m = r.mapping(
         top["evaluate"],

@@ -168,7 +168,9 @@ M = KnowledgeDimension("M", _whole(1, "a whole number ≥ 1"), (1,))
 _PROFILES = frozenset({"profiles"})
 
 
-def _schema(name: str, formats: str, *knowledge: KnowledgeDimension, monotone: bool = True):
+def _schema(
+    name: str, formats: str, *knowledge: KnowledgeDimension, monotone: bool = True
+) -> AttackSchema:
     return AttackSchema(name, frozenset(formats.split()), knowledge, monotone)
 
 

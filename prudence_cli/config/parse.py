@@ -1,203 +1,47 @@
 """YAML config → frozen, typed objects. Every error names the file and the key path.
 
 The contract is DESIGN.md section 7; the README's "Config reference" documents each key.
+The objects are in config/schema.py, the typed accessors in config/reader.py.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 import zoneinfo
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any
 
-import pandas as pd
 import shapely
 import yaml
 
 from prudence_cli.config.dimensions import FORMATS, SEGMENT_FORMATS
 from prudence_cli.config.knowledge import ATTACK_SCHEMAS, KnowledgeLevel
 from prudence_cli.config.mechanisms import MECHANISMS, Setting
+from prudence_cli.config.reader import Reader
+from prudence_cli.config.schema import (
+    BACKENDS,
+    COVERAGES,
+    DEFAULT_MAX_INSTANCES,
+    INPUT_FORMATS,
+    POINT_MODES,
+    Aggregate,
+    Area,
+    AttackConfig,
+    Config,
+    DataviewConfig,
+    EngineConfig,
+    InputConfig,
+    RandomizeConfig,
+    SegmentsConfig,
+    SelectConfig,
+    TowersConfig,
+)
 from prudence_cli.errors import ConfigError
+from prudence_cli.io.specs import ColumnMap
 from prudence_cli.space import check_projected_crs
 from prudence_cli.units import parse_bytes, parse_duration, parse_size
 
-T = TypeVar("T")
-
-INPUT_FORMATS = ("gps", "cdr", "segments")
-POINT_MODES = ("all", "trip_ends")
-BACKENDS = ("local", "dask")
-COVERAGES = ("locations", "visits", "records", "segments")
-DEFAULT_MAX_INSTANCES = 400_000_000
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-
-
-@dataclass(frozen=True)
-class ColumnMap:
-    """Names of the input CSV's columns for each canonical field."""
-
-    user: str = "user"
-    time: str = "time"
-    lat: str = "lat"
-    lon: str = "lon"
-    tower: str = "tower"
-    trip: str = "trip"
-    segment: str = "segment"
-    enter: str = "enter"
-    leave: str = "leave"
-
-
-@dataclass(frozen=True)
-class SegmentsConfig:
-    """The road segments table: an id and either a WKT LineString or its two ends."""
-
-    path: Path
-    segment: str = "segment"
-    wkt: str = "wkt"
-    start_lat: str = "start_lat"
-    start_lon: str = "start_lon"
-    end_lat: str = "end_lat"
-    end_lon: str = "end_lon"
-
-
-@dataclass(frozen=True)
-class TowersConfig:
-    path: Path
-    tower: str = "tower"
-    lat: str = "lat"
-    lon: str = "lon"
-
-
-@dataclass(frozen=True)
-class InputConfig:
-    path: Path
-    format: str
-    columns: ColumnMap
-    towers: TowersConfig | None
-    timezone: str
-    time_format: str  # auto | iso | epoch
-    delimiter: str
-    on_invalid: str  # stop | drop
-    segments: SegmentsConfig | None = None
-    cache: str = "none"  # none | parquet: keep the prepared points for the next run
-    cache_dir: Path | None = None  # default: .prudence-cache beside the config
-
-    @property
-    def is_parquet(self) -> bool:
-        return self.path.suffix == ".parquet"
-
-
-@dataclass(frozen=True)
-class Area:
-    """A selection area in WGS84 lon/lat: a bbox, a WKT polygon or a GeoJSON file."""
-
-    kind: str  # bbox | wkt | geojson
-    bbox: tuple[float, float, float, float] | None = None
-    wkt: str | None = None
-    path: Path | None = None
-
-
-@dataclass(frozen=True)
-class SelectConfig:
-    area: Area | None = None
-    start: pd.Timestamp | None = None  # UTC, inclusive
-    end: pd.Timestamp | None = None  # UTC, exclusive
-    points: str = "all"
-    max_gap: int = 20 * 60  # seconds between fixes that splits two trips
-    min_points: int = 1
-    min_trips: int = 0
-
-
-@dataclass(frozen=True)
-class DataviewConfig:
-    format: str
-    dimensions: tuple[tuple[str, tuple[Any, ...]], ...]
-    layers: tuple[tuple[str, Path], ...] = ()  # region layers: name → GeoJSON polygons
-
-    @property
-    def dimension_names(self) -> tuple[str, ...]:
-        return tuple(name for name, _ in self.dimensions)
-
-
-@dataclass(frozen=True)
-class AttackConfig:
-    attack: str
-    levels: tuple[KnowledgeLevel, ...]
-
-
-@dataclass(frozen=True)
-class EngineConfig:
-    max_instances: int = DEFAULT_MAX_INSTANCES
-    jobs: int = 0  # 0: every core (dask without scheduler: LocalCluster workers)
-    sample: int | None = None  # instances per person when a level is over max_instances
-    backend: str = "local"  # local | dask
-    scheduler: str | None = None  # dask: tcp://host:8786; None: a LocalCluster
-    memory: int | None = None  # bytes a partition may use with the level's data
-
-
-@dataclass(frozen=True)
-class Aggregate:
-    """A declared aggregate, e.g. records per district and hour: a region layer of
-    dataview.layers or a grid size, and a time granularity."""
-
-    grid: float | None
-    layer: str | None
-    seconds: int
-
-
-@dataclass(frozen=True)
-class RandomizeConfig:
-    """How randomized settings are assessed (seed 004): on a sample of `users` people,
-    with leaked shares for scenarios 2.1 (locations) and 2.2 (users), and the largest
-    admissible relative error of the statistician's statistic."""
-
-    users: int | None = 1000  # None: every user
-    leak_users: float = 0.5
-    leak_locations: float = 0.5
-    max_error: float = 0.1
-    split: pd.Timestamp | None = None  # T1 | T2 boundary; None: the middle of the data
-
-
-@dataclass(frozen=True)
-class Config:
-    file: Path
-    name: str
-    seed: int
-    input: InputConfig
-    select: SelectConfig
-    dataview: DataviewConfig
-    attacks: tuple[AttackConfig, ...]
-    coverage: str
-    output: Path
-    engine: EngineConfig = field(default_factory=EngineConfig)
-    crs: str | None = None  # projected CRS for the grid; None: UTM zone of the data
-    utility_scores: Path | None = None  # expert utility score per profile (CSV)
-    utility_aggregate: Aggregate | None = None  # or the error of a declared aggregate
-    mechanisms: tuple[Setting, ...] = ()  # randomized settings swept on profiles dataviews
-    randomize: RandomizeConfig = field(default_factory=RandomizeConfig)
-    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
-
-    @property
-    def point_files(self) -> tuple[Path, ...]:
-        """The files the selected points are made of: input, towers, segments, area."""
-        files = [self.input.path]
-        if self.input.towers is not None:
-            files.append(self.input.towers.path)
-        if self.input.segments is not None:
-            files.append(self.input.segments.path)
-        if self.select.area is not None and self.select.area.path is not None:
-            files.append(self.select.area.path)
-        return tuple(files)
-
-    @property
-    def input_files(self) -> tuple[Path, ...]:
-        files = list(self.point_files)
-        files.extend(path for _, path in self.dataview.layers)
-        if self.utility_scores is not None:
-            files.append(self.utility_scores)
-        return tuple(files)
 
 
 def load_config(path: Path | str) -> Config:
@@ -221,7 +65,7 @@ def load_config(path: Path | str) -> Config:
 
 def parse_config(data: object, file: Path) -> Config:
     """Validate an already-loaded YAML document (see load_config)."""
-    r = _Reader(file)
+    r = Reader(file)
     top = r.mapping(data, "", required={"input", "dataview", "attacks"}, allowed=_TOP_KEYS)
     name = top.get("name", file.stem)
     if not isinstance(name, str) or not _NAME.match(name):
@@ -279,7 +123,7 @@ _TOP_KEYS = {
 }
 
 
-def _parse_input(r: _Reader, data: object) -> InputConfig:
+def _parse_input(r: Reader, data: object) -> InputConfig:
     m = r.mapping(
         data,
         "input",
@@ -344,7 +188,7 @@ def _parse_input(r: _Reader, data: object) -> InputConfig:
     )
 
 
-def _parse_segments(r: _Reader, data: object) -> SegmentsConfig:
+def _parse_segments(r: Reader, data: object) -> SegmentsConfig:
     if isinstance(data, str):
         return SegmentsConfig(path=r.path(data, "input.segments"))
     m = r.mapping(data, "input.segments", required={"path"}, allowed={"path", "columns"})
@@ -356,7 +200,7 @@ def _parse_segments(r: _Reader, data: object) -> SegmentsConfig:
     )
 
 
-def _parse_towers(r: _Reader, data: object) -> TowersConfig:
+def _parse_towers(r: Reader, data: object) -> TowersConfig:
     if isinstance(data, str):
         return TowersConfig(path=r.path(data, "input.towers"))
     m = r.mapping(data, "input.towers", required={"path"}, allowed={"path", "columns"})
@@ -367,7 +211,7 @@ def _parse_towers(r: _Reader, data: object) -> TowersConfig:
     )
 
 
-def _parse_select(r: _Reader, data: object, timezone: str) -> SelectConfig:
+def _parse_select(r: Reader, data: object, timezone: str) -> SelectConfig:
     m = r.mapping(
         data,
         "select",
@@ -396,7 +240,7 @@ def _parse_select(r: _Reader, data: object, timezone: str) -> SelectConfig:
     )
 
 
-def _parse_area(r: _Reader, data: object) -> Area:
+def _parse_area(r: Reader, data: object) -> Area:
     m = r.mapping(data, "select.area", allowed={"bbox", "wkt", "geojson"})
     if len(m) != 1:
         r.fail("select.area", "give exactly one of bbox, wkt or geojson")
@@ -422,7 +266,7 @@ def _parse_area(r: _Reader, data: object) -> Area:
     return Area(kind="geojson", path=r.path(value, key))
 
 
-def _parse_dataview(r: _Reader, data: object, input_format: str) -> DataviewConfig:
+def _parse_dataview(r: Reader, data: object, input_format: str) -> DataviewConfig:
     m = r.mapping(data, "dataview", required={"format"}, allowed={"format", "dimensions", "layers"})
     fmt = r.choice(m["format"], "dataview.format", tuple(FORMATS))
     spec = FORMATS[fmt]
@@ -465,7 +309,7 @@ def _parse_dataview(r: _Reader, data: object, input_format: str) -> DataviewConf
     return DataviewConfig(format=fmt, dimensions=tuple(dimensions), layers=layers)
 
 
-def _parse_attacks(r: _Reader, data: object, view_format: str) -> tuple[AttackConfig, ...]:
+def _parse_attacks(r: Reader, data: object, view_format: str) -> tuple[AttackConfig, ...]:
     if not isinstance(data, list) or not data:
         r.fail("attacks", "must be a non-empty list of {attack: NAME, knowledge: {...}}")
     attacks: list[AttackConfig] = []
@@ -504,7 +348,7 @@ def _parse_attacks(r: _Reader, data: object, view_format: str) -> tuple[AttackCo
     return tuple(attacks)
 
 
-def _parse_utility(r: _Reader, data: object) -> Path | None:
+def _parse_utility(r: Reader, data: object) -> Path | None:
     if data is None:
         return None
     m = r.mapping(data, "utility", allowed={"scores", "aggregate"})
@@ -515,7 +359,7 @@ def _parse_utility(r: _Reader, data: object) -> Path | None:
     return r.path(m["scores"], "utility.scores")
 
 
-def _parse_aggregate(r: _Reader, data: object, dataview: DataviewConfig) -> Aggregate | None:
+def _parse_aggregate(r: Reader, data: object, dataview: DataviewConfig) -> Aggregate | None:
     """utility.aggregate: {regions: LAYER | grid: SIZE, time: DURATION} on bins views."""
     if not isinstance(data, dict) or "aggregate" not in data:
         return None
@@ -535,7 +379,7 @@ def _parse_aggregate(r: _Reader, data: object, dataview: DataviewConfig) -> Aggr
     return Aggregate(grid=grid, layer=layer, seconds=seconds)
 
 
-def _parse_mechanisms(r: _Reader, data: object, dataview: DataviewConfig) -> tuple[Setting, ...]:
+def _parse_mechanisms(r: Reader, data: object, dataview: DataviewConfig) -> tuple[Setting, ...]:
     """`mechanisms:` a list of {mechanism, epsilon: [...], neighbourhood: [all, n_i, ...],
     p: flip probability (randomized response only)}; one setting per combination."""
     if dataview.format != "profiles":
@@ -595,14 +439,14 @@ def _parse_mechanisms(r: _Reader, data: object, dataview: DataviewConfig) -> tup
     return tuple(settings)
 
 
-def _number_list(r: _Reader, data: object, key: str) -> list[float]:
+def _number_list(r: Reader, data: object, key: str) -> list[float]:
     values = data if isinstance(data, list) else [data]
     if not values:
         r.fail(key, "is empty: give at least one value")
     return [r.number(v, f"{key}[{j}]") for j, v in enumerate(values)]
 
 
-def _parse_randomize(r: _Reader, data: object, timezone: str) -> RandomizeConfig:
+def _parse_randomize(r: Reader, data: object, timezone: str) -> RandomizeConfig:
     m = r.mapping(data, "randomize", allowed={"users", "leak", "max_error", "split"})
     users = m.get("users", 1000)
     leak = r.mapping(m.get("leak", {}), "randomize.leak", allowed={"users", "locations"})
@@ -625,7 +469,7 @@ def _parse_randomize(r: _Reader, data: object, timezone: str) -> RandomizeConfig
     )
 
 
-def _parse_engine(r: _Reader, data: object) -> EngineConfig:
+def _parse_engine(r: Reader, data: object) -> EngineConfig:
     m = r.mapping(
         data,
         "engine",
@@ -649,91 +493,3 @@ def _parse_engine(r: _Reader, data: object) -> EngineConfig:
         jobs=r.integer(m.get("jobs", 0), "engine.jobs", minimum=0),
         sample=None if sample is None else r.integer(sample, "engine.sample", minimum=1),
     )
-
-
-class _Reader:
-    """Typed accessors that fail with the file and key path."""
-
-    def __init__(self, file: Path) -> None:
-        self.file = file
-        self.folder = file.resolve().parent
-
-    def fail(self, key: str, message: str) -> NoReturn:
-        raise ConfigError(self.file, key, message)
-
-    def mapping(
-        self,
-        value: object,
-        key: str,
-        required: set[str] | None = None,
-        allowed: set[str] | None = None,
-    ) -> dict[str, Any]:
-        where = key or "the config"
-        if value is None:
-            value = {}
-        if not isinstance(value, Mapping):
-            self.fail(key, f"{where} must be a mapping of keys to values")
-        for k in value:
-            if not isinstance(k, str):
-                self.fail(key, f"key {k!r} must be text")
-            if allowed is not None and k not in allowed:
-                self.fail(_join(key, k), f"unknown key; known keys: {', '.join(sorted(allowed))}")
-        for k in sorted(required or ()):
-            if k not in value:
-                self.fail(_join(key, k), "is required")
-        return dict(value)
-
-    def string(self, value: object, key: str) -> str:
-        if not isinstance(value, str) or not value:
-            self.fail(key, f"{value!r} must be non-empty text")
-        return value
-
-    def choice(self, value: object, key: str, options: Sequence[str]) -> str:
-        if not isinstance(value, str) or value not in options:
-            self.fail(key, f"{value!r} is not one of: {', '.join(options)}")
-        return value
-
-    def integer(self, value: object, key: str, minimum: int | None = None) -> int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            self.fail(key, f"{value!r} must be a whole number")
-        if minimum is not None and value < minimum:
-            self.fail(key, f"{value} must be at least {minimum}")
-        return value
-
-    def number(self, value: object, key: str) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            self.fail(key, f"{value!r} must be a number")
-        return float(value)
-
-    def path(self, value: object, key: str) -> Path:
-        text = self.string(value, key)
-        p = Path(text).expanduser()
-        return p if p.is_absolute() else (self.folder / p).resolve()
-
-    def convert(self, value: object, key: str, parse: Callable[[object], T]) -> T:
-        try:
-            return parse(value)
-        except ValueError as exc:
-            self.fail(key, str(exc))
-
-    def timestamp(self, value: object, key: str, timezone: str) -> pd.Timestamp:
-        if isinstance(value, dt.datetime):
-            ts = pd.Timestamp(value)
-        elif isinstance(value, dt.date):
-            ts = pd.Timestamp(value.isoformat())
-        elif isinstance(value, str):
-            try:
-                ts = pd.Timestamp(value)
-            except ValueError:
-                self.fail(key, f"{value!r} is not an ISO-8601 date or time")
-        else:
-            self.fail(key, f"{value!r} is not an ISO-8601 date or time")
-        if ts is pd.NaT:
-            self.fail(key, f"{value!r} is not an ISO-8601 date or time")
-        if ts.tzinfo is None:
-            ts = ts.tz_localize(timezone, ambiguous=True, nonexistent="shift_forward")
-        return ts.tz_convert("UTC")
-
-
-def _join(prefix: str, key: str) -> str:
-    return f"{prefix}.{key}" if prefix else key

@@ -1,11 +1,19 @@
 """What every dataview has: an id, its dimension values, the user universe U, rows
-sorted by user, and the locations they refer to (DESIGN.md section 4)."""
+sorted by user, and the locations they refer to (DESIGN.md section 4).
+
+Each dataview class is one format (its name in `format`, registered in
+dataviews/registry.py) and owns its whole life: `build` (from the selected points placed
+on a grid or in regions), `table` (the rows the catalog and the ledger keep),
+`from_table` (back from that table) and `concat` (one view of several releases to one
+recipient). The data dimensions of a format live in config/dimensions.py.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -13,7 +21,45 @@ import pandas as pd
 from prudence_cli import columns as C
 from prudence_cli.engine.problem import Elements
 
+if TYPE_CHECKING:
+    from prudence_cli.select import Selection
+
 COVERAGE_KINDS = ("locations", "visits", "records", "segments")
+
+Dimensions = tuple[tuple[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class Located:
+    """The selected points placed on one grid (or on their towers, or in regions)."""
+
+    location: np.ndarray  # int32 per point
+    locations: pd.DataFrame  # label, lon, lat per location code
+    pair_count: np.ndarray  # per point: visits of its (user, location) pair
+
+
+@dataclass(frozen=True)
+class BuildSettings:
+    """What a build needs besides the points: the local clock of time bins, and where
+    profiles split their period (UTC ns; None: the middle of the selected time span)."""
+
+    timezone: str = "UTC"
+    split: int | None = None
+
+
+@dataclass(frozen=True)
+class StoredTable:
+    """A dataview's table as the catalog or the ledger keeps it (see `Dataview.table`),
+    its users and locations already coded in U and in `locations` (table order)."""
+
+    view_id: str
+    dimensions: Dimensions
+    n_users: int
+    user: np.ndarray  # code in U per table row
+    location: np.ndarray  # code in `locations` per table row
+    table: pd.DataFrame
+    locations: pd.DataFrame
+    crs: str | None = None
 
 
 @dataclass(frozen=True)
@@ -77,6 +123,31 @@ class Dataview:
         aggregate instead."""
         return self.table(user_ids)
 
+    @classmethod
+    def build(
+        cls,
+        selection: Selection,
+        located: Located,
+        view_id: str,
+        dimensions: Dimensions,
+        settings: BuildSettings,
+    ) -> Dataview:
+        """The view of the selected points `located` for one combination of dimension
+        values."""
+        raise NotImplementedError
+
+    @classmethod
+    def from_table(cls, stored: StoredTable) -> Dataview:
+        """The view back from its stored table. Raises ValueError when the table cannot
+        give one."""
+        raise NotImplementedError
+
+    @classmethod
+    def concat(cls, views: Sequence[Dataview]) -> Dataview:
+        """One view holding the rows of `views[0]` (the new release) and of the earlier
+        releases after it, same format and universe, each view's locations kept apart."""
+        raise ValueError(f"releases of {cls.format} dataviews cannot be joined")
+
 
 @dataclass(frozen=True)
 class CountedView(Dataview):
@@ -108,7 +179,64 @@ class CountedView(Dataview):
             }
         )
 
+    @classmethod
+    def from_table(cls, stored: StoredTable) -> Dataview:
+        """Rows sorted by user, then location id, with their stored counts."""
+        order = np.lexsort((stored.location, stored.user))
+        return cls(
+            stored.view_id,
+            stored.dimensions,
+            stored.n_users,
+            stored.user[order].astype(np.int32),
+            stored.location[order].astype(np.int32),
+            stored.locations,
+            count=stored.table["count"].to_numpy()[order].astype(np.int32),
+            **cls.stored_fields(stored.table, order),
+        )
+
+    @classmethod
+    def stored_fields(cls, table: pd.DataFrame, order: np.ndarray) -> dict[str, Any]:
+        """The format's own per-row fields from its stored table, rows in `order`."""
+        return {}
+
 
 def check_coverage(kind: str) -> None:
     if kind not in COVERAGE_KINDS:
         raise ValueError(f"unknown coverage {kind!r}; known: {', '.join(COVERAGE_KINDS)}")
+
+
+V = TypeVar("V", bound=Dataview)
+
+
+def same_class(views: Sequence[Dataview], cls: type[V]) -> list[V]:
+    """The views that are instances of `cls` (all of them, for views of one format)."""
+    return [v for v in views if isinstance(v, cls)]
+
+
+@dataclass(frozen=True)
+class JoinedRows:
+    """The rows of several views one after the other; location codes index `locations`,
+    the views' location tables one after the other, labels prefixed with the view id."""
+
+    n_users: int
+    user: np.ndarray
+    location: np.ndarray
+    locations: pd.DataFrame
+
+
+def join_rows(views: Sequence[Dataview]) -> JoinedRows:
+    n_users = max(v.n_users for v in views)
+    offsets = np.cumsum([0] + [len(v.locations) for v in views])
+    user = np.concatenate([v.user for v in views])
+    location = np.concatenate([v.location + off for v, off in zip(views, offsets, strict=False)])
+    locations = pd.concat(
+        [v.locations.assign(label=f"{v.id}:" + v.locations["label"].astype(str)) for v in views],
+        ignore_index=True,
+    )
+    return JoinedRows(n_users, user, location, locations)
+
+
+def table_bins(stamps: pd.Series, seconds: int) -> np.ndarray:
+    """Bin indexes from the bin starts written in a table (local wall clock)."""
+    wall = pd.to_datetime(stamps).to_numpy().astype("datetime64[s]")
+    return wall.astype(np.int64) // seconds

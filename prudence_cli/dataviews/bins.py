@@ -5,11 +5,25 @@ spatial and a temporal granularity is a generalization profile. Sparse rows only
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from prudence_cli.dataviews.base import CountedView
+from prudence_cli import columns as C
+from prudence_cli.dataviews.base import (
+    BuildSettings,
+    CountedView,
+    Dataview,
+    Dimensions,
+    Located,
+    StoredTable,
+)
+from prudence_cli.dataviews.presence import PresenceView
+from prudence_cli.dataviews.trajectory import local_bins
+
+if TYPE_CHECKING:
+    from prudence_cli.select import Selection
 
 
 @dataclass(frozen=True)
@@ -20,6 +34,39 @@ class BinsView(CountedView):
     dimensionality: int = 0  # d: space units × time bins of the profile, empty ones too
 
     format = "bins"
+
+    @classmethod
+    def build(
+        cls,
+        selection: Selection,
+        located: Located,
+        view_id: str,
+        dimensions: Dimensions,
+        settings: BuildSettings,
+    ) -> BinsView:
+        """The activity of each user in each (space, time bin) of the profile."""
+        seconds = int(dict(dimensions)["time"])
+        points = selection.points
+        tbin = local_bins(points[C.TIME].to_numpy(), seconds, settings.timezone)
+        user, location, count, table, d = bin_rows(
+            points[C.USER].to_numpy(), located.location, tbin, located.locations, seconds
+        )
+        return cls(
+            view_id,
+            dimensions,
+            selection.n_users,
+            user,
+            location,
+            table,
+            count=count,
+            dimensionality=d,
+        )
+
+    @classmethod
+    def from_table(cls, stored: StoredTable) -> Dataview:
+        """As it always has been, a presence view of the bins (the dimensionality d is
+        not in the stored table)."""
+        return PresenceView.from_table(stored)
 
 
 def bin_rows(

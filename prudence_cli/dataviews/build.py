@@ -6,34 +6,18 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from prudence_cli import columns as C
 from prudence_cli.config import DataviewConfig
-from prudence_cli.dataviews.base import Dataview
-from prudence_cli.dataviews.bins import BinsView, bin_rows
-from prudence_cli.dataviews.clusters import ClusterView
-from prudence_cli.dataviews.presence import PresenceView, ProbabilityView, presence_pairs
-from prudence_cli.dataviews.profiles import ProfilesView, profile_rows
-from prudence_cli.dataviews.segments import SegmentView
-from prudence_cli.dataviews.trajectory import TrajectoryView, collapse_repeats, local_bins
+from prudence_cli.dataviews.base import BuildSettings, Dataview, Located
+from prudence_cli.dataviews.registry import format_class
 from prudence_cli.io.readers import read_region_layer
 from prudence_cli.select import Selection
 from prudence_cli.space import grid_cells, regions_of, unproject
-
-
-@dataclass(frozen=True)
-class Located:
-    """The selected points placed on one grid (or on their towers)."""
-
-    location: np.ndarray  # int32 per point
-    locations: pd.DataFrame  # label, lon, lat per location code
-    pair_count: np.ndarray  # per point: visits of its (user, location) pair
 
 
 def count_dataviews(config: DataviewConfig) -> int:
@@ -81,6 +65,8 @@ def build_dataviews(
 ) -> Iterator[Dataview]:
     """`split` (UTC ns) divides the period of profiles dataviews in T1 and T2; default:
     the middle of the selected points' time span."""
+    view_class = format_class(config.format)
+    settings = BuildSettings(timezone=timezone, split=split)
     names = config.dimension_names
     ids = view_ids(config)
     located: Located | None = None
@@ -95,173 +81,4 @@ def build_dataviews(
             else:
                 located = locate(selection, values.get("grid"))
             space_of_located = space
-        dimensions = tuple(values.items())
-        if config.format == "trajectory":
-            yield _trajectory(selection, located, next(ids), dimensions, timezone)
-        elif config.format == "segments":
-            yield _segments(selection, located, next(ids), dimensions, timezone)
-        elif config.format == "clusters":
-            yield _clusters(selection, located, next(ids), dimensions, timezone)
-        elif config.format == "bins":
-            yield _bins(selection, located, next(ids), dimensions, timezone)
-        elif config.format == "profiles":
-            yield _profiles(selection, located, next(ids), dimensions, split)
-        else:
-            yield _presence(selection, located, next(ids), dimensions, config.format)
-
-
-def _presence(
-    selection: Selection,
-    located: Located,
-    view_id: str,
-    dimensions: tuple[tuple[str, Any], ...],
-    view_format: str,
-) -> PresenceView:
-    f = int(dict(dimensions).get("frequency", 1))
-    keep = located.pair_count >= f
-    user, location, count = presence_pairs(
-        selection.points[C.USER].to_numpy()[keep],
-        located.location[keep],
-        len(located.locations),
-    )
-    cls = ProbabilityView if view_format == "probability" else PresenceView
-    return cls(
-        view_id, dimensions, selection.n_users, user, location, located.locations, count=count
-    )
-
-
-def _trajectory(
-    selection: Selection,
-    located: Located,
-    view_id: str,
-    dimensions: tuple[tuple[str, Any], ...],
-    timezone: str,
-) -> TrajectoryView:
-    values = dict(dimensions)
-    f = int(values.get("frequency", 1))
-    seconds = int(values["time"])
-    keep = located.pair_count >= f
-    user = selection.points[C.USER].to_numpy()[keep]
-    location = located.location[keep]
-    tbin = local_bins(selection.points[C.TIME].to_numpy()[keep], seconds, timezone)
-    first = collapse_repeats(user, location, tbin)
-    return TrajectoryView(
-        view_id,
-        dimensions,
-        selection.n_users,
-        user[first].astype(np.int32),
-        location[first],
-        located.locations,
-        tbin=tbin[first],
-        granularity=seconds,
-        timezone=timezone,
-    )
-
-
-def _segments(
-    selection: Selection,
-    located: Located,
-    view_id: str,
-    dimensions: tuple[tuple[str, Any], ...],
-    timezone: str,
-) -> SegmentView:
-    seconds = int(dict(dimensions)["time"])
-    points = selection.points
-    return SegmentView(
-        view_id,
-        dimensions,
-        selection.n_users,
-        points[C.USER].to_numpy().astype(np.int32),
-        located.location,
-        located.locations,
-        tbin=local_bins(points[C.TIME].to_numpy(), seconds, timezone),
-        tbin_end=local_bins(points[C.LEAVE].to_numpy(), seconds, timezone),
-        granularity=seconds,
-    )
-
-
-def _clusters(
-    selection: Selection,
-    located: Located,
-    view_id: str,
-    dimensions: tuple[tuple[str, Any], ...],
-    timezone: str,
-) -> ClusterView:
-    seconds = int(dict(dimensions)["window"])
-    points = selection.points
-    if selection.geometry is None:
-        raise ValueError("a clusters dataview needs segment geometry (input.format: segments)")
-    return ClusterView(
-        view_id,
-        dimensions,
-        selection.n_users,
-        points[C.USER].to_numpy().astype(np.int32),
-        located.location,
-        located.locations,
-        window=local_bins(points[C.TIME].to_numpy(), seconds, timezone),
-        geometry=selection.geometry,
-        window_seconds=seconds,
-    )
-
-
-def _bins(
-    selection: Selection,
-    located: Located,
-    view_id: str,
-    dimensions: tuple[tuple[str, Any], ...],
-    timezone: str,
-) -> BinsView:
-    seconds = int(dict(dimensions)["time"])
-    points = selection.points
-    tbin = local_bins(points[C.TIME].to_numpy(), seconds, timezone)
-    user, location, count, table, d = bin_rows(
-        points[C.USER].to_numpy(), located.location, tbin, located.locations, seconds
-    )
-    return BinsView(
-        view_id,
-        dimensions,
-        selection.n_users,
-        user,
-        location,
-        table,
-        count=count,
-        dimensionality=d,
-    )
-
-
-def middle_of(selection: Selection) -> int:
-    """The middle of the selected points' time span (UTC ns)."""
-    times = selection.points[C.TIME].to_numpy()
-    if times.shape[0] == 0:
-        return 0
-    return int(times.min() // 2 + times.max() // 2)
-
-
-def _profiles(
-    selection: Selection,
-    located: Located,
-    view_id: str,
-    dimensions: tuple[tuple[str, Any], ...],
-    split: int | None,
-) -> ProfilesView:
-    points = selection.points
-    at = middle_of(selection) if split is None else split
-    inside = located.location >= 0  # regions: points outside every region are not counted
-    user, location, count, first = profile_rows(
-        points[C.USER].to_numpy()[inside],
-        located.location[inside],
-        points[C.TIME].to_numpy()[inside],
-        at,
-        len(located.locations),
-    )
-    return ProfilesView(
-        view_id,
-        dimensions,
-        selection.n_users,
-        user,
-        location,
-        located.locations,
-        count=count,
-        first=first,
-        split=at,
-    )
+        yield view_class.build(selection, located, next(ids), tuple(values.items()), settings)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -28,7 +28,20 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from prudence_cli import columns as C
-from prudence_cli.dataviews.base import Dataview, check_coverage
+from prudence_cli.dataviews.base import (
+    BuildSettings,
+    Dataview,
+    Dimensions,
+    Located,
+    StoredTable,
+    check_coverage,
+    table_bins,
+)
+from prudence_cli.dataviews.trajectory import local_bins
+from prudence_cli.space import project_lines
+
+if TYPE_CHECKING:
+    from prudence_cli.select import Selection
 
 
 @dataclass(frozen=True)
@@ -129,6 +142,53 @@ class ClusterView(Dataview):
                 "segments": segments.reindex(np.arange(found.mu.shape[0])).to_numpy(),
                 "mu": found.mu,
             }
+        )
+
+    @classmethod
+    def build(
+        cls,
+        selection: Selection,
+        located: Located,
+        view_id: str,
+        dimensions: Dimensions,
+        settings: BuildSettings,
+    ) -> ClusterView:
+        """Every selected segment crossing, in windows of the `window` duration."""
+        seconds = int(dict(dimensions)["window"])
+        points = selection.points
+        if selection.geometry is None:
+            raise ValueError("a clusters dataview needs segment geometry (input.format: segments)")
+        return cls(
+            view_id,
+            dimensions,
+            selection.n_users,
+            points[C.USER].to_numpy().astype(np.int32),
+            located.location,
+            located.locations,
+            window=local_bins(points[C.TIME].to_numpy(), seconds, settings.timezone),
+            geometry=selection.geometry,
+            window_seconds=seconds,
+        )
+
+    @classmethod
+    def from_table(cls, stored: StoredTable) -> ClusterView:
+        """Needs the segments' geometry (`wkt` in the locations table) and the CRS."""
+        locations, crs = stored.locations, stored.crs
+        if crs is None or "wkt" not in locations:
+            raise ValueError("a clusters dataview needs its segments' geometry and CRS")
+        seconds = int(dict(stored.dimensions)["window"])
+        order = np.argsort(stored.user, kind="stable")
+        geometry = project_lines(shapely.from_wkt(locations["wkt"].to_numpy(dtype=object)), crs)
+        return cls(
+            stored.view_id,
+            stored.dimensions,
+            stored.n_users,
+            stored.user[order].astype(np.int32),
+            stored.location[order].astype(np.int32),
+            locations,
+            window=table_bins(stored.table["window"], seconds)[order],
+            geometry=geometry,
+            window_seconds=seconds,
         )
 
     def _clustered_rows(self) -> np.ndarray:

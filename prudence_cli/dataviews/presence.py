@@ -8,14 +8,27 @@ probability view holds the same pairs with each pair's share of the user's kept 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
-from prudence_cli.dataviews.base import CountedView
+from prudence_cli import columns as C
+from prudence_cli.dataviews.base import (
+    BuildSettings,
+    CountedView,
+    Dataview,
+    Dimensions,
+    Located,
+    join_rows,
+    same_class,
+)
 from prudence_cli.engine.problem import Elements
+
+if TYPE_CHECKING:
+    from prudence_cli.select import Selection
 
 
 @dataclass(frozen=True)
@@ -40,6 +53,54 @@ class PresenceView(CountedView):
         frequency vector order), values = counts."""
         order = np.lexsort((self.location, -self.count.astype(np.int64), self.user))
         return Elements(self.offsets, self.location[order], self.count[order].astype(float))
+
+    @classmethod
+    def build(
+        cls,
+        selection: Selection,
+        located: Located,
+        view_id: str,
+        dimensions: Dimensions,
+        settings: BuildSettings,
+    ) -> PresenceView:
+        """The (user, location) pairs visited at least `frequency` times."""
+        f = int(dict(dimensions).get("frequency", 1))
+        keep = located.pair_count >= f
+        user, location, count = presence_pairs(
+            selection.points[C.USER].to_numpy()[keep],
+            located.location[keep],
+            len(located.locations),
+        )
+        return cls(
+            view_id, dimensions, selection.n_users, user, location, located.locations, count=count
+        )
+
+    @classmethod
+    def concat(cls, views: Sequence[Dataview]) -> PresenceView:
+        """Rows sorted by user, then location; each keeps the frequency threshold of the
+        view it comes from."""
+        view = views[0]
+        rows = join_rows(views)
+        presence = same_class(views, PresenceView)
+        count = np.concatenate([v.count for v in presence])
+        threshold = np.concatenate([v.thresholds for v in presence])
+        order = np.lexsort((rows.location, rows.user))
+        return cls(
+            view.id,
+            view.dimensions,
+            rows.n_users,
+            rows.user[order],
+            rows.location[order].astype(np.int32),
+            rows.locations,
+            count=count[order],
+            row_threshold=threshold[order],
+            **cls.joined_fields(presence, order),
+        )
+
+    @classmethod
+    def joined_fields(cls, views: list[PresenceView], order: np.ndarray) -> dict[str, Any]:
+        """The format's own per-row fields of a joined view, rows in `order`."""
+        return {}
 
 
 @dataclass(frozen=True)
@@ -73,6 +134,12 @@ class ProbabilityView(PresenceView):
         frame = super().table(user_ids)
         frame["share"] = self.share
         return frame
+
+    @classmethod
+    def joined_fields(cls, views: list[PresenceView], order: np.ndarray) -> dict[str, Any]:
+        """Each row keeps its share in the view it comes from."""
+        share = np.concatenate([v.share for v in same_class(views, ProbabilityView)])
+        return {"row_share": share[order]}
 
 
 def presence_pairs(

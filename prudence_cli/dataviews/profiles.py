@@ -11,13 +11,17 @@ the raw data. Rows sorted by user, then location; only visited pairs are stored.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pandas as pd
 from scipy import sparse
 
-from prudence_cli.dataviews.base import CountedView
+from prudence_cli import columns as C
+from prudence_cli.dataviews.base import BuildSettings, CountedView, Dimensions, Located
+
+if TYPE_CHECKING:
+    from prudence_cli.select import Selection
 
 PERIODS = ("all", "first", "second")
 
@@ -69,6 +73,51 @@ class ProfilesView(CountedView):
         frame = super().table(user_ids)
         frame["first"] = self.first if self.first is not None else 0
         return frame
+
+    @classmethod
+    def stored_fields(cls, table: pd.DataFrame, order: np.ndarray) -> dict[str, Any]:
+        return {"first": table["first"].to_numpy()[order].astype(np.int32)}
+
+    @classmethod
+    def build(
+        cls,
+        selection: Selection,
+        located: Located,
+        view_id: str,
+        dimensions: Dimensions,
+        settings: BuildSettings,
+    ) -> ProfilesView:
+        """Visits per (user, location), all of T and before the split; points outside
+        every region are not counted."""
+        points = selection.points
+        at = middle_of(selection) if settings.split is None else settings.split
+        inside = located.location >= 0
+        user, location, count, first = profile_rows(
+            points[C.USER].to_numpy()[inside],
+            located.location[inside],
+            points[C.TIME].to_numpy()[inside],
+            at,
+            len(located.locations),
+        )
+        return cls(
+            view_id,
+            dimensions,
+            selection.n_users,
+            user,
+            location,
+            located.locations,
+            count=count,
+            first=first,
+            split=at,
+        )
+
+
+def middle_of(selection: Selection) -> int:
+    """The middle of the selected points' time span (UTC ns)."""
+    times = selection.points[C.TIME].to_numpy()
+    if times.shape[0] == 0:
+        return 0
+    return int(times.min() // 2 + times.max() // 2)
 
 
 def profile_rows(

@@ -5,14 +5,26 @@ floored to the `time` granularity (bins aligned on local midnight of `input.time
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from prudence_cli import columns as C
-from prudence_cli.dataviews.base import Dataview, check_coverage
+from prudence_cli.dataviews.base import (
+    BuildSettings,
+    Dataview,
+    Dimensions,
+    Located,
+    StoredTable,
+    check_coverage,
+    table_bins,
+)
+from prudence_cli.dataviews.trajectory import local_bins
 from prudence_cli.engine.problem import Elements
+
+if TYPE_CHECKING:
+    from prudence_cli.select import Selection
 
 
 @dataclass(frozen=True)
@@ -55,4 +67,46 @@ class SegmentView(Dataview):
                 "t_origin": stamp(self.tbin),
                 "t_destination": stamp(self.tbin_end),
             }
+        )
+
+    @classmethod
+    def build(
+        cls,
+        selection: Selection,
+        located: Located,
+        view_id: str,
+        dimensions: Dimensions,
+        settings: BuildSettings,
+    ) -> SegmentView:
+        """Every selected segment traversal, its times in bins of the `time` granularity."""
+        seconds = int(dict(dimensions)["time"])
+        points = selection.points
+        return cls(
+            view_id,
+            dimensions,
+            selection.n_users,
+            points[C.USER].to_numpy().astype(np.int32),
+            located.location,
+            located.locations,
+            tbin=local_bins(points[C.TIME].to_numpy(), seconds, settings.timezone),
+            tbin_end=local_bins(points[C.LEAVE].to_numpy(), seconds, settings.timezone),
+            granularity=seconds,
+        )
+
+    @classmethod
+    def from_table(cls, stored: StoredTable) -> SegmentView:
+        seconds = int(dict(stored.dimensions)["time"])
+        start = table_bins(stored.table["t_origin"], seconds)
+        end = table_bins(stored.table["t_destination"], seconds)
+        order = np.lexsort((stored.table["order"].to_numpy(), stored.user))
+        return cls(
+            stored.view_id,
+            stored.dimensions,
+            stored.n_users,
+            stored.user[order].astype(np.int32),
+            stored.location[order].astype(np.int32),
+            stored.locations,
+            tbin=start[order],
+            tbin_end=end[order],
+            granularity=seconds,
         )

@@ -9,15 +9,29 @@ one (DESIGN.md section 4).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from prudence_cli import columns as C
-from prudence_cli.dataviews.base import Dataview, check_coverage
+from prudence_cli.dataviews.base import (
+    BuildSettings,
+    Dataview,
+    Dimensions,
+    Located,
+    StoredTable,
+    check_coverage,
+    join_rows,
+    same_class,
+    table_bins,
+)
 from prudence_cli.engine.problem import Elements
+
+if TYPE_CHECKING:
+    from prudence_cli.select import Selection
 
 
 @dataclass(frozen=True)
@@ -80,6 +94,74 @@ class TrajectoryView(Dataview):
                 C.LOCATION: self.locations["label"].to_numpy()[self.location],
                 "time_bin": starts.strftime("%Y-%m-%dT%H:%M:%S"),
             }
+        )
+
+    @classmethod
+    def build(
+        cls,
+        selection: Selection,
+        located: Located,
+        view_id: str,
+        dimensions: Dimensions,
+        settings: BuildSettings,
+    ) -> TrajectoryView:
+        """The visits of the pairs kept at the frequency threshold, in time bins of the
+        `time` granularity, consecutive repeats collapsed."""
+        values = dict(dimensions)
+        f = int(values.get("frequency", 1))
+        seconds = int(values["time"])
+        keep = located.pair_count >= f
+        user = selection.points[C.USER].to_numpy()[keep]
+        location = located.location[keep]
+        tbin = local_bins(selection.points[C.TIME].to_numpy()[keep], seconds, settings.timezone)
+        first = collapse_repeats(user, location, tbin)
+        return cls(
+            view_id,
+            dimensions,
+            selection.n_users,
+            user[first].astype(np.int32),
+            location[first],
+            located.locations,
+            tbin=tbin[first],
+            granularity=seconds,
+            timezone=settings.timezone,
+        )
+
+    @classmethod
+    def from_table(cls, stored: StoredTable) -> TrajectoryView:
+        seconds = int(dict(stored.dimensions)["time"])
+        tbin = table_bins(stored.table["time_bin"], seconds)
+        order = np.lexsort((stored.table["order"].to_numpy(), stored.user))
+        return cls(
+            stored.view_id,
+            stored.dimensions,
+            stored.n_users,
+            stored.user[order].astype(np.int32),
+            stored.location[order].astype(np.int32),
+            stored.locations,
+            tbin=tbin[order],
+            granularity=seconds,
+        )
+
+    @classmethod
+    def concat(cls, views: Sequence[Dataview]) -> TrajectoryView:
+        """Rows sorted by user, then the start of their time bin."""
+        trajectories = same_class(views, TrajectoryView)
+        view = trajectories[0]
+        rows = join_rows(views)
+        start = np.concatenate([v.tbin * v.granularity for v in trajectories])
+        order = np.lexsort((start, rows.user))
+        tbin = np.concatenate([v.tbin for v in trajectories])
+        return cls(
+            view.id,
+            view.dimensions,
+            rows.n_users,
+            rows.user[order],
+            rows.location[order].astype(np.int32),
+            rows.locations,
+            tbin=tbin[order],
+            granularity=view.granularity,
+            timezone=view.timezone,
         )
 
 

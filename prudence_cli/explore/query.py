@@ -7,9 +7,9 @@ from collections.abc import Iterator, Sequence
 import pandas as pd
 import yaml
 
-from prudence_cli.attacks.registry import ALL_ATTACKS
 from prudence_cli.catalog import Catalog
 from prudence_cli.config.dimensions import FORMATS
+from prudence_cli.config.knowledge import ATTACK_SCHEMAS
 from prudence_cli.errors import PrudenceError
 
 
@@ -39,7 +39,7 @@ def parse_where(catalog: Catalog, where: Sequence[str]) -> dict[str, set[str]]:
 def numeric_columns(catalog: Catalog) -> list[str]:
     """Dimension and knowledge columns whose digit-only values are numbers (h=2, 500m is
     not digits anyway), for typed JSON; knowledge that is named (a scenario) stays text."""
-    named = {d.name for a in ALL_ATTACKS.values() for d in a.knowledge if d.names}
+    named = {d.name for a in ATTACK_SCHEMAS.values() for d in a.knowledge if d.names}
     return [c for c in (*catalog.dimension_names, *catalog.knowledge_names) if c not in named]
 
 
@@ -91,7 +91,7 @@ def _normalise(catalog: Catalog, key: str, text: str) -> str:
             return str(float(str(value)))
         if key in dims:
             return dims[key].label(dims[key].parse(value))
-        for attack in ALL_ATTACKS.values():
+        for attack in ATTACK_SCHEMAS.values():
             for dim in attack.knowledge:
                 if dim.name == key:
                     return str(dim.parse(value))

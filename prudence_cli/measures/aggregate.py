@@ -25,7 +25,7 @@ import shapely
 
 from prudence_cli import columns as C
 from prudence_cli.dataviews.trajectory import local_bins
-from prudence_cli.io.readers import read_region_layer
+from prudence_cli.io.geojson import read_region_layer
 from prudence_cli.select import Selection
 from prudence_cli.space import grid_cells, project, regions_of, unproject
 

@@ -1,2 +1,3 @@
 """The randomized wing (d_x-private sanitization of user profiles): the mechanisms, the
-attacks on noisy profiles, the epsilon sweep and the randomized release."""
+attacks on noisy profiles, the epsilon sweep, the profiles pipeline of `prudence assess`
+(`randomized.assess`) and the randomized release."""

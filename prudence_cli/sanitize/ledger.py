@@ -21,9 +21,8 @@ import pandas as pd
 
 from prudence_cli.catalog import Catalog
 from prudence_cli.dataviews.base import Dataview
-from prudence_cli.dataviews.presence import PresenceView, ProbabilityView
+from prudence_cli.dataviews.registry import format_class
 from prudence_cli.dataviews.restore import parse_dimensions, view_from_table
-from prudence_cli.dataviews.trajectory import TrajectoryView
 from prudence_cli.errors import PrudenceError
 from prudence_cli.io.atomic import write_bytes_atomic, write_text_atomic
 
@@ -113,7 +112,7 @@ def forget_release(catalog: Catalog, release_id: str) -> None:
 def join_views(view: Dataview, earlier: list[Dataview]) -> Dataview:
     """One view holding the rows of `view` and of every earlier release, each view's
     locations kept apart, each row keeping the frequency threshold (and share) of the
-    view it comes from. Same format and universe required."""
+    view it comes from (see the format's `concat`). Same format and universe required."""
     if not earlier:
         return view
     for other in earlier:
@@ -123,58 +122,7 @@ def join_views(view: Dataview, earlier: list[Dataview]) -> Dataview:
                 f"Prudence assesses releases of one format together, not a {view.format} one "
                 "with it: release a dataview of that format, or release to another recipient"
             )
-    views = [view, *earlier]
-    n_users = max(v.n_users for v in views)
-    offsets = np.cumsum([0] + [len(v.locations) for v in views])
-    user = np.concatenate([v.user for v in views])
-    location = np.concatenate([v.location + off for v, off in zip(views, offsets, strict=False)])
-    locations = pd.concat(
-        [v.locations.assign(label=f"{v.id}:" + v.locations["label"].astype(str)) for v in views],
-        ignore_index=True,
-    )
-    if isinstance(view, TrajectoryView):
-        trajectories = [v for v in views if isinstance(v, TrajectoryView)]
-        start = np.concatenate([v.tbin * v.granularity for v in trajectories])
-        order = np.lexsort((start, user))
-        tbin = np.concatenate([v.tbin for v in trajectories])
-        return TrajectoryView(
-            view.id,
-            view.dimensions,
-            n_users,
-            user[order],
-            location[order].astype(np.int32),
-            locations,
-            tbin=tbin[order],
-            granularity=view.granularity,
-            timezone=view.timezone,
-        )
-    presence = [v for v in views if isinstance(v, PresenceView)]
-    count = np.concatenate([v.count for v in presence])
-    threshold = np.concatenate([v.thresholds for v in presence])
-    order = np.lexsort((location, user))
-    if isinstance(view, ProbabilityView):
-        share = np.concatenate([v.share for v in presence if isinstance(v, ProbabilityView)])
-        return ProbabilityView(
-            view.id,
-            view.dimensions,
-            n_users,
-            user[order],
-            location[order].astype(np.int32),
-            locations,
-            count=count[order],
-            row_threshold=threshold[order],
-            row_share=share[order],
-        )
-    return PresenceView(
-        view.id,
-        view.dimensions,
-        n_users,
-        user[order],
-        location[order].astype(np.int32),
-        locations,
-        count=count[order],
-        row_threshold=threshold[order],
-    )
+    return format_class(view.format).concat([view, *earlier])
 
 
 def _gzip_csv(table: pd.DataFrame) -> bytes:

@@ -23,8 +23,6 @@ from prudence_cli.attacks.base import Attack, KnowledgeLevel
 from prudence_cli.dataviews.base import Dataview
 from prudence_cli.engine import Engine
 
-METHODS = ("suppress-users", "suppress-locations")
-
 # (view, data released earlier to the same recipient) -> the view to assess
 Joiner = Callable[[Dataview], Dataview]
 
@@ -99,11 +97,7 @@ def sanitize(
         if not above.any():
             return Outcome(view, risk, initial, per_level, steps, sampled)
         iteration += 1
-        rows_above = above[view.user]
-        if method == "suppress-users":
-            drop = rows_above
-        else:
-            drop = rows_above & _rarest_of_each_user(view, rows_above)
+        drop = SUPPRESSIONS[method](view, above[view.user])
         users_before = np.count_nonzero(np.diff(view.offsets))
         view = view.keep(~drop)
         step = Step(
@@ -118,8 +112,14 @@ def sanitize(
             progress(step)
 
 
+def _every_row(view: Dataview, rows_above: np.ndarray) -> np.ndarray:
+    """suppress-users: every row of every user above the threshold."""
+    return rows_above
+
+
 def _rarest_of_each_user(view: Dataview, candidate_rows: np.ndarray) -> np.ndarray:
-    """Mask of all rows at, for each user, the location held by the fewest users."""
+    """suppress-locations: of each user above the threshold, every row at their location
+    held by the fewest users."""
     n_locations = max(len(view.locations), 1)
     pairs = np.unique(view.user.astype(np.int64) * n_locations + view.location)
     holders = np.bincount(pairs % n_locations, minlength=n_locations)
@@ -130,3 +130,12 @@ def _rarest_of_each_user(view: Dataview, candidate_rows: np.ndarray) -> np.ndarr
     np.minimum.at(best, view.user[rows], key)
     chosen = best[view.user] % n_locations
     return candidate_rows & (view.location == chosen) & (best[view.user] != np.iinfo(np.int64).max)
+
+
+# Suppression methods by name: which rows of the users above the threshold one pass
+# removes. A new method is one function and one line here.
+SUPPRESSIONS: dict[str, Callable[[Dataview, np.ndarray], np.ndarray]] = {
+    "suppress-users": _every_row,
+    "suppress-locations": _rarest_of_each_user,
+}
+METHODS = tuple(SUPPRESSIONS)

@@ -1,0 +1,31 @@
+"""The `prudence` command line: parse, call one library function, render.
+
+Exit codes: 0 ok, 1 a check or policy failed, 2 bad usage, config, input or catalog.
+Data goes to stdout, messages and progress to stderr.
+
+This module holds the root group and registers the commands, one module per group;
+what the commands share lives in `common`, the rich rendering in `render`.
+"""
+
+from __future__ import annotations
+
+import click
+
+from prudence_cli import __version__
+from prudence_cli.cli.assess import assess, validate
+from prudence_cli.cli.catalog import catalog
+from prudence_cli.cli.evaluate import evaluate
+from prudence_cli.cli.release import check, sanitize
+from prudence_cli.cli.report import report
+from prudence_cli.cli.sample import sample
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="prudence")
+def main() -> None:
+    """Prudence: how likely is each person in a mobility dataset to be re-identified,
+    and how much data is left when the risky ones are taken out (PRUDEnce)."""
+
+
+for _command in (assess, validate, catalog, check, report, evaluate, sanitize, sample):
+    main.add_command(_command)

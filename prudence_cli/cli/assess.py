@@ -1,0 +1,89 @@
+"""`prudence assess` and `prudence validate`: run a config, or only check it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from prudence_cli.cli.common import handle_errors, progress_bar
+
+
+@click.command()
+@click.argument("config_file", metavar="CONFIG", type=click.Path(path_type=Path))
+@click.option(
+    "--out", type=click.Path(path_type=Path), help="Catalog folder (default: the config's output)."
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=0),
+    help="Threads for the local engine (0: every core); workers of a Dask LocalCluster.",
+)
+@click.option(
+    "--engine",
+    "backend",
+    type=click.Choice(["local", "dask"]),
+    help="Where partitions run (default: the config's engine.backend, else local).",
+)
+@click.option(
+    "--scheduler",
+    metavar="ADDRESS",
+    help="With --engine dask: a running scheduler, e.g. tcp://host:8786 (default: a "
+    "LocalCluster of --jobs workers).",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@handle_errors
+def assess(
+    config_file: Path,
+    out: Path | None,
+    jobs: int | None,
+    backend: str | None,
+    scheduler: str | None,
+    quiet: bool,
+) -> None:
+    """Assess every dataview × attack × knowledge level of CONFIG and write the catalog."""
+    from prudence_cli.assess import assess as run
+    from prudence_cli.config import load_config
+
+    config = load_config(config_file)
+    with progress_bar(quiet) as progress:
+        result = run(config, out, jobs, progress, backend, scheduler)
+    manifest = result.manifest
+    if not quiet:
+        dropped = sum(manifest["invalid_rows"]["dropped"].values())
+        note = f", {dropped:,} invalid rows dropped" if dropped else ""
+        views = max(len(manifest["dataviews"]), 1)
+        work = (
+            f"{len(manifest['randomize']['settings'])} randomized settings × "
+            f"{sum(len(a['levels']) for a in manifest['attacks'])} attack levels"
+            if "randomize" in manifest
+            else f"{len(result.irac) // views} attack levels"
+        )
+        click.echo(
+            f"Catalog written to {result.output}: {len(manifest['dataviews'])} dataviews × "
+            f"{work}, "
+            f"{manifest['selection']['users']:,} users{note}, "
+            f"{manifest['timings_seconds']['total']:.1f} s.",
+            err=True,
+        )
+
+
+@click.command()
+@click.argument("config_file", metavar="CONFIG", type=click.Path(path_type=Path))
+@handle_errors
+def validate(config_file: Path) -> None:
+    """Check CONFIG and its input files' headers without running anything."""
+    from prudence_cli.config import load_config
+    from prudence_cli.dataviews.build import count_dataviews
+    from prudence_cli.io.readers import check_inputs
+
+    config = load_config(config_file)
+    area = config.select.area
+    for line in check_inputs(config.input, area.path if area is not None else None):
+        click.echo(line, err=True)
+    levels = sum(len(a.levels) for a in config.attacks)
+    click.echo(
+        f"{config_file}: valid — {count_dataviews(config.dataview)} dataviews × {levels} "
+        f"attack levels, output {config.output}",
+        err=True,
+    )

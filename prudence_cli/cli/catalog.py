@@ -1,0 +1,287 @@
+"""`prudence catalog …`: read a catalog written by `prudence assess`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from prudence_cli.cli.common import (
+    ATTACK_OPTION,
+    CATALOG_OPTION,
+    FORMAT_OPTION,
+    WHERE_OPTION,
+    UserError,
+    check_share,
+    handle_errors,
+    needs_risks,
+    output,
+)
+
+
+@click.group()
+def catalog() -> None:
+    """Read a catalog written by `prudence assess`."""
+
+
+@catalog.command("show")
+@CATALOG_OPTION
+@WHERE_OPTION
+@click.option(
+    "--plane",
+    metavar="DIM1,DIM2",
+    help="Show the i-RAC_U and i-RAC_D planes over two dimensions instead.",
+)
+@click.option("--attack", help="With --plane: the attack whose planes to show.")
+@FORMAT_OPTION
+@handle_errors
+def catalog_show(
+    catalog_dir: Path | None,
+    where: tuple[str, ...],
+    plane: str | None,
+    attack: str | None,
+    fmt: str | None,
+) -> None:
+    """Print the i-RAC table: one row per dataview × attack × knowledge level; or, with
+    --plane, the i-RAC planes of the paper as two-way tables. On a catalog of randomized
+    profiles: utility and attack success per setting and attack level."""
+    from prudence_cli.catalog import find_catalog, open_catalog
+    from prudence_cli.cli.render import irac_table, plane_long, plane_tables, randomized_table
+    from prudence_cli.explore import plane as planes
+    from prudence_cli.explore.query import irac_rows, numeric_columns, randomized_rows
+
+    opened = open_catalog(find_catalog(catalog_dir))
+    typed = numeric_columns(opened)
+    if opened.is_profiles and plane is not None:
+        raise UserError("--plane is for risk catalogs; a profiles catalog has settings")
+    if plane is not None:
+        dims = tuple(d.strip() for d in plane.split(","))
+        if len(dims) != 2:
+            raise UserError(f"--plane {plane}: give two columns, e.g. --plane grid,frequency")
+        u_plane, d_plane = planes(opened, (dims[0], dims[1]), where, attack)
+        fixed = " ".join([*([f"attack={attack}"] if attack else []), *where])
+        subtitle = f" ({fixed})" if fixed else ""
+        output(
+            plane_long(u_plane, d_plane, (dims[0], dims[1])),
+            fmt,
+            lambda: plane_tables(u_plane, d_plane, (dims[0], dims[1]), subtitle),
+            typed,
+        )
+        return
+    if attack is not None:
+        where = (*where, f"attack={attack}")
+    if opened.is_profiles:
+        rows = randomized_rows(opened, where)
+        output(rows, fmt, lambda: randomized_table(opened, rows), typed)
+    else:
+        rows = irac_rows(opened, where)
+        output(rows, fmt, lambda: irac_table(opened, rows), typed)
+    if rows.empty:
+        click.echo("No row matches the filters.", err=True)
+
+
+@catalog.command("curve")
+@CATALOG_OPTION
+@click.option("--dataview", required=True, metavar="ID")
+@click.option("--attack", help="The attack (needed when several were assessed).")
+@WHERE_OPTION
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["chart", "csv", "json"]),
+    help="Output format (default: chart on a terminal, csv otherwise).",
+)
+@handle_errors
+def catalog_curve(
+    catalog_dir: Path | None,
+    dataview: str,
+    attack: str | None,
+    where: tuple[str, ...],
+    fmt: str | None,
+) -> None:
+    """Draw the RAC_U and RAC_D curves of one dataview, attack and knowledge level."""
+    from prudence_cli.catalog import find_catalog, open_catalog
+    from prudence_cli.cli.render import curve_chart, to_csv, to_json
+    from prudence_cli.explore import curve
+
+    opened = open_catalog(find_catalog(catalog_dir))
+    needs_risks(opened)
+    frame, row = curve(opened, dataview, attack, where)
+    fmt = fmt or ("chart" if sys.stdout.isatty() else "csv")
+    if fmt == "chart":
+        dims = " ".join(f"{d}={row[d]}" for d in opened.dimension_names)
+        level = " ".join(f"{k}={row[k]}" for k in opened.knowledge_names if row[k] != "")
+        click.echo(curve_chart(frame, f"{dataview} {dims} · {row['attack']} {level}"))
+        click.echo(
+            f"i-RAC_U = {row['i_rac_u']:.3f}, i-RAC_D = {row['i_rac_d']:.3f}: the "
+            "areas under the curves."
+        )
+    elif fmt == "csv":
+        click.echo(to_csv(frame), nl=False)
+    else:
+        click.echo(to_json(frame), nl=False)
+
+
+@catalog.command("best")
+@CATALOG_OPTION
+@click.option("--max-risk", type=float, required=True, help="Tolerated risk R in (0, 1].")
+@click.option("--min-coverage", type=float, help="Mark dataviews keeping less data than this.")
+@click.option(
+    "--measure",
+    type=click.Choice(["mean_risk", "unicity", "k_disclosure", "em", "kl"]),
+    default="mean_risk",
+    show_default=True,
+    help="The disclosure axis of the Pareto front.",
+)
+@click.option(
+    "--utility",
+    type=click.Choice(["kept", "score"]),
+    default="kept",
+    show_default=True,
+    help="The utility axis: data kept at R, or the catalog's utility scores.",
+)
+@click.option(
+    "--ordinal",
+    is_flag=True,
+    help="Instead: whether the disclosure measures rank the dataviews alike.",
+)
+@ATTACK_OPTION
+@WHERE_OPTION
+@FORMAT_OPTION
+@handle_errors
+def catalog_best(
+    catalog_dir: Path | None,
+    max_risk: float,
+    min_coverage: float | None,
+    measure: str,
+    utility: str,
+    ordinal: bool,
+    attacks: tuple[str, ...],
+    where: tuple[str, ...],
+    fmt: str | None,
+) -> None:
+    """Rank the dataviews by the data kept at risk ≤ R (or by utility score), with
+    their Pareto front of (disclosure, utility); a person's risk is the max over the
+    counted levels. --ordinal checks whether the measures rank them in the same order.
+
+    On a catalog of randomized profiles: per mechanism, which ε keeps the statistic
+    admissible while no counted attack succeeds on more than R of the sample."""
+    from prudence_cli.catalog import find_catalog, open_catalog
+    from prudence_cli.cli.render import best_table, ordinal_table
+    from prudence_cli.explore import DISCLOSURE, counted_levels, dataview_scores
+    from prudence_cli.explore import ordinal_agreement as agreement
+
+    check_share("--max-risk", max_risk, zero=False)
+    if min_coverage is not None:
+        check_share("--min-coverage", min_coverage, zero=True)
+    opened = open_catalog(find_catalog(catalog_dir))
+    if opened.is_profiles:
+        from prudence_cli.cli.render import epsilon_table
+        from prudence_cli.explore import epsilon_choice
+
+        where = (*where, *(f"attack={a}" for a in attacks))
+        choice = epsilon_choice(opened, max_risk, where)
+        output(
+            choice,
+            fmt,
+            lambda: epsilon_table(choice, opened.dimension_names, max_risk),
+            opened.dimension_names,
+        )
+        return
+    levels = counted_levels(opened, attacks, where)
+    scores = dataview_scores(opened, levels, max_risk, where, measure, utility)
+    if ordinal:
+        measures = ["mean_risk", *[m for m in DISCLOSURE if m in scores.table]]
+        if len(measures) < 2:
+            raise UserError("--ordinal needs disclosure measures (a unicity attack)")
+        result = agreement(scores.table, measures)
+        output(result, fmt, lambda: ordinal_table(result), [])
+        return
+    table = scores.table.assign(
+        meets_min_coverage=(scores.table["kept"] >= min_coverage) if min_coverage else True
+    )
+    output(
+        table,
+        fmt,
+        lambda: best_table(scores, opened.dimension_names, min_coverage),
+        opened.dimension_names,
+    )
+
+
+@catalog.command("risks")
+@CATALOG_OPTION
+@WHERE_OPTION
+@click.option(
+    "--format", "fmt", type=click.Choice(["csv", "json"]), default="csv", show_default=True
+)
+@handle_errors
+def catalog_risks(catalog_dir: Path | None, where: tuple[str, ...], fmt: str) -> None:
+    """Print every user's risk: dataview, dimensions, attack, knowledge, user, risk."""
+    import pandas as pd
+
+    from prudence_cli.catalog import find_catalog, open_catalog
+    from prudence_cli.cli.render import to_csv, to_json
+    from prudence_cli.explore.query import numeric_columns, risk_rows
+
+    opened = open_catalog(find_catalog(catalog_dir))
+    needs_risks(opened)
+    frames = risk_rows(opened, where)
+    if fmt == "json":
+        typed = numeric_columns(opened)
+        click.echo(to_json(pd.concat(list(frames), ignore_index=True), typed), nl=False)
+        return
+    first = True
+    for frame in frames:
+        click.echo(to_csv(frame, header=first), nl=False)
+        first = False
+
+
+@catalog.command("releases")
+@CATALOG_OPTION
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "csv", "json"]),
+    help="Output format (default: table on a terminal, csv otherwise).",
+)
+@handle_errors
+def catalog_releases(catalog_dir: Path | None, fmt: str | None) -> None:
+    """List the release ledger: what was released, to whom, when."""
+    import pandas as pd
+
+    from prudence_cli.catalog import find_catalog, open_catalog
+    from prudence_cli.cli.render import print_table, releases_table, to_csv, to_json
+    from prudence_cli.sanitize.ledger import read_ledger
+
+    opened = open_catalog(find_catalog(catalog_dir))
+    records = read_ledger(opened)
+    columns = [
+        "id",
+        "recipient",
+        "created",
+        "dataview",
+        "format",
+        "dimensions",
+        "threshold",
+        "method",
+        "users",
+        "pseudonymized",
+        "release",
+    ]
+    frame = pd.DataFrame(
+        [
+            {**r, "dimensions": " ".join(f"{k}={v}" for k, v in r["dimensions"].items())}
+            for r in records
+        ],
+        columns=columns,
+    )
+    fmt = fmt or ("table" if sys.stdout.isatty() else "csv")
+    if fmt == "table":
+        print_table(releases_table(frame))
+    elif fmt == "csv":
+        click.echo(to_csv(frame), nl=False)
+    else:
+        click.echo(to_json(frame), nl=False)
+    if not records:
+        click.echo("No release recorded in this catalog yet.", err=True)

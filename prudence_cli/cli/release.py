@@ -1,0 +1,273 @@
+"""`prudence check` and `prudence sanitize`: hold a catalog to a risk policy, and
+release a dataview that meets it."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from prudence_cli.cli.common import (
+    ATTACK_OPTION,
+    CATALOG_OPTION,
+    WHERE_OPTION,
+    UserError,
+    check_share,
+    handle_errors,
+    needs_risks,
+)
+
+
+@click.command()
+@CATALOG_OPTION
+@click.option("--max-risk", type=float, required=True, help="Tolerated risk R in (0, 1].")
+@click.option("--min-irac-u", type=float, help="Fail a level whose i-RAC_U is below this.")
+@click.option(
+    "--min-coverage",
+    type=float,
+    help="Allow people above R, but those at or below must hold this share of the data "
+    "(else everyone must be at or below R).",
+)
+@ATTACK_OPTION
+@WHERE_OPTION
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+@handle_errors
+def check(
+    catalog_dir: Path | None,
+    max_risk: float,
+    min_irac_u: float | None,
+    min_coverage: float | None,
+    attacks: tuple[str, ...],
+    where: tuple[str, ...],
+    fmt: str,
+) -> None:
+    """Check a catalog against a risk policy, for CI: exit 0 when every dataview and
+    attack level holds it, 1 with the list of those that fail."""
+    from prudence_cli.catalog import find_catalog, open_catalog
+    from prudence_cli.cli.render import to_json
+    from prudence_cli.explore import Policy, counted_levels
+    from prudence_cli.explore import check as run_check
+
+    check_share("--max-risk", max_risk, zero=False)
+    for name, value in (("--min-irac-u", min_irac_u), ("--min-coverage", min_coverage)):
+        if value is not None:
+            check_share(name, value, zero=True)
+    opened = open_catalog(find_catalog(catalog_dir))
+    needs_risks(opened)
+    levels = counted_levels(opened, attacks, where)
+    result = run_check(opened, Policy(max_risk, min_irac_u, min_coverage), levels, where)
+    failing = result[result["failures"] != ""]
+    if fmt == "json":
+        payload = {
+            "policy": {
+                "max_risk": max_risk,
+                "min_irac_u": min_irac_u,
+                "min_coverage": min_coverage,
+            },
+            "checked": len(result),
+            "failed": len(failing),
+            "ok": bool(failing.empty),
+            "failures": json.loads(to_json(failing, opened.dimension_names)),
+        }
+        click.echo(json.dumps(payload, indent=2))
+    else:
+        for _, row in failing.iterrows():
+            dims = " ".join(f"{d}={row[d]}" for d in opened.dimension_names)
+            level = ",".join(
+                f"{k}={row[k]}" for k in opened.knowledge_names if isinstance(row.get(k), str)
+            )
+            click.echo(f"FAIL {row['dataview']} {dims} {row['attack']}[{level}]: {row['failures']}")
+        click.echo(
+            f"{len(result) - len(failing)} of {len(result)} dataview × attack levels hold the "
+            "policy.",
+            err=True,
+        )
+    if not failing.empty:
+        sys.exit(1)
+
+
+@click.command()
+@click.option(
+    "--threshold",
+    type=float,
+    help="Tolerated risk R in (0, 1]: every released person ends at or below it "
+    "(the suppression methods).",
+)
+@CATALOG_OPTION
+@click.option(
+    "--dataview",
+    "dataview",
+    metavar="ID",
+    help="Dataview to release (default: the largest i-RAC_D that can meet R).",
+)
+@click.option(
+    "--attack",
+    "attacks",
+    multiple=True,
+    metavar="NAME",
+    help="Count only this assessed attack (repeatable; default: every one).",
+)
+@WHERE_OPTION
+@click.option(
+    "--method",
+    type=click.Choice(["suppress-users", "suppress-locations", "randomize"]),
+    default="suppress-users",
+    show_default=True,
+    help="Remove risky people or locations, or (profiles catalogs) add d_χ-private noise.",
+)
+@click.option("--epsilon", type=float, help="randomize: the privacy parameter ε > 0.")
+@click.option(
+    "--neighbourhood",
+    metavar="N|all",
+    default="all",
+    show_default=True,
+    help="randomize: noise on every location, or on N(b_i, N): the visited ones and the N "
+    "of highest affinity.",
+)
+@click.option(
+    "--mechanism",
+    type=click.Choice(["randomized_response", "laplace", "geometric"]),
+    help="randomize: default randomized_response on boolean profiles, laplace on counts.",
+)
+@click.option("--seed", type=click.IntRange(min=0), help="randomize: default the catalog's seed.")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=Path("release"),
+    show_default=True,
+    help="Release folder (replaced atomically).",
+)
+@click.option(
+    "--recipient",
+    help="Who receives it; earlier releases to them are assessed together with this one.",
+)
+@click.option(
+    "--pseudonymize",
+    is_flag=True,
+    help="Replace user ids by fresh seeded pseudonyms (mapping kept in the catalog).",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress messages.")
+@handle_errors
+def sanitize(
+    threshold: float | None,
+    catalog_dir: Path | None,
+    dataview: str | None,
+    attacks: tuple[str, ...],
+    where: tuple[str, ...],
+    method: str,
+    epsilon: float | None,
+    neighbourhood: str,
+    mechanism: str | None,
+    seed: int | None,
+    out: Path,
+    recipient: str | None,
+    pseudonymize: bool,
+    quiet: bool,
+) -> None:
+    """Release a dataview with every person at risk above R suppressed, re-assessed to a
+    fixpoint; writes the release folder and records it in the catalog's ledger.
+
+    With --method randomize (a catalog of profiles dataviews): release every profile with
+    d_χ-private noise of parameter --epsilon, with a report of its utility and of the
+    catalog's attacks on it.
+
+    Exit code 0: the release meets the threshold; 1: it cannot (nobody would be left)."""
+    from prudence_cli.catalog import find_catalog, open_catalog
+    from prudence_cli.sanitize.release import SanitizeRequest, run_sanitize
+
+    opened = open_catalog(find_catalog(catalog_dir))
+    if method == "randomize":
+        suppression = {
+            "--attack": bool(attacks),
+            "--where": bool(where),
+            "--recipient": recipient is not None,
+            "--pseudonymize": pseudonymize,
+        }
+        for name, given in suppression.items():
+            if given:
+                raise UserError(f"{name} is for the suppression methods, not randomize")
+        _randomize(opened, epsilon, neighbourhood, mechanism, dataview, seed, out, threshold)
+        return
+    randomizing = {"--epsilon": epsilon, "--mechanism": mechanism, "--seed": seed}
+    for name, value in randomizing.items():
+        if value is not None:
+            raise UserError(f"{name} is for --method randomize")
+    if threshold is None:
+        raise UserError("--threshold R is needed: the tolerated risk in (0, 1]")
+    request = SanitizeRequest(threshold, dataview, attacks, where, method, recipient, pseudonymize)
+
+    def step(s: Any) -> None:
+        if not quiet:
+            click.echo(
+                f"pass {s.iteration}: {s.users_above:,} above {threshold:g} "
+                f"(highest {s.max_risk:.3g}); removed {s.users_removed:,} people, "
+                f"{s.rows_removed:,} rows",
+                err=True,
+            )
+
+    def announce(choice: str) -> None:
+        if not quiet:
+            click.echo(f"Dataview {choice}.", err=True)
+
+    result = run_sanitize(opened, request, out, step, announce)
+    report = result.report
+    if not report:
+        click.echo(f"Cannot release: {result.choice}; nothing was written.", err=True)
+        sys.exit(1)
+    users, data = report["users"], report["data"]
+    if not result.met:
+        click.echo(
+            f"Cannot release: at threshold {threshold:g} nobody of "
+            f"{report['dataview']['id']} would be left; nothing was written.",
+            err=True,
+        )
+        sys.exit(1)
+    click.echo(
+        f"Release {report['release']} written to {result.folder}: {users['released']:,} of "
+        f"{users['in_view']:,} people, {data['released']:,.0f} of {data['before']:,.0f} "
+        f"{data['coverage']}, highest risk {report['max_risk_after']:.3g} ≤ {threshold:g} "
+        f"after {len(report['iterations'])} suppression passes.",
+        err=True,
+    )
+
+
+def _randomize(
+    opened: Any,
+    epsilon: float | None,
+    neighbourhood: str,
+    mechanism: str | None,
+    dataview: str | None,
+    seed: int | None,
+    out: Path,
+    threshold: float | None,
+) -> None:
+    from prudence_cli.randomized.release import RandomizeRequest, run_randomize
+
+    if epsilon is None:
+        raise UserError("--method randomize needs --epsilon E (the privacy parameter, > 0)")
+    if threshold is not None:
+        raise UserError("--threshold is for the suppression methods, not randomize")
+    hood: int | None = None
+    if neighbourhood != "all":
+        if not neighbourhood.isdigit():
+            raise UserError(f"--neighbourhood {neighbourhood}: give a whole number or all")
+        hood = int(neighbourhood)
+    request = RandomizeRequest(epsilon, hood, mechanism, dataview, seed)
+    report = run_randomize(opened, request, out)
+    util = report["utility"]
+    rates = [r["success_rate"] for r in report["attacks"]["results"]]
+    worst = max((r for r in rates if r == r), default=float("nan"))
+    click.echo(
+        f"Release written to {out}: {report['profiles']['released']:,} "
+        f"{report['dataview']['profile']} profiles, {report['mechanism']['name']} "
+        f"ε={epsilon:g} on χ={report['mechanism']['chi']}; {util['statistic']} relative "
+        f"error {util['relative_error']:.3f} ("
+        f"{'admissible' if util['admissible'] else 'NOT admissible'}); worst attack success "
+        f"{worst:.3f} over {len(rates)} attack levels (see report.md).",
+        err=True,
+    )

@@ -1,0 +1,295 @@
+"""Compiled kernels (numba): enumeration of instances — every s-subset of a list whose
+first position is in a partition, as keys and values, as packed codes, or as bounded
+queries — and seeded sampling of random queries.
+
+Plain arrays in, plain arrays out; codes are in `kernels.py`.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from prudence_cli.engine.kernels import COMPOSITIONS, RATIOS
+
+# --- enumeration -------------------------------------------------------------------------
+
+
+@nb.njit(cache=True)
+def _next_combination(idx, first, end, s):
+    """Advance idx[1:] to the next combination of positions in (first, end); False at the
+    end. idx[0] stays at `first`."""
+    j = s - 1
+    while j >= 1 and idx[j] == end - s + j:
+        j -= 1
+    if j < 1:
+        return False
+    idx[j] += 1
+    for t in range(j + 1, s):
+        idx[t] = idx[t - 1] + 1
+    return True
+
+
+@nb.njit(cache=True)
+def enumerate_members(offsets, owners, elements, values, starts, s, keys, vals, own):
+    """Every s-subset of a user's list whose first position is in `starts` (list order).
+
+    With keys=None-sized arrays (shape 0) only counts. Returns the number of subsets.
+    """
+    write = keys.shape[0] > 0
+    k = 0
+    idx = np.empty(s, np.int64)
+    for t in range(starts.shape[0]):
+        p = starts[t]
+        u = owners[p]
+        end = offsets[u + 1]
+        if end - p < s:
+            continue
+        for j in range(s):
+            idx[j] = p + j
+        while True:
+            if write:
+                for j in range(s):
+                    keys[k, j] = elements[idx[j]]
+                    vals[k, j] = values[idx[j]]
+                own[k] = u
+            k += 1
+            if not _next_combination(idx, p, end, s):
+                break
+    return k
+
+
+@nb.njit(cache=True)
+def _emit_compositions(idx, s, target, lower, write, k, keys, elements, lo, hi, ref, own, u):
+    """Every way to write `target` as s positive parts, part j ≤ lower[idx[j]]."""
+    parts = np.zeros(s, np.int64)
+    suffix = np.zeros(s + 1, np.float64)
+    for j in range(s - 1, -1, -1):
+        suffix[j] = suffix[j + 1] + lower[idx[j]]
+    if suffix[0] < target:
+        return k
+    pos = 0
+    partial = np.zeros(s + 1, np.int64)
+    while pos >= 0:
+        if pos == s - 1:
+            last = target - partial[pos]
+            if 1 <= last <= lower[idx[pos]]:
+                if write:
+                    for j in range(s - 1):
+                        lo[k, j] = parts[j]
+                        hi[k, j] = np.inf
+                        keys[k, j] = elements[idx[j]]
+                    lo[k, s - 1] = last
+                    hi[k, s - 1] = np.inf
+                    keys[k, s - 1] = elements[idx[s - 1]]
+                    ref[k] = 0
+                    own[k] = u
+                k += 1
+            pos -= 1
+            continue
+        parts[pos] += 1
+        partial[pos + 1] = partial[pos] + parts[pos]
+        if parts[pos] > lower[idx[pos]] or partial[pos + 1] + (s - 1 - pos) > target:
+            parts[pos] = 0
+            pos -= 1
+            continue
+        if partial[pos + 1] + suffix[pos + 1] < target:
+            continue
+        pos += 1
+        parts[pos] = 0
+    return k
+
+
+@nb.njit(cache=True)
+def enumerate_queries(
+    offsets,
+    owners,
+    elements,
+    lower,
+    upper,
+    starts,
+    s,
+    size_lo,
+    size_hi,
+    totals,
+    mode,
+    compose,
+    delta,
+    keys,
+    lo,
+    hi,
+    ref,
+    own,
+):
+    """Every query of size s whose first position is in `starts` (list order).
+
+    Shape-0 output arrays: count only. Returns the number of queries.
+    """
+    write = keys.shape[0] > 0
+    k = 0
+    idx = np.empty(s, np.int64)
+    for t in range(starts.shape[0]):
+        p = starts[t]
+        u = owners[p]
+        if s < size_lo[u] or s > size_hi[u]:
+            continue
+        end = offsets[u + 1]
+        if end - p < s:
+            continue
+        for j in range(s):
+            idx[j] = p + j
+        while True:
+            if mode == COMPOSITIONS:
+                target = min(compose, totals[u])
+                k = _emit_compositions(
+                    idx, s, target, lower, write, k, keys, elements, lo, hi, ref, own, u
+                )
+            else:
+                if write:
+                    r = 0
+                    if mode == RATIOS:
+                        for j in range(1, s):
+                            if lower[idx[j]] > lower[idx[r]]:
+                                r = j
+                    for j in range(s):
+                        keys[k, j] = elements[idx[j]]
+                        if mode == RATIOS:
+                            x = lower[idx[j]] / lower[idx[r]]
+                            lo[k, j] = x - delta
+                            hi[k, j] = x + delta
+                        else:
+                            lo[k, j] = lower[idx[j]]
+                            hi[k, j] = upper[idx[j]]
+                    ref[k] = r
+                    own[k] = u
+                k += 1
+            if not _next_combination(idx, p, end, s):
+                break
+    return k
+
+
+@nb.njit(cache=True)
+def enumerate_codes(offsets, owners, elements, starts, s, bits, owner_bits, out):
+    """Like enumerate_members, but writes one int64 per subset: the subset's elements
+    packed `bits` each, then the owner in the low `owner_bits`. Shape-0 out: count only."""
+    write = out.shape[0] > 0
+    k = 0
+    idx = np.empty(s, np.int64)
+    for t in range(starts.shape[0]):
+        p = starts[t]
+        u = owners[p]
+        end = offsets[u + 1]
+        if end - p < s:
+            continue
+        for j in range(s):
+            idx[j] = p + j
+        while True:
+            if write:
+                code = np.int64(0)
+                for j in range(s):
+                    code = (code << bits) | elements[idx[j]]
+                out[k] = (code << owner_bits) | u
+            k += 1
+            if not _next_combination(idx, p, end, s):
+                break
+    return k
+
+
+# --- sampling --------------------------------------------------------------------------
+
+
+@nb.njit(cache=True)
+def sample_positions(n, s, randoms, scratch, out):
+    """s distinct positions of [0, n), uniformly (partial Fisher-Yates), ascending."""
+    for i in range(n):
+        scratch[i] = i
+    for i in range(s):
+        j = i + int(randoms[i] * (n - i))
+        scratch[i], scratch[j] = scratch[j], scratch[i]
+    out[:s] = np.sort(scratch[:s])
+
+
+@nb.njit(cache=True)
+def sample_queries(
+    offsets,
+    elements,
+    lower,
+    upper,
+    users,
+    sizes,
+    n_samples,
+    mode,
+    compose,
+    totals,
+    delta,
+    randoms,
+    q_offsets,
+    q_elements,
+    q_lo,
+    q_hi,
+    q_ref,
+    q_owner,
+):
+    """n_samples random queries per user (uniform positions, from `randoms` in [0, 1)).
+
+    subsets / ratios: s distinct positions of the user's query list, in list order;
+    compositions: H_u distinct items of the user's multiset (element i repeated lower[i]
+    times), grouped back into (element, multiplicity). Returns the number of queries.
+    """
+    n_max = 0
+    for u in users:
+        n_max = max(n_max, offsets[u + 1] - offsets[u])
+        if mode == COMPOSITIONS:
+            n_max = max(n_max, int(totals[u]))
+    scratch = np.empty(max(n_max, 1), np.int64)
+    picked = np.empty(max(n_max, 1), np.int64)
+    q = 0
+    e = 0
+    q_offsets[0] = 0
+    for t in range(users.shape[0]):
+        u = users[t]
+        a = offsets[u]
+        n = offsets[u + 1] - a
+        s = sizes[t]
+        for _ in range(n_samples):
+            row = randoms[q]
+            if mode == COMPOSITIONS:
+                target = int(min(compose, totals[u]))
+                sample_positions(int(totals[u]), target, row, scratch, picked)
+                j = 0
+                cumulative = lower[a]
+                for i in range(target):
+                    while picked[i] >= cumulative:
+                        j += 1
+                        cumulative += lower[a + j]
+                    if e > q_offsets[q] and q_elements[e - 1] == elements[a + j]:
+                        q_lo[e - 1] += 1
+                    else:
+                        q_elements[e] = elements[a + j]
+                        q_lo[e] = 1
+                        q_hi[e] = np.inf
+                        e += 1
+                q_ref[q] = 0
+            else:
+                sample_positions(n, s, row, scratch, picked)
+                r = 0
+                if mode == RATIOS:
+                    for j in range(1, s):
+                        if lower[a + picked[j]] > lower[a + picked[r]]:
+                            r = j
+                for j in range(s):
+                    p = a + picked[j]
+                    q_elements[e] = elements[p]
+                    if mode == RATIOS:
+                        x = lower[p] / lower[a + picked[r]]
+                        q_lo[e] = x - delta
+                        q_hi[e] = x + delta
+                    else:
+                        q_lo[e] = lower[p]
+                        q_hi[e] = upper[p]
+                    e += 1
+                q_ref[q] = r
+            q_owner[q] = u
+            q += 1
+            q_offsets[q] = e
+    return q

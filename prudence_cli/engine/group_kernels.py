@@ -1,0 +1,361 @@
+"""Compiled kernels (numba): counting inside key groups — pairing runs of equal keys,
+counting the members inside each query's bounds (sorted search, Fenwick sweeps, brute
+force for small groups), and folding counts into running minima.
+
+Plain arrays in, plain arrays out; codes are in `kernels.py`.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from prudence_cli.engine.kernels import CONTAINS, DOMINANCE, RATIO
+
+# --- counting inside a key group -----------------------------------------------------------
+
+
+@nb.njit(cache=True)
+def _bit_add(tree, i):
+    while i < tree.shape[0]:
+        tree[i] += 1
+        i += i & -i
+
+
+@nb.njit(cache=True)
+def _bit_sum(tree, i):
+    total = 0
+    while i > 0:
+        total += tree[i]
+        i -= i & -i
+    return total
+
+
+@nb.njit(cache=True)
+def _bit2_add(tree, i, j):
+    while i < tree.shape[0]:
+        k = j
+        while k < tree.shape[1]:
+            tree[i, k] += 1
+            k += k & -k
+        i += i & -i
+
+
+@nb.njit(cache=True)
+def _bit2_sum(tree, i, j):
+    total = 0
+    while i > 0:
+        k = j
+        while k > 0:
+            total += tree[i, k]
+            k -= k & -k
+        i -= i & -i
+    return total
+
+
+@nb.njit(cache=True)
+def _brute(mv, lo, hi, out):
+    for i in range(lo.shape[0]):
+        c = 0
+        for k in range(mv.shape[0]):
+            ok = True
+            for j in range(mv.shape[1]):
+                if mv[k, j] < lo[i, j] or mv[k, j] > hi[i, j]:
+                    ok = False
+                    break
+            if ok:
+                c += 1
+        out[i] = c
+
+
+@nb.njit(cache=True)
+def _inside_all(mv, lo, hi):
+    """True when every member lies in every query's box (the common easy case)."""
+    for j in range(mv.shape[1]):
+        if lo[:, j].max() > mv[:, j].min() or hi[:, j].min() < mv[:, j].max():
+            return False
+    return True
+
+
+@nb.njit(cache=True)
+def _dominance_sweep(mv, lo, out):
+    """Counts of members ≥ lo for 2 or 3 columns: sweep column 0, Fenwick tree on the rest."""
+    m = mv.shape[0]
+    order_m = np.argsort(-mv[:, 0])
+    order_q = np.argsort(-lo[:, 0])
+    ys = np.unique(mv[:, 1])
+    if mv.shape[1] == 2:
+        tree = np.zeros(ys.shape[0] + 1, np.int64)
+        p = 0
+        for t in range(lo.shape[0]):
+            i = order_q[t]
+            while p < m and mv[order_m[p], 0] >= lo[i, 0]:
+                _bit_add(tree, np.searchsorted(ys, mv[order_m[p], 1]) + 1)
+                p += 1
+            out[i] = p - _bit_sum(tree, np.searchsorted(ys, lo[i, 1]))
+        return
+    zs = np.unique(mv[:, 2])
+    tree2 = np.zeros((ys.shape[0] + 1, zs.shape[0] + 1), np.int64)
+    p = 0
+    for t in range(lo.shape[0]):
+        i = order_q[t]
+        while p < m and mv[order_m[p], 0] >= lo[i, 0]:
+            r = order_m[p]
+            _bit2_add(tree2, np.searchsorted(ys, mv[r, 1]) + 1, np.searchsorted(zs, mv[r, 2]) + 1)
+            p += 1
+        ry = np.searchsorted(ys, lo[i, 1])
+        rz = np.searchsorted(zs, lo[i, 2])
+        low_y = _bit2_sum(tree2, ry, zs.shape[0])
+        low_z = _bit2_sum(tree2, ys.shape[0], rz)
+        out[i] = p - low_y - low_z + _bit2_sum(tree2, ry, rz)
+
+
+@nb.njit(cache=True)
+def _box_sweep(mv, lo, hi, out):
+    """Counts of members inside 2-column boxes: F(x ≤ hi0) − F(x < lo0), where F counts
+    inserted members with lo1 ≤ y ≤ hi1 on a Fenwick tree."""
+    m = mv.shape[0]
+    order_m = np.argsort(mv[:, 0])
+    ys = np.unique(mv[:, 1])
+    tree = np.zeros(ys.shape[0] + 1, np.int64)
+    order_q = np.argsort(hi[:, 0])
+    p = 0
+    for t in range(lo.shape[0]):
+        i = order_q[t]
+        while p < m and mv[order_m[p], 0] <= hi[i, 0]:
+            _bit_add(tree, np.searchsorted(ys, mv[order_m[p], 1]) + 1)
+            p += 1
+        out[i] = _bit_sum(tree, np.searchsorted(ys, hi[i, 1], side="right")) - _bit_sum(
+            tree, np.searchsorted(ys, lo[i, 1])
+        )
+    tree[:] = 0
+    order_q = np.argsort(lo[:, 0])
+    p = 0
+    for t in range(lo.shape[0]):
+        i = order_q[t]
+        while p < m and mv[order_m[p], 0] < lo[i, 0]:
+            _bit_add(tree, np.searchsorted(ys, mv[order_m[p], 1]) + 1)
+            p += 1
+        out[i] -= _bit_sum(tree, np.searchsorted(ys, hi[i, 1], side="right")) - _bit_sum(
+            tree, np.searchsorted(ys, lo[i, 1])
+        )
+
+
+@nb.njit(cache=True)
+def count_in_group(dominance, mv, lo, hi, brute_limit, out):
+    """out[i] = number of member rows inside query i's bounds (lo ≤ value ≤ hi)."""
+    m = mv.shape[0]
+    q = lo.shape[0]
+    s = mv.shape[1]
+    if m == 0:
+        out[:] = 0
+        return
+    if _inside_all(mv, lo, hi):
+        out[:] = m
+        return
+    if s == 1:
+        ordered = np.sort(mv[:, 0])
+        for i in range(q):
+            out[i] = np.searchsorted(ordered, hi[i, 0], side="right") - np.searchsorted(
+                ordered, lo[i, 0]
+            )
+        return
+    if m * q <= brute_limit or s > 3 or (not dominance and s > 2):
+        _brute(mv, lo, hi, out)
+        return
+    if not dominance:
+        _box_sweep(mv, lo, hi, out)
+        return
+    if s == 3:
+        ny = np.unique(mv[:, 1]).shape[0]
+        nz = np.unique(mv[:, 2]).shape[0]
+        if (ny + 1) * (nz + 1) > 4_000_000:
+            _brute(mv, lo, hi, out)
+            return
+    _dominance_sweep(mv, lo, out)
+
+
+@nb.njit(cache=True)
+def _count_ratio_group(mv, lo, hi, ref, brute_limit, out):
+    """Boxes on members' values divided by their value at each query's reference column."""
+    s = mv.shape[1]
+    for r in range(s):
+        chosen = np.flatnonzero(ref == r)
+        if chosen.shape[0] == 0:
+            continue
+        ratios = np.empty_like(mv)
+        for k in range(mv.shape[0]):
+            for j in range(s):
+                ratios[k, j] = mv[k, j] / mv[k, r]
+        part = np.empty(chosen.shape[0], np.int64)
+        count_in_group(False, ratios, lo[chosen], hi[chosen], brute_limit, part)
+        for t in range(chosen.shape[0]):
+            out[chosen[t]] = part[t]
+
+
+@nb.njit(cache=True)
+def _compare_rows(a, i, b, j):
+    for c in range(a.shape[1]):
+        if a[i, c] < b[j, c]:
+            return -1
+        if a[i, c] > b[j, c]:
+            return 1
+    return 0
+
+
+@nb.njit(cache=True)
+def match_groups(mkeys, qkeys):
+    """Pair each run of equal query keys with the run of equal member keys (both sorted).
+
+    Returns (q_start, q_end, m_start, m_end) per query run; an absent member run is empty.
+    """
+    q = qkeys.shape[0]
+    m = mkeys.shape[0]
+    qs = np.empty(q, np.int64)
+    qe = np.empty(q, np.int64)
+    ms = np.empty(q, np.int64)
+    me = np.empty(q, np.int64)
+    g = 0
+    i = 0
+    p = 0
+    while i < q:
+        e = i + 1
+        while e < q and _compare_rows(qkeys, e, qkeys, i) == 0:
+            e += 1
+        while p < m and _compare_rows(mkeys, p, qkeys, i) < 0:
+            p += 1
+        pe = p
+        while pe < m and _compare_rows(mkeys, pe, qkeys, i) == 0:
+            pe += 1
+        qs[g] = i
+        qe[g] = e
+        ms[g] = p
+        me[g] = pe
+        g += 1
+        i = e
+        p = pe
+    return qs[:g], qe[:g], ms[:g], me[:g]
+
+
+@nb.njit(cache=True)
+def _brute_rows(mvals, a, b, qlo, qhi, c, d, counts):
+    """Inline brute count for a small group: no slicing, no allocation."""
+    s = mvals.shape[1]
+    for i in range(c, d):
+        n = 0
+        for k in range(a, b):
+            ok = True
+            for j in range(s):
+                if mvals[k, j] < qlo[i, j] or mvals[k, j] > qhi[i, j]:
+                    ok = False
+                    break
+            if ok:
+                n += 1
+        counts[i] = n
+
+
+@nb.njit(parallel=True, cache=True)
+def grouped_counts(match, mvals, qlo, qhi, qref, qs, qe, ms, me, brute_limit):
+    """Support of every query against its key group, groups in parallel."""
+    counts = np.zeros(qlo.shape[0], np.int64)
+    for g in nb.prange(qs.shape[0]):
+        a, b, c, d = ms[g], me[g], qs[g], qe[g]
+        if match == CONTAINS:
+            for i in range(c, d):
+                counts[i] = b - a
+        elif match != RATIO and (b - a) * (d - c) <= 64:
+            _brute_rows(mvals, a, b, qlo, qhi, c, d, counts)
+        elif match == RATIO:
+            _count_ratio_group(mvals[a:b], qlo[c:d], qhi[c:d], qref[c:d], brute_limit, counts[c:d])
+        else:
+            count_in_group(
+                match == DOMINANCE, mvals[a:b], qlo[c:d], qhi[c:d], brute_limit, counts[c:d]
+            )
+    return counts
+
+
+@nb.njit(parallel=True, cache=True)
+def self_dominance(mvals, starts, ends, brute_limit):
+    """Per member row: the members of its key group whose values are all ≥ its own."""
+    counts = np.zeros(mvals.shape[0], np.int64)
+    s = mvals.shape[1]
+    for g in nb.prange(starts.shape[0]):
+        a, b = starts[g], ends[g]
+        if (b - a) * (b - a) <= 64:
+            for i in range(a, b):
+                n = 0
+                for k in range(a, b):
+                    ok = True
+                    for j in range(s):
+                        if mvals[k, j] < mvals[i, j]:
+                            ok = False
+                            break
+                    if ok:
+                        n += 1
+                counts[i] = n
+        else:
+            group = mvals[a:b]
+            count_in_group(
+                True, group, group, np.full_like(group, np.inf), brute_limit, counts[a:b]
+            )
+    return counts
+
+
+@nb.njit(cache=True)
+def runs(keys):
+    """Start and end of each run of equal rows of sorted keys."""
+    n = keys.shape[0]
+    starts = np.empty(n, np.int64)
+    ends = np.empty(n, np.int64)
+    g = 0
+    i = 0
+    while i < n:
+        e = i + 1
+        while e < n and _compare_rows(keys, e, keys, i) == 0:
+            e += 1
+        starts[g] = i
+        ends[g] = e
+        g += 1
+        i = e
+    return starts[:g], ends[:g]
+
+
+@nb.njit(cache=True)
+def self_containment(codes, owner_bits, queried, support):
+    """From sorted (key, owner) codes: support of a key = its distinct owners; each
+    queried owner takes the minimum over its keys."""
+    n = codes.shape[0]
+    mask = (np.int64(1) << owner_bits) - 1
+    i = 0
+    while i < n:
+        key = codes[i] >> owner_bits
+        e = i
+        distinct = 0
+        while e < n and (codes[e] >> owner_bits) == key:
+            if e == i or codes[e] != codes[e - 1]:
+                distinct += 1
+            e += 1
+        for t in range(i, e):
+            u = codes[t] & mask
+            if queried[u] and distinct < support[u]:
+                support[u] = distinct
+        i = e
+
+
+@nb.njit(cache=True)
+def scatter_min(support, owners, counts):
+    for i in range(owners.shape[0]):
+        u = owners[i]
+        if counts[i] < support[u]:
+            support[u] = counts[i]
+
+
+@nb.njit(cache=True)
+def distinct_rows(keys, owners):
+    """Mask of the first row of each run of equal (key, owner) rows (rows sorted)."""
+    n = keys.shape[0]
+    keep = np.ones(n, np.bool_)
+    for i in range(1, n):
+        if owners[i] == owners[i - 1] and _compare_rows(keys, i, keys, i - 1) == 0:
+            keep[i] = False
+    return keep

@@ -1,0 +1,261 @@
+"""Indexes and enumeration helpers of the counting engine: start indexes (a partition of
+element ids as a slice of first positions), posting lists, the calls of the enumeration
+kernels, relabelling by rarity, key ordering and per-segment sums."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from prudence_cli.engine import enumeration_kernels, kernels
+from prudence_cli.engine.plan import _SATURATE
+from prudence_cli.engine.problem import MATCHES, MODES, CountingProblem, Elements, QuerySpec
+
+
+class _StartIndex:
+    """Positions of a CSR list ordered by element, so that a partition [lo, hi) of element
+    ids is a contiguous slice of first positions."""
+
+    def __init__(self, lists: Elements) -> None:
+        self.lists = lists
+        self.order = np.argsort(lists.elements, kind="stable")
+        self.sorted = lists.elements[self.order]
+        self.owners = np.repeat(np.arange(lists.n_users, dtype=np.int64), lists.lengths)
+
+    def starts(self, lo: int, hi: int) -> np.ndarray:
+        a, b = np.searchsorted(self.sorted, [lo, hi])
+        return self.order[a:b]
+
+    def weights(
+        self, s: int, binom: np.ndarray, n_elements: int, users: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Exact number of s-subsets per first element (optionally only for `users`)."""
+        ends = self.lists.offsets[1:][self.owners]
+        remaining = ends - 1 - np.arange(self.lists.elements.shape[0])
+        w = binom[np.maximum(remaining, 0), s - 1].astype(float)
+        w[remaining < s - 1] = 0
+        if users is not None:
+            w *= users[self.owners]
+        return np.bincount(self.lists.elements, weights=w, minlength=n_elements)
+
+
+class _Postings:
+    """Distinct (element, user) pairs grouped by element, for candidate scans."""
+
+    def __init__(self, members: Elements, n_elements: int, distinct: bool = False) -> None:
+        """`distinct`: no list repeats an element (unordered problems), so every
+        (element, user) pair is already distinct and a stable sort suffices."""
+        owners = np.repeat(np.arange(members.n_users, dtype=np.int64), members.lengths)
+        if distinct:
+            self.users = owners[np.argsort(members.elements, kind="stable")]
+            counts = np.bincount(members.elements, minlength=n_elements)
+        else:
+            n = max(members.n_users, 1)
+            pairs = np.unique(members.elements.astype(np.int64) * n + owners)
+            self.users = pairs % n
+            counts = np.bincount(pairs // n, minlength=n_elements)
+        self.offsets = np.zeros(n_elements + 1, dtype=np.int64)
+        np.cumsum(counts, out=self.offsets[1:])
+        self.members = members
+
+    def verify(
+        self,
+        problem: CountingProblem,
+        q_offsets: np.ndarray,
+        q_elements: np.ndarray,
+        q_lo: np.ndarray,
+        q_hi: np.ndarray,
+        q_ref: np.ndarray,
+    ) -> np.ndarray:
+        counts = np.zeros(q_offsets.shape[0] - 1, dtype=np.int64)
+        m = self.members
+        kernels.verify_queries(
+            MATCHES.index(problem.match),
+            problem.ordered,
+            m.offsets,
+            m.elements,
+            m.values,
+            self.offsets,
+            self.users,
+            q_offsets,
+            q_elements,
+            q_lo,
+            q_hi,
+            q_ref,
+            counts,
+        )
+        return counts
+
+
+def _enumerate_members(
+    members: Elements, starts: np.ndarray, s: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    owners = np.repeat(np.arange(members.n_users, dtype=np.int64), members.lengths)
+    empty_keys = np.empty((0, s), dtype=np.int32)
+    n = enumeration_kernels.enumerate_members(
+        members.offsets,
+        owners,
+        members.elements,
+        members.values,
+        starts,
+        s,
+        empty_keys,
+        np.empty((0, s)),
+        np.empty(0, np.int64),
+    )
+    keys = np.empty((n, s), dtype=np.int32)
+    vals = np.empty((n, s))
+    own = np.empty(n, dtype=np.int64)
+    enumeration_kernels.enumerate_members(
+        members.offsets, owners, members.elements, members.values, starts, s, keys, vals, own
+    )
+    return keys, vals, own
+
+
+def _enumerate_codes(
+    members: Elements,
+    owners: np.ndarray,
+    starts: np.ndarray,
+    s: int,
+    bits: int,
+    owner_bits: int,
+) -> np.ndarray:
+    args = (members.offsets, owners, members.elements, starts, s, bits, owner_bits)
+    n = enumeration_kernels.enumerate_codes(*args, np.empty(0, np.int64))
+    codes = np.empty(n, dtype=np.int64)
+    enumeration_kernels.enumerate_codes(*args, codes)
+    return codes
+
+
+def _enumerate_queries(
+    spec: QuerySpec, starts: np.ndarray, s: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    q = spec.elements
+    owners = np.repeat(np.arange(q.n_users, dtype=np.int64), q.lengths)
+    upper = spec.upper if spec.upper is not None else np.full(q.values.shape, np.inf)
+    totals = _segment_sums(q.values, q.offsets)
+    mode = MODES.index(spec.mode)
+
+    def run(
+        keys: np.ndarray, lo: np.ndarray, hi: np.ndarray, ref: np.ndarray, own: np.ndarray
+    ) -> int:
+        return int(
+            enumeration_kernels.enumerate_queries(
+                q.offsets,
+                owners,
+                q.elements,
+                q.values,
+                upper,
+                starts,
+                s,
+                spec.size_lo,
+                spec.size_hi,
+                totals,
+                mode,
+                spec.compose,
+                spec.delta,
+                keys,
+                lo,
+                hi,
+                ref,
+                own,
+            )
+        )
+
+    n = run(
+        np.empty((0, s), np.int32),
+        np.empty((0, s)),
+        np.empty((0, s)),
+        np.empty(0, np.int64),
+        np.empty(0, np.int64),
+    )
+    out = (
+        np.empty((n, s), np.int32),
+        np.empty((n, s)),
+        np.empty((n, s)),
+        np.empty(n, np.int64),
+        np.empty(n, np.int64),
+    )
+    run(*out)
+    return out
+
+
+def _by_rarity(problem: CountingProblem) -> CountingProblem:
+    """The same problem with element ids ranked by how few users hold them (rarest = 0).
+
+    Keys are partitioned by their first element, which for unordered problems is the
+    smallest id: ranked this way it is the key's rarest element, so no partition is made
+    of one very popular place. Supports do not depend on the labels. Not for ordered
+    problems (their first element is fixed by the order) nor ratios (their reference
+    breaks ties by position).
+    """
+    spec = problem.queries
+    if problem.ordered or spec.mode == "ratios" or not problem.members.elements.size:
+        return problem
+    n = _n_elements(problem)
+    popularity = np.bincount(problem.members.elements, minlength=n)
+    rank = np.empty(n, dtype=np.int32)
+    rank[np.argsort(popularity, kind="stable")] = np.arange(n, dtype=np.int32)
+    members, _ = _relabel(problem.members, rank, None)
+    if problem.self_queries:
+        return replace(problem, members=members, queries=replace(spec, elements=members))
+    queries, upper = _relabel(spec.elements, rank, spec.upper)
+    return replace(problem, members=members, queries=replace(spec, elements=queries, upper=upper))
+
+
+def _relabel(
+    lists: Elements, rank: np.ndarray, upper: np.ndarray | None
+) -> tuple[Elements, np.ndarray | None]:
+    """Lists with elements renamed by `rank`, re-sorted within each user."""
+    owners = np.repeat(np.arange(lists.n_users, dtype=np.int64), lists.lengths)
+    renamed = rank[lists.elements]
+    order = np.argsort(owners * len(rank) + renamed)  # elements are distinct per user
+    relabelled = Elements(lists.offsets, renamed[order], lists.values[order])
+    return relabelled, (upper[order] if upper is not None else None)
+
+
+def _query_sizes_ok(spec: QuerySpec, s: int) -> np.ndarray:
+    return ((spec.size_lo <= s) & (s <= spec.size_hi)).astype(float)
+
+
+def _n_elements(problem: CountingProblem) -> int:
+    return (
+        int(
+            max(
+                problem.members.elements.max(initial=-1),
+                problem.queries.elements.elements.max(initial=-1),
+            )
+        )
+        + 1
+    )
+
+
+def _key_order(keys: np.ndarray, n_elements: int, owners: np.ndarray | None = None) -> np.ndarray:
+    """Row order sorting keys lexicographically (then by owner when given); keys are
+    packed into one int64 when they fit."""
+    s = keys.shape[1]
+    bits = max(1, int(n_elements).bit_length())
+    if bits * s <= 63:
+        packed = np.zeros(keys.shape[0], dtype=np.int64)
+        for j in range(s):
+            packed = (packed << bits) | keys[:, j].astype(np.int64)
+        if owners is None:
+            return np.argsort(packed, kind="stable")
+        return np.lexsort((owners, packed))
+    columns = [keys[:, j] for j in range(s - 1, -1, -1)]
+    return np.lexsort(([owners] if owners is not None else []) + columns)
+
+
+def _segment_sums(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    cumulative = np.concatenate([[0.0], np.cumsum(values, dtype=float)])
+    return cumulative[offsets[1:]] - cumulative[offsets[:-1]]
+
+
+def _segment_min(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Minimum per CSR segment; _SATURATE for empty segments."""
+    out = np.full(offsets.shape[0] - 1, _SATURATE, dtype=np.int64)
+    nonempty = np.flatnonzero(np.diff(offsets) > 0)
+    if nonempty.size:
+        out[nonempty] = np.minimum.reduceat(values, offsets[nonempty])
+    return out

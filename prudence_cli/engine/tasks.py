@@ -1,0 +1,116 @@
+"""Partition tasks of the counting engine (keyed, keyed on the members' own subsets,
+posting), run by a runner (`runner.py`)."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from prudence_cli.engine import group_kernels, kernels
+from prudence_cli.engine.indexes import (
+    _enumerate_codes,
+    _enumerate_members,
+    _enumerate_queries,
+    _key_order,
+    _Postings,
+)
+from prudence_cli.engine.problem import MATCHES, CountingProblem
+
+# --- partition tasks: module-level functions of (shared data, partition arguments), so
+# that they pickle; each returns the partial minimum support of the users it touched.
+
+
+def _partial(n_users: int, owners: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    local = np.full(n_users, kernels.UNSET, dtype=np.int64)
+    group_kernels.scatter_min(local, owners, counts)
+    touched = np.flatnonzero(local != kernels.UNSET)
+    return touched, local[touched]
+
+
+def _set_threads(threads: int | None) -> None:
+    if threads:
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
+
+
+def _keyed_task(
+    problem: CountingProblem,
+    m_starts: np.ndarray,
+    q_starts: np.ndarray,
+    s: int,
+    n_elements: int,
+    brute_limit: int,
+    threads: int | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """One partition of keyed counting: the members' and queries' keys starting in it."""
+    _set_threads(threads)
+    qkeys, qlo, qhi, qref, owners = _enumerate_queries(problem.queries, q_starts, s)
+    if qkeys.shape[0] == 0:
+        return _partial(problem.n_users, owners, np.zeros(0, dtype=np.int64))
+    mkeys, mvals, mown = _enumerate_members(problem.members, m_starts, s)
+    m_order = _key_order(mkeys, n_elements, mown if problem.ordered else None)
+    mkeys, mvals, mown = mkeys[m_order], mvals[m_order], mown[m_order]
+    if problem.ordered:
+        keep = group_kernels.distinct_rows(mkeys, mown)
+        mkeys, mvals = mkeys[keep], mvals[keep]
+    q_order = _key_order(qkeys, n_elements)
+    qkeys, qlo, qhi = qkeys[q_order], qlo[q_order], qhi[q_order]
+    qref, owners = qref[q_order], owners[q_order]
+    qs, qe, ms, me = group_kernels.match_groups(mkeys, qkeys)
+    match = MATCHES.index(problem.match)
+    counts = group_kernels.grouped_counts(match, mvals, qlo, qhi, qref, qs, qe, ms, me, brute_limit)
+    return _partial(problem.n_users, owners, counts)
+
+
+def _keyed_self_task(
+    problem: CountingProblem,
+    starts: np.ndarray,
+    s: int,
+    n_elements: int,
+    brute_limit: int,
+    threads: int | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """One partition of keyed counting when the queries are the members' own subsets:
+    each key group is counted once, and every queried member row takes its count."""
+    _set_threads(threads)
+    members, spec = problem.members, problem.queries
+    queried = (spec.size_lo <= s) & (s <= spec.size_hi)
+    bits = max(1, int(n_elements).bit_length())
+    owner_bits = max(1, int(members.n_users).bit_length())
+    if problem.match == "contains" and bits * s + owner_bits <= 63:
+        owners = np.repeat(np.arange(members.n_users, dtype=np.int64), members.lengths)
+        codes = _enumerate_codes(members, owners, starts, s, bits, owner_bits)
+        codes.sort()
+        local = np.full(problem.n_users, kernels.UNSET, dtype=np.int64)
+        group_kernels.self_containment(codes, owner_bits, queried, local)
+        touched = np.flatnonzero(local != kernels.UNSET)
+        return touched, local[touched]
+    keys, vals, own = _enumerate_members(members, starts, s)
+    order = _key_order(keys, n_elements, own if problem.ordered else None)
+    keys, vals, own = keys[order], vals[order], own[order]
+    if problem.ordered:
+        keep = group_kernels.distinct_rows(keys, own)
+        keys, vals, own = keys[keep], vals[keep], own[keep]
+    group_starts, group_ends = group_kernels.runs(keys)
+    if problem.match == "contains":
+        counts = np.repeat(group_ends - group_starts, group_ends - group_starts)
+    else:
+        counts = group_kernels.self_dominance(vals, group_starts, group_ends, brute_limit)
+    rows = queried[own]
+    return _partial(problem.n_users, own[rows], counts[rows])
+
+
+def _posting_task(
+    shared: tuple[CountingProblem, _Postings],
+    q_starts: np.ndarray,
+    s: int,
+    threads: int | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """One partition of posting-list checks: the queries whose keys start in it."""
+    _set_threads(threads)
+    problem, postings = shared
+    qkeys, qlo, qhi, qref, owners = _enumerate_queries(problem.queries, q_starts, s)
+    if qkeys.shape[0] == 0:
+        return _partial(problem.n_users, owners, np.zeros(0, dtype=np.int64))
+    offsets = np.arange(0, qkeys.size + 1, s, dtype=np.int64)
+    counts = postings.verify(problem, offsets, qkeys.ravel(), qlo.ravel(), qhi.ravel(), qref)
+    return _partial(problem.n_users, owners, counts)

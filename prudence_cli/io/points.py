@@ -1,0 +1,348 @@
+"""Points inputs: gps and cdr CSVs (or Parquet) and map-matched segments, read in chunks.
+
+Rows are parsed in chunks with pandas' C parser and vectorised checks. An invalid row
+stops the run naming the file, line and reason, or, with `on_invalid: drop`, is dropped
+and counted by reason. Line numbers count the header as line 1; a quoted field that holds
+a line break shifts the numbers of the rows after it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import warnings
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from prudence_cli import columns as C
+from prudence_cli.errors import InputError
+from prudence_cli.io.geojson import read_area_geojson
+from prudence_cli.io.specs import PointsSpec
+from prudence_cli.io.tables import read_segments, read_towers, segments_columns, towers_columns
+from prudence_cli.io.text import check_columns, parser_error, read_csv_chunks, read_header
+from prudence_cli.io.values import Check, coordinates, parse_times, raise_first_failure
+
+CHUNK_ROWS = 1_000_000
+
+
+@dataclass
+class RawPoints:
+    """Points as read: one row per valid input row, users as strings."""
+
+    table: pd.DataFrame  # user (str), time (int64 UTC ns), lat, lon (float64)
+    # [, location (str label: tower or segment)] [, trip (str), leave (int64 UTC ns)]
+    rows_read: int = 0
+    dropped: Counter[str] = field(default_factory=Counter)
+    segments: pd.DataFrame | None = None  # segment (str), geometry (lon/lat LineString)
+
+
+def input_columns(spec: PointsSpec) -> dict[str, str]:
+    c = spec.columns
+    if spec.format == "cdr":
+        return {"user": c.user, "time": c.time, "tower": c.tower}
+    if spec.format == "segments":
+        return {
+            "user": c.user,
+            "trip": c.trip,
+            "segment": c.segment,
+            "enter": c.enter,
+            "leave": c.leave,
+        }
+    return {"user": c.user, "time": c.time, "lat": c.lat, "lon": c.lon}
+
+
+def read_points(spec: PointsSpec) -> RawPoints:
+    """Read a gps or cdr input into RawPoints (cdr rows take their tower's position)."""
+    needed = input_columns(spec)
+    header = read_header(spec.path, spec.delimiter)
+    check_columns(spec.path, header, needed, "input.columns")
+    towers = read_towers(spec.towers) if spec.towers is not None else None
+    segments = read_segments(spec.segments) if spec.segments is not None else None
+    result = RawPoints(table=pd.DataFrame(), segments=segments)
+    parts = []
+    users, places = _Labels(), _Labels()
+    read = _parquet_chunks if spec.is_parquet else _chunks
+    for first_line, chunk in read(spec.path, spec, list(needed.values()), result):
+        chunk = chunk.rename(columns={v: k for k, v in needed.items()})
+        if towers is not None:
+            part = _parse_cdr_chunk(chunk, first_line, spec, towers, result)
+        elif segments is not None:
+            part = _parse_segments_chunk(chunk, first_line, spec, segments, result)
+        else:
+            part = _parse_gps_chunk(chunk, first_line, spec, result)
+        # compact: ids become int32 codes as they come; the strings are kept once
+        part[C.USER] = users.codes(part[C.USER].to_numpy())
+        if C.LOCATION in part:
+            part[C.LOCATION] = places.codes(part[C.LOCATION].to_numpy())
+        parts.append(part)
+    if parts:
+        result.table = _concat_columns(parts)
+        result.table[C.USER] = users.categorical(result.table[C.USER].to_numpy())
+        if C.LOCATION in result.table:
+            result.table[C.LOCATION] = places.categorical(result.table[C.LOCATION].to_numpy())
+    else:
+        result.table = _empty_points()
+    if result.rows_read == 0:
+        raise InputError(spec.path, "holds a header but no data rows")
+    return result
+
+
+def _parse_gps_chunk(
+    chunk: pd.DataFrame, first_line: int, spec: PointsSpec, result: RawPoints
+) -> pd.DataFrame:
+    user, time, checks = _user_and_time(chunk, spec)
+    lat, lon, coordinate_checks = coordinates(chunk)
+    keep = _screen(spec, chunk, checks + coordinate_checks, first_line, result.dropped)
+    return pd.DataFrame(
+        {
+            C.USER: user[keep],
+            C.TIME: time[keep].view(np.int64),
+            C.LAT: lat[keep],
+            C.LON: lon[keep],
+        }
+    )
+
+
+def _parse_cdr_chunk(
+    chunk: pd.DataFrame,
+    first_line: int,
+    spec: PointsSpec,
+    towers: pd.DataFrame,
+    result: RawPoints,
+) -> pd.DataFrame:
+    user, time, checks = _user_and_time(chunk, spec)
+    position = pd.Index(towers[C.TOWER]).get_indexer(chunk["tower"].str.strip())
+    table = spec.towers.path.name if spec.towers else "the towers table"
+    checks.append(Check(position < 0, f"tower not in {table}", chunk["tower"]))
+    keep = _screen(spec, chunk, checks, first_line, result.dropped)
+    rows = position[keep]
+    return pd.DataFrame(
+        {
+            C.USER: user[keep],
+            C.TIME: time[keep].view(np.int64),
+            C.LAT: towers[C.LAT].to_numpy()[rows],
+            C.LON: towers[C.LON].to_numpy()[rows],
+            C.LOCATION: towers[C.TOWER].to_numpy()[rows],
+        }
+    )
+
+
+def _parse_segments_chunk(
+    chunk: pd.DataFrame,
+    first_line: int,
+    spec: PointsSpec,
+    segments: pd.DataFrame,
+    result: RawPoints,
+) -> pd.DataFrame:
+    user = chunk["user"].str.strip()
+    trip = chunk["trip"].str.strip()
+    enter = parse_times(chunk["enter"], spec.timezone, spec.time_format)
+    leave = parse_times(chunk["leave"], spec.timezone, spec.time_format)
+    position = pd.Index(segments["segment"]).get_indexer(chunk["segment"].str.strip())
+    table = spec.segments.path.name if spec.segments else "the segments table"
+    backwards = ~np.isnat(enter) & ~np.isnat(leave) & (leave < enter)
+    checks = [
+        Check(user.eq("").to_numpy(dtype=bool), "empty user"),
+        Check(trip.eq("").to_numpy(dtype=bool), "empty trip"),
+        Check(np.isnat(enter), "time entered is not ISO-8601 or epoch seconds", chunk["enter"]),
+        Check(np.isnat(leave), "time left is not ISO-8601 or epoch seconds", chunk["leave"]),
+        Check(backwards, "time left is before time entered", chunk["leave"]),
+        Check(position < 0, f"segment not in {table}", chunk["segment"]),
+    ]
+    keep = _screen(spec, chunk, checks, first_line, result.dropped)
+    rows = position[keep]
+    return pd.DataFrame(
+        {
+            C.USER: user.to_numpy(dtype=object)[keep],
+            C.TIME: enter[keep].view(np.int64),
+            C.LAT: segments[C.LAT].to_numpy()[rows],
+            C.LON: segments[C.LON].to_numpy()[rows],
+            C.LOCATION: segments["segment"].to_numpy()[rows],
+            C.TRIP: trip.to_numpy(dtype=object)[keep],
+            C.LEAVE: leave[keep].view(np.int64),
+        }
+    )
+
+
+def _user_and_time(
+    chunk: pd.DataFrame, spec: PointsSpec
+) -> tuple[np.ndarray, np.ndarray, list[Check]]:
+    user = chunk["user"].str.strip()
+    time = parse_times(chunk["time"], spec.timezone, spec.time_format)
+    checks = [
+        Check(user.eq("").to_numpy(dtype=bool), "empty user"),
+        Check(np.isnat(time), "time is not ISO-8601 or epoch seconds", chunk["time"]),
+    ]
+    return user.to_numpy(dtype=object), time, checks
+
+
+def _screen(
+    spec: PointsSpec,
+    chunk: pd.DataFrame,
+    checks: list[Check],
+    first_line: int,
+    dropped: Counter[str],
+) -> np.ndarray:
+    """Rows that pass every check. In stop mode the first failing row raises InputError;
+    in drop mode each failing row is counted once, under the first rule it breaks.
+    Blank lines are skipped silently."""
+    blank = chunk.eq("").all(axis=1).to_numpy(dtype=bool)
+    for check in checks:
+        check.bad = check.bad & ~blank
+    bad_any: np.ndarray = blank.copy()
+    for check in checks:
+        if spec.on_invalid == "drop":
+            dropped[check.reason] += int((check.bad & ~bad_any).sum())
+        bad_any |= check.bad
+    if spec.on_invalid == "stop":
+        raise_first_failure(
+            spec.path,
+            checks,
+            first_line,
+            hint="; fix the row, or set input.on_invalid: drop to skip invalid rows",
+        )
+    dropped += Counter()  # drop zero counts
+    return ~bad_any
+
+
+def _chunks(
+    path: Path, spec: PointsSpec, usecols: list[str], result: RawPoints
+) -> Iterator[tuple[int, pd.DataFrame]]:
+    """(line number of the chunk's first row, chunk) over the file.
+
+    Every column is parsed (not only `usecols`) so that a row with a wrong number of
+    fields — often a stray delimiter that shifts the columns — is caught.
+    """
+    reader = read_csv_chunks(path, spec.delimiter, CHUNK_ROWS, spec.on_invalid == "drop")
+    line = 2
+    with reader:
+        while True:
+            try:
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always", pd.errors.ParserWarning)
+                    chunk = next(reader)
+            except StopIteration:
+                return
+            except pd.errors.ParserError as exc:
+                raise parser_error(path, exc) from None
+            except (UnicodeDecodeError, gzip.BadGzipFile, EOFError) as exc:
+                raise InputError(path, f"is not a UTF-8 CSV file ({exc})") from None
+            skipped = sum(str(w.message).count("Skipping line") for w in caught)
+            if skipped:
+                result.dropped["wrong number of fields"] += skipped
+            result.rows_read += len(chunk) + skipped
+            yield line, chunk[usecols]
+            line += len(chunk) + skipped
+
+
+def _parquet_chunks(
+    path: Path, spec: PointsSpec, usecols: list[str], result: RawPoints
+) -> Iterator[tuple[int, pd.DataFrame]]:
+    """(row number of the chunk's first row, counted from 1; chunk) of a Parquet input,
+    validated exactly like a CSV's: typed timestamps (naive ones in input.timezone) and
+    numbers (epoch seconds for a numeric time) are taken as they are, other columns as
+    text, nulls as empty values."""
+    c = spec.columns
+    typed = {c.time, c.lat, c.lon, c.enter, c.leave}  # ids (user, tower, ...) are text
+    try:
+        handle = pq.ParquetFile(path)
+        batches = handle.iter_batches(batch_size=CHUNK_ROWS, columns=usecols)
+        row = 1
+        for batch in batches:
+            text = pd.DataFrame({c: _column(batch.column(c), c in typed) for c in usecols})
+            result.rows_read += len(text)
+            yield row, text
+            row += len(text)
+    except (OSError, pa.ArrowException) as exc:
+        raise InputError(path, f"is not a readable Parquet file: {exc}") from None
+
+
+def _column(array: pa.Array, typed: bool) -> pd.Series:
+    """Typed times and coordinates stay as they are (the parsers take them so); anything
+    else, ids included, becomes text as Arrow writes it (7, not 7.0), nulls empty."""
+    kind = array.type
+    if typed and (
+        pa.types.is_timestamp(kind) or pa.types.is_integer(kind) or pa.types.is_floating(kind)
+    ):
+        return array.to_pandas()
+    text = pc.cast(array, pa.string()) if not pa.types.is_string(kind) else array
+    return pc.fill_null(text, "").to_pandas().astype(object)
+
+
+def _concat_columns(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """The chunks as one table, joined a column at a time and each chunk's column freed
+    once copied: the peak is the table plus one column, not twice the table."""
+    columns = {}
+    for name in list(parts[0].columns):
+        columns[name] = np.concatenate([part[name].to_numpy() for part in parts])
+        for part in parts:
+            del part[name]
+    return pd.DataFrame(columns, copy=False)
+
+
+class _Labels:
+    """Original ids (users, towers, segments) as int32 codes, numbered as they come;
+    `categorical` renumbers them in sorted order, as a pandas Categorical."""
+
+    def __init__(self) -> None:
+        self.index: dict[str, int] = {}
+
+    def codes(self, values: np.ndarray) -> np.ndarray:
+        local, uniques = pd.factorize(values)
+        mapping = np.empty(len(uniques), dtype=np.int32)
+        for k, label in enumerate(uniques.tolist()):
+            mapping[k] = self.index.setdefault(label, len(self.index))
+        codes: np.ndarray = mapping[local]
+        return codes
+
+    def categorical(self, codes: np.ndarray) -> pd.Categorical:
+        labels = np.array(list(self.index), dtype=object)
+        order = np.argsort(labels, kind="stable")
+        rank = np.empty(len(labels), dtype=np.int32)
+        rank[order] = np.arange(len(labels), dtype=np.int32)
+        return pd.Categorical.from_codes(rank[codes], categories=labels[order])
+
+
+def _empty_points() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            C.USER: pd.Series([], dtype=object),
+            C.TIME: pd.Series([], dtype=np.int64),
+            C.LAT: pd.Series([], dtype=float),
+            C.LON: pd.Series([], dtype=float),
+        }
+    )
+
+
+def check_inputs(spec: PointsSpec, area_path: Path | None = None) -> list[str]:
+    """Check the input files' headers (and a GeoJSON area) without reading the data.
+
+    Returns one line per checked file; raises InputError on the first problem.
+    """
+    lines = []
+    needed = input_columns(spec)
+    header = read_header(spec.path, spec.delimiter)
+    check_columns(spec.path, header, needed, "input.columns")
+    lines.append(f"{spec.path}: columns {', '.join(needed.values())} present")
+    if spec.towers is not None:
+        towers = spec.towers
+        tower_columns = towers_columns(towers)
+        check_columns(towers.path, read_header(towers.path), tower_columns, "input.towers.columns")
+        lines.append(f"{towers.path}: columns {', '.join(tower_columns.values())} present")
+    if spec.segments is not None:
+        segs = spec.segments
+        header = read_header(segs.path)
+        wanted = segments_columns(segs, header)
+        check_columns(segs.path, header, wanted, "input.segments.columns")
+        lines.append(f"{segs.path}: columns {', '.join(wanted.values())} present")
+    if area_path is not None:
+        read_area_geojson(area_path)
+        lines.append(f"{area_path}: polygon area readable")
+    return lines

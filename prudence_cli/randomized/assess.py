@@ -1,0 +1,145 @@
+"""The profiles pipeline of `prudence assess` (seed 004): every randomized setting × attack
+level on a seeded sample of each profiles dataview.
+
+`prudence_cli.assess` dispatches here for `dataview.format: profiles`; it owns the catalog
+folder, the common manifest and the i-RAC table, and this module writes only what is its
+own: the true profiles to the dataviews folder, the rows to randomized.csv, and the
+manifest's `randomize` entry (returned, for the caller to add).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from prudence_cli.catalog import RANDOMIZED, CatalogWriter
+from prudence_cli.config import Config
+from prudence_cli.config.dimensions import dimension_label
+from prudence_cli.dataviews.build import build_dataviews, count_dataviews
+from prudence_cli.dataviews.profiles import ProfilesView
+from prudence_cli.randomized.sweep import SweepOptions, sweep
+from prudence_cli.select import Selection
+
+
+@dataclass(frozen=True)
+class ProfilesAssessment:
+    views: list[dict[str, Any]]  # the manifest's dataview entries
+    table: pd.DataFrame  # the rows of randomized.csv
+    settings: dict[str, Any]  # the manifest's `randomize` entry
+    steps: int  # progress steps taken
+
+
+def assess_profiles(
+    config: Config,
+    selection: Selection,
+    writer: CatalogWriter,
+    report: Callable[[int, int, str], None],
+    knowledge: list[str],
+) -> ProfilesAssessment:
+    """Sweep every profiles dataview of the config into the catalog `writer` fills;
+    `knowledge` names the attacks' knowledge columns, in the catalog's order."""
+    levels = [level for a in config.attacks for level in a.levels]
+    options = sweep_options(config)
+    split = None
+    if config.randomize.split is not None:
+        split = int(config.randomize.split.tz_convert("UTC").value)
+    kinds = dict(config.dataview.dimensions).get("profile", ("boolean",))
+    per_kind = {k: sum(s.kind == k for s in config.mechanisms) for k in kinds}
+    total = count_dataviews(config.dataview) // len(kinds) * sum(per_kind.values())
+    rows: list[dict[str, Any]] = []
+    views_meta: list[dict[str, Any]] = []
+    done = 0
+    views = build_dataviews(selection, config.dataview, config.input.timezone, split)
+    for view_index, view in enumerate(views):
+        assert isinstance(view, ProfilesView)
+        dims = {name: dimension_label(view.format, name, value) for name, value in view.dimensions}
+        shown = " ".join(f"{k}={v}" for k, v in dims.items())
+
+        def step(message: str, view_id: str = view.id, shown: str = shown) -> None:
+            nonlocal done
+            report(done, total, f"{view_id} {shown} {message}")
+            done += 1
+
+        for row in sweep(view, config.mechanisms, levels, options, view_index, step):
+            rows.append({"dataview": view.id, **dims, **row})
+        views_meta.append(
+            {
+                "id": view.id,
+                "format": view.format,
+                "dimensions": dims,
+                "users_in_view": view.users_in_view,
+                "locations": view.n_locations,
+                "rows": int(view.user.shape[0]),
+                "visits": int(view.coverage("visits").sum()),
+                "split": pd.Timestamp(view.split, tz="UTC").isoformat(),
+                "file": writer.write_dataview(
+                    view.id, view.table(selection.user_ids), view.locations
+                ),
+                "risks": writer.write_risks(view.id, selection.user_ids, {}),
+            }
+        )
+    table = randomized_frame(rows, config, knowledge)
+    table.to_csv(writer.folder / RANDOMIZED, index=False)
+    return ProfilesAssessment(views_meta, table, _settings(config, options, split), total)
+
+
+def sweep_options(config: Config) -> SweepOptions:
+    """The config's `randomize:` section as the sweep's options."""
+    return SweepOptions(
+        users=config.randomize.users,
+        leak_users=config.randomize.leak_users,
+        leak_locations=config.randomize.leak_locations,
+        max_error=config.randomize.max_error,
+        seed=config.seed,
+    )
+
+
+def _settings(config: Config, options: SweepOptions, split: int | None) -> dict[str, Any]:
+    """The manifest's `randomize` entry (read back by `sanitize --method randomize`)."""
+    return {
+        "users": "all" if options.users is None else options.users,
+        "leak": {"users": options.leak_users, "locations": options.leak_locations},
+        "max_error": options.max_error,
+        "split": "middle" if split is None else pd.Timestamp(split, tz="UTC").isoformat(),
+        "settings": [
+            {
+                "mechanism": s.mechanism,
+                "epsilon": s.epsilon,
+                "neighbourhood": "all" if s.neighbourhood is None else s.neighbourhood,
+                "p": s.p,
+            }
+            for s in config.mechanisms
+        ],
+        "sampler": "numpy PCG64; integer noise from geometric draws (see "
+        "prudence_cli/sanitize/randomize.py)",
+    }
+
+
+def randomized_frame(
+    rows: list[dict[str, Any]], config: Config, knowledge: list[str]
+) -> pd.DataFrame:
+    """The rows of randomized.csv in a fixed column order."""
+    first = [
+        "dataview",
+        *config.dataview.dimension_names,
+        "mechanism",
+        "epsilon",
+        "neighbourhood",
+        "p",
+        "users",
+        "statistic",
+        "mean_error",
+        "mean_value",
+        "relative_error",
+        "admissible",
+        "attack",
+        *knowledge,
+        "success_rate",
+        "successes",
+        "targets",
+    ]
+    extra = [k for row in rows for k in row if k not in first]
+    return pd.DataFrame(rows, columns=first + list(dict.fromkeys(extra)))
