@@ -19,12 +19,12 @@ from prudence_cli.config import load_config
 from prudence_cli.engine import CountingProblem, Engine, QuerySpec
 from prudence_cli.engine.runner import DaskRunner
 from prudence_cli.errors import BudgetError
-from tests.test_engine import MATCH_MODES, random_problem
+from tests.engine.test_engine import MATCH_MODES, random_problem
 
 dask = pytest.importorskip("dask")
 pytest.importorskip("distributed")
 
-CONFIGS = Path(__file__).parent.parent / "configs"
+CONFIGS = Path(__file__).parents[2] / "configs"
 # every attack of the risk catalogs: presence, trajectory, vectors, probability,
 # segments, clusters and unicity
 ASSESSED = [

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from prudence_cli.catalog import CatalogWriter, find_catalog, open_catalog
 from prudence_cli.cli import main
 from prudence_cli.errors import CatalogError
-from tests.test_cli import CONFIG
+from tests.cli.test_cli import CONFIG
 
 
 @pytest.fixture

@@ -329,7 +329,7 @@ def test_cli_import_is_light_and_modules_thin():
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     ).stdout.strip()
     assert loaded == "[]"
-    folder = Path(__file__).parent.parent / "prudence_cli" / "cli"
+    folder = Path(__file__).parents[2] / "prudence_cli" / "cli"
     for module in folder.glob("*.py"):
         source = module.read_text(encoding="utf-8")
         assert len(source.splitlines()) <= 500, module.name

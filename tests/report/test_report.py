@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from prudence_cli.cli import main
-from tests.test_explore import CONFIG
+from tests.explore.test_explore import CONFIG
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
