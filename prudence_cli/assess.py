@@ -30,6 +30,17 @@ from prudence_cli.catalog import (
     CatalogWriter,
     is_catalog,
 )
+from prudence_cli.catalog.records import (
+    AttackEntry,
+    DataviewEntry,
+    EngineEntry,
+    InputFile,
+    InvalidRows,
+    LevelEntry,
+    Manifest,
+    RandomizeEntry,
+    SelectionEntry,
+)
 from prudence_cli.config import Config
 from prudence_cli.config.dimensions import dimension_label
 from prudence_cli.config.knowledge import ATTACK_SCHEMAS
@@ -55,7 +66,12 @@ ProgressCallback = Callable[[int, int, str], None]
 class AssessResult:
     output: Path
     irac: pd.DataFrame
-    manifest: dict[str, Any]
+    record: Manifest
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        """catalog.json as written."""
+        return self.record.to_json()
 
 
 def make_engine(
@@ -128,8 +144,7 @@ def run_assessment(
         else:
             stage = _assess_risks(config, selection, engine, writer, out, report, timings)
         timings["total"] = time.perf_counter() - started
-        manifest = _manifest(config, prepared, stage, engine, timings)
-        writer.finish(manifest, stage.irac)
+        manifest = writer.finish(_manifest(config, prepared, stage, engine, timings), stage.irac)
     report(stage.steps, stage.steps, "done")
     return AssessResult(out, stage.result, manifest)
 
@@ -138,12 +153,12 @@ def run_assessment(
 class _Stage:
     """What a pipeline leaves for the catalog's manifest and i-RAC table."""
 
-    views: list[dict[str, Any]]  # the manifest's dataview entries
+    views: list[DataviewEntry]  # the manifest's dataview entries
     irac: pd.DataFrame  # i_rac.csv
     result: pd.DataFrame  # the table `assess` returns
     steps: int  # progress steps
     sampling: list[dict[str, Any]] = field(default_factory=list)
-    fields: dict[str, Any] = field(default_factory=dict)  # the pipeline's own manifest entries
+    randomize: RandomizeEntry | None = None  # the randomized wing's manifest entry
 
 
 def _prepare(config: Config, report: ProgressCallback) -> Prepared:
@@ -171,7 +186,7 @@ def _assess_profiles(
     wing = assess_profiles(config, selection, writer, report, _knowledge_names(config))
     timings["attacks"] = time.perf_counter() - started
     irac = _irac_table([], config)
-    return _Stage(wing.views, irac, wing.table, wing.steps, fields={"randomize": wing.settings})
+    return _Stage(wing.views, irac, wing.table, wing.steps, randomize=wing.settings)
 
 
 def _assess_risks(
@@ -187,7 +202,7 @@ def _assess_risks(
     levels = [(ATTACKS[a.attack], level) for a in config.attacks for level in a.levels]
     total = count_dataviews(config.dataview) * len(levels)
     rows: list[dict[str, Any]] = []
-    views_meta: list[dict[str, Any]] = []
+    views_meta: list[DataviewEntry] = []
     sampling: list[dict[str, Any]] = []
     done = 0
     mark = time.perf_counter()
@@ -233,19 +248,19 @@ def _assess_risks(
             )
             done += 1
         views_meta.append(
-            {
-                "id": view.id,
-                "format": view.format,
-                "dimensions": dims,
-                "users_in_view": view.users_in_view,
-                "locations": int(np.unique(view.location).shape[0]),
-                "rows": int(view.user.shape[0]),
-                "visits": int(view.coverage("visits").sum()),
-                "file": writer.write_dataview(
+            DataviewEntry(
+                id=view.id,
+                format=view.format,
+                dimensions=dims,
+                users_in_view=view.users_in_view,
+                locations=int(np.unique(view.location).shape[0]),
+                rows=int(view.user.shape[0]),
+                visits=int(view.coverage("visits").sum()),
+                file=writer.write_dataview(
                     view.id, view.table(selection.user_ids), view.used_locations()
                 ),
-                "risks": writer.write_risks(view.id, selection.user_ids, risks),
-            }
+                risks=writer.write_risks(view.id, selection.user_ids, risks),
+            )
         )
     timings["attacks"] = time.perf_counter() - mark
     folder = writer.folder
@@ -342,51 +357,50 @@ def _manifest(
     stage: _Stage,
     engine: Engine,
     timings: dict[str, float],
-) -> dict[str, Any]:
+) -> Manifest:
     """The catalog's manifest: what every assessment records, then the pipeline's own
     entries."""
     cache, selection = prepared.cache, prepared.selection
-    return {
-        "format": CATALOG_FORMAT,
-        "format_version": CATALOG_VERSION,
-        "tool": "prudence",
-        "tool_version": __version__,
-        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "name": config.name,
-        "config_file": str(config.file.resolve()),
-        "config": config.raw,
-        "seed": config.seed,
-        "inputs": [
-            {"path": str(p), "sha256": sha256_file(p), "bytes": p.stat().st_size}
-            for p in config.input_files
-        ],
-        "invalid_rows": {"mode": config.input.on_invalid, "dropped": dict(prepared.dropped)},
-        "input_cache": cache or {"used": False, "reason": f"input.cache: {config.input.cache}"},
-        "selection": {**selection.stats, "crs": selection.crs},
-        "coverage": config.coverage,
-        "format_of_dataviews": config.dataview.format,
-        "dimensions": list(config.dataview.dimension_names),
-        "dataviews": stage.views,
-        "attacks": [
-            {
-                "attack": a.attack,
-                "knowledge": [d.name for d in ATTACK_SCHEMAS[a.attack].knowledge],
-                "levels": [dict(level.values) for level in a.levels],
-            }
+    return Manifest(
+        format=CATALOG_FORMAT,
+        format_version=CATALOG_VERSION,
+        tool="prudence",
+        tool_version=__version__,
+        created=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        name=config.name,
+        config_file=str(config.file.resolve()),
+        config=config.raw,
+        seed=config.seed,
+        inputs=tuple(
+            InputFile(str(p), sha256_file(p), p.stat().st_size) for p in config.input_files
+        ),
+        invalid_rows=InvalidRows(config.input.on_invalid, dict(prepared.dropped)),
+        input_cache=cache or {"used": False, "reason": f"input.cache: {config.input.cache}"},
+        selection=SelectionEntry(dict(selection.stats), selection.crs),
+        coverage=config.coverage,
+        format_of_dataviews=config.dataview.format,
+        dimensions=tuple(config.dataview.dimension_names),
+        dataviews=tuple(stage.views),
+        attacks=tuple(
+            AttackEntry(
+                a.attack,
+                tuple(d.name for d in ATTACK_SCHEMAS[a.attack].knowledge),
+                tuple(LevelEntry(tuple(level.values)) for level in a.levels),
+            )
             for a in config.attacks
-        ],
-        "engine": {
-            **engine.runner.describe(),
-            "memory": engine.memory,
-            "max_instances": engine.max_instances,
-            "sample": engine.sample,
-            "threads": numba.get_num_threads(),
-        },
-        "sampling": stage.sampling,
-        "timings_seconds": {k: round(v, 3) for k, v in timings.items()},
-        "platform": {"python": platform.python_version(), "machine": platform.machine()},
-        **stage.fields,
-    }
+        ),
+        engine=EngineEntry(
+            runner=engine.runner.describe(),
+            memory=engine.memory,
+            max_instances=engine.max_instances,
+            sample=engine.sample,
+            threads=numba.get_num_threads(),
+        ),
+        sampling=tuple(stage.sampling),
+        timings_seconds={k: round(v, 3) for k, v in timings.items()},
+        platform={"python": platform.python_version(), "machine": platform.machine()},
+        randomize=stage.randomize,
+    )
 
 
 def _show(dims: dict[str, str]) -> str:

@@ -10,8 +10,13 @@ from prudence_cli.catalog.folder import (
     is_catalog,
     open_catalog,
 )
+from prudence_cli.catalog.records import AttackEntry, DataviewEntry, LevelEntry, Manifest
 
 __all__ = [
+    "AttackEntry",
+    "DataviewEntry",
+    "LevelEntry",
+    "Manifest",
     "CATALOG_FORMAT",
     "CATALOG_VERSION",
     "RANDOMIZED",

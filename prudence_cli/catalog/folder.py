@@ -13,6 +13,7 @@ Layout:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from prudence_cli.attacks.base import KnowledgeLevel
+from prudence_cli.catalog.records import DataviewEntry, Manifest
 from prudence_cli.dataviews.base import Dataview
 from prudence_cli.dataviews.restore import parse_dimensions, view_from_table
 from prudence_cli.errors import CatalogError
@@ -101,17 +103,20 @@ class CatalogWriter:
         table.to_csv(self.folder / path, index=False)
         return path
 
-    def finish(self, manifest: dict[str, Any], irac: pd.DataFrame) -> None:
+    def finish(self, manifest: Manifest, irac: pd.DataFrame) -> Manifest:
+        """Writes the i-RAC table and the manifest, with every file's sha256; returns the
+        manifest as written."""
         irac.to_csv(self.folder / IRAC, index=False)
         files = {
             str(p.relative_to(self.folder)): sha256_file(p)
             for p in sorted(self.folder.rglob("*"))
             if p.is_file()
         }
-        manifest = {**manifest, "files": files}
+        manifest = dataclasses.replace(manifest, files=files)
         write_text_atomic(
-            self.folder / MANIFEST, json.dumps(manifest, indent=2, default=str) + "\n"
+            self.folder / MANIFEST, json.dumps(manifest.to_json(), indent=2, default=str) + "\n"
         )
+        return manifest
 
 
 @dataclass
@@ -119,7 +124,17 @@ class Catalog:
     """A catalog folder opened for reading."""
 
     path: Path
-    manifest: dict[str, Any]
+    manifest: dict[str, Any]  # catalog.json as read; `record` is its typed form
+
+    @cached_property
+    def record(self) -> Manifest:
+        """The manifest as a typed record."""
+        try:
+            return Manifest.from_json(self.manifest)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise CatalogError(
+                f"{self.path}: incomplete manifest ({exc!r}); run prudence assess again"
+            ) from None
 
     @cached_property
     def irac(self) -> pd.DataFrame:
@@ -135,7 +150,7 @@ class Catalog:
     @property
     def is_profiles(self) -> bool:
         """A catalog of randomized profiles (seed 004) rather than of per-person risks."""
-        return self.manifest.get("format_of_dataviews") == "profiles"
+        return self.record.is_profiles
 
     @cached_property
     def randomized(self) -> pd.DataFrame:
@@ -151,50 +166,47 @@ class Catalog:
 
     @property
     def dimension_names(self) -> list[str]:
-        return list(self.manifest["dimensions"])
+        return list(self.record.dimensions)
 
     @property
     def knowledge_names(self) -> list[str]:
-        names: list[str] = []
-        for attack in self.manifest["attacks"]:
-            names += [k for k in attack["knowledge"] if k not in names]
-        return names
+        return self.record.knowledge_names
 
     @property
-    def dataviews(self) -> list[dict[str, Any]]:
-        return list(self.manifest["dataviews"])
+    def dataviews(self) -> list[DataviewEntry]:
+        return list(self.record.dataviews)
 
-    def dataview_entry(self, view_id: str) -> dict[str, Any]:
+    def dataview_entry(self, view_id: str) -> DataviewEntry:
         for entry in self.dataviews:
-            if entry["id"] == view_id:
+            if entry.id == view_id:
                 return entry
-        known = ", ".join(e["id"] for e in self.dataviews)
+        known = ", ".join(e.id for e in self.dataviews)
         raise CatalogError(f"{self.path}: no dataview {view_id!r} (known: {known})")
 
     def risks(self, view_id: str) -> pd.DataFrame:
         entry = self.dataview_entry(view_id)
-        return pd.read_csv(self.path / entry["risks"], dtype={"user": str}, keep_default_na=False)
+        return pd.read_csv(self.path / entry.risks, dtype={"user": str}, keep_default_na=False)
 
     def view(self, view_id: str) -> tuple[Dataview, np.ndarray]:
         """A dataview rebuilt from its files, and its universe U (original user ids)."""
         entry = self.dataview_entry(view_id)
-        for key in ("risks", "file"):
-            if not (self.path / entry.get(key, "")).is_file():
+        for key, name in (("risks", entry.risks), ("file", entry.file)):
+            if not name or not (self.path / name).is_file():
                 raise CatalogError(
                     f"{self.path}: dataview {view_id} has no {key} file; this catalog cannot "
                     "be used for it: run prudence assess again"
                 )
         user_ids = self.risks(view_id)["user"].astype(str).to_numpy(dtype=object)
         locations = pd.read_csv(
-            self.path / entry["file"].replace(".csv.gz", ".locations.csv"),
+            self.path / entry.file.replace(".csv.gz", ".locations.csv"),
             dtype={"label": str},
             keep_default_na=False,
         )
-        dims = parse_dimensions(entry["format"], entry["dimensions"])
+        dims = parse_dimensions(entry.format, entry.dimensions)
         try:
-            crs = self.manifest.get("selection", {}).get("crs")
+            crs = self.record.selection.crs
             table = self.dataview_table(view_id)
-            view = view_from_table(view_id, entry["format"], dims, user_ids, table, locations, crs)
+            view = view_from_table(view_id, entry.format, dims, user_ids, table, locations, crs)
         except ValueError as exc:
             raise CatalogError(f"{self.path}: dataview {view_id} is inconsistent: {exc}") from None
         return view, user_ids
@@ -202,7 +214,7 @@ class Catalog:
     def dataview_table(self, view_id: str) -> pd.DataFrame:
         entry = self.dataview_entry(view_id)
         return pd.read_csv(
-            self.path / entry["file"], dtype={"user": str, "location": str}, keep_default_na=False
+            self.path / entry.file, dtype={"user": str, "location": str}, keep_default_na=False
         )
 
 

@@ -48,22 +48,22 @@ def assess(
     config = load_config(config_file)
     with progress_bar(quiet) as progress:
         result = run(config, out, jobs, progress, backend, scheduler)
-    manifest = result.manifest
+    manifest = result.record
     if not quiet:
-        dropped = sum(manifest["invalid_rows"]["dropped"].values())
+        dropped = sum(manifest.invalid_rows.dropped.values())
         note = f", {dropped:,} invalid rows dropped" if dropped else ""
-        views = max(len(manifest["dataviews"]), 1)
+        views = max(len(manifest.dataviews), 1)
         work = (
-            f"{len(manifest['randomize']['settings'])} randomized settings × "
-            f"{sum(len(a['levels']) for a in manifest['attacks'])} attack levels"
-            if "randomize" in manifest
+            f"{len(manifest.randomize.settings)} randomized settings × "
+            f"{sum(len(a.levels) for a in manifest.attacks)} attack levels"
+            if manifest.randomize is not None
             else f"{len(result.irac) // views} attack levels"
         )
         click.echo(
-            f"Catalog written to {result.output}: {len(manifest['dataviews'])} dataviews × "
+            f"Catalog written to {result.output}: {len(manifest.dataviews)} dataviews × "
             f"{work}, "
-            f"{manifest['selection']['users']:,} users{note}, "
-            f"{manifest['timings_seconds']['total']:.1f} s.",
+            f"{manifest.selection.users:,} users{note}, "
+            f"{manifest.total_seconds:.1f} s.",
             err=True,
         )
 

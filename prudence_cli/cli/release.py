@@ -216,22 +216,22 @@ def sanitize(
 
     result = run_sanitize(opened, request, out, step, announce)
     report = result.report
-    if not report:
+    if report is None:
         click.echo(f"Cannot release: {result.choice}; nothing was written.", err=True)
         sys.exit(1)
-    users, data = report["users"], report["data"]
+    users, data = report.users, report.data
     if not result.met:
         click.echo(
             f"Cannot release: at threshold {threshold:g} nobody of "
-            f"{report['dataview']['id']} would be left; nothing was written.",
+            f"{report.dataview.id} would be left; nothing was written.",
             err=True,
         )
         sys.exit(1)
     click.echo(
-        f"Release {report['release']} written to {result.folder}: {users['released']:,} of "
-        f"{users['in_view']:,} people, {data['released']:,.0f} of {data['before']:,.0f} "
-        f"{data['coverage']}, highest risk {report['max_risk_after']:.3g} ≤ {threshold:g} "
-        f"after {len(report['iterations'])} suppression passes.",
+        f"Release {report.release} written to {result.folder}: {users.released:,} of "
+        f"{users.in_view:,} people, {data.released:,.0f} of {data.before:,.0f} "
+        f"{data.coverage}, highest risk {report.max_risk_after:.3g} ≤ {threshold:g} "
+        f"after {len(report.iterations)} suppression passes.",
         err=True,
     )
 
@@ -259,15 +259,15 @@ def _randomize(
         hood = int(neighbourhood)
     request = RandomizeRequest(epsilon, hood, mechanism, dataview, seed)
     report = run_randomize(opened, request, out)
-    util = report["utility"]
-    rates = [r["success_rate"] for r in report["attacks"]["results"]]
+    util = report.utility
+    rates = [r.success_rate for r in report.attacks]
     worst = max((r for r in rates if r == r), default=float("nan"))
     click.echo(
-        f"Release written to {out}: {report['profiles']['released']:,} "
-        f"{report['dataview']['profile']} profiles, {report['mechanism']['name']} "
-        f"ε={epsilon:g} on χ={report['mechanism']['chi']}; {util['statistic']} relative "
-        f"error {util['relative_error']:.3f} ("
-        f"{'admissible' if util['admissible'] else 'NOT admissible'}); worst attack success "
+        f"Release written to {out}: {report.profiles.released:,} "
+        f"{report.profile} profiles, {report.mechanism.name} "
+        f"ε={epsilon:g} on χ={report.mechanism.chi}; {util.statistic} relative "
+        f"error {util.relative_error:.3f} ("
+        f"{'admissible' if util.admissible else 'NOT admissible'}); worst attack success "
         f"{worst:.3f} over {len(rates)} attack levels (see report.md).",
         err=True,
     )

@@ -43,15 +43,14 @@ def irac_table(catalog: Catalog, rows: pd.DataFrame) -> Table:
     attack level in bold."""
     dims = catalog.dimension_names
     knowledge = catalog.knowledge_names
-    manifest = catalog.manifest
-    selection = manifest.get("selection", {})
+    manifest = catalog.record
     attacks = sorted(set(rows["attack"]))
     # one attack: named in the title rather than repeated on every line
     labels = ["dataview", *dims, *(["attack"] if len(attacks) > 1 else []), *knowledge]
     only = f", attack = {attacks[0]}" if len(attacks) == 1 else ""
     table = _table(
-        title=f"{manifest.get('name', '')}: {selection.get('users', '?'):,} users, "
-        f"coverage = {manifest.get('coverage')}{only}",
+        title=f"{manifest.name}: {manifest.selection.users:,} users, "
+        f"coverage = {manifest.coverage}{only}",
         caption="i-RAC U/D: area under RAC_U/RAC_D (1 = nobody at risk, all data kept).\n"
         "Bold: the best i-RAC_D for that attack and knowledge level.",
     )
@@ -262,14 +261,14 @@ def _steps(x: Any, y: Any) -> tuple[list[float], list[float]]:
 
 def randomized_table(catalog: Catalog, rows: pd.DataFrame) -> Table:
     """A profiles catalog: utility and attack success per randomized setting and level."""
-    manifest = catalog.manifest
-    options = manifest.get("randomize", {})
+    manifest = catalog.record
+    options = manifest.randomize
     knowledge = [k for k in catalog.knowledge_names if k in rows and (rows[k] != "").any()]
     table = _table(
-        title=f"{manifest.get('name', '')}: randomized profiles, attacks on a sample of "
-        f"{options.get('users', '?')} users (seed {manifest.get('seed')})",
+        title=f"{manifest.name}: randomized profiles, attacks on a sample of "
+        f"{options.users if options else '?'} users (seed {manifest.seed})",
         caption="error: the statistic's mean error over locations ÷ its mean (f1 visitors, "
-        f"f2 mean visits); admissible when ≤ {options.get('max_error', '?')}.\n"
+        f"f2 mean visits); admissible when ≤ {options.max_error if options else '?'}.\n"
         "success: share of the sample the attack succeeds on (seed 004, section V).",
     )
     labels = ["dataview", *catalog.dimension_names, "mechanism", "ε", "χ", "attack", *knowledge]

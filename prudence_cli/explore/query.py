@@ -70,7 +70,7 @@ def risk_rows(catalog: Catalog, where: Sequence[str] = ()) -> Iterator[pd.DataFr
     attack, knowledge columns, user (original id), risk."""
     rows = irac_rows(catalog, where)
     key_columns = ["dataview", *catalog.dimension_names, "attack", *catalog.knowledge_names]
-    knowledge_of = {a["attack"]: a["knowledge"] for a in catalog.manifest["attacks"]}
+    knowledge_of = {a.attack: a.knowledge for a in catalog.record.attacks}
     for view_id, group in rows.groupby("dataview", sort=False):
         risks = catalog.risks(str(view_id))
         for _, row in group.iterrows():
@@ -84,7 +84,7 @@ def risk_rows(catalog: Catalog, where: Sequence[str] = ()) -> Iterator[pd.DataFr
 
 def _normalise(catalog: Catalog, key: str, text: str) -> str:
     value = yaml.safe_load(text) if text else text
-    view_format = catalog.manifest.get("format_of_dataviews", "presence")
+    view_format = catalog.record.format_of_dataviews
     dims = FORMATS[view_format].dimensions
     try:
         if key == "epsilon":

@@ -15,7 +15,7 @@ import pandas as pd
 
 from prudence_cli.attacks.base import Attack, KnowledgeLevel
 from prudence_cli.attacks.registry import ATTACKS
-from prudence_cli.catalog import Catalog
+from prudence_cli.catalog import Catalog, DataviewEntry
 from prudence_cli.errors import CatalogError, PrudenceError
 from prudence_cli.explore.query import irac_rows, parse_where, randomized_rows
 from prudence_cli.measures.rac import measure_view
@@ -29,7 +29,7 @@ def counted_levels(
     """The assessed attack levels kept by `attacks` (names) and `where` (knowledge and
     attack filters); all of them by default."""
     filters = parse_where(catalog, where)
-    known = {a["attack"] for a in catalog.manifest["attacks"]}
+    known = {a.attack for a in catalog.record.attacks}
     for name in attacks:
         if name not in known:
             raise PrudenceError(
@@ -37,16 +37,16 @@ def counted_levels(
                 f"{', '.join(sorted(known))})"
             )
     levels = []
-    for entry in catalog.manifest["attacks"]:
-        if attacks and entry["attack"] not in attacks:
+    for entry in catalog.record.attacks:
+        if attacks and entry.attack not in attacks:
             continue
-        if "attack" in filters and entry["attack"] not in filters["attack"]:
+        if "attack" in filters and entry.attack not in filters["attack"]:
             continue
-        for values in entry["levels"]:
-            if any(k in filters and str(v) not in filters[k] for k, v in values.items()):
+        for values in entry.levels:
+            if any(k in filters and str(v) not in filters[k] for k, v in values.values):
                 continue
-            level = KnowledgeLevel(entry["attack"], tuple(values.items()))
-            levels.append((ATTACKS[entry["attack"]], level))
+            level = KnowledgeLevel(entry.attack, values.values)
+            levels.append((ATTACKS[entry.attack], level))
     if not levels:
         raise PrudenceError("no assessed attack level is left by --attack / --where")
     return levels
@@ -135,16 +135,16 @@ def dataview_scores(
     counted levels); `utility` is the share of data kept at R or, with a catalog
     utility table, the expert `score` of the profile.
     """
-    coverage_kind = catalog.manifest["coverage"]
+    coverage_kind = catalog.record.coverage
     rows = []
     for entry in _views(catalog, parse_where(catalog, where)):
-        dims = entry["dimensions"]
-        risk = max_risk_over(catalog.risks(entry["id"]), levels, entry["id"])
-        view = catalog.view(entry["id"])[0]
+        dims = entry.dimensions
+        risk = max_risk_over(catalog.risks(entry.id), levels, entry.id)
+        view = catalog.view(entry.id)[0]
         _, summary = measure_view(view, risk, coverage_kind)
         rows.append(
             {
-                "dataview": entry["id"],
+                "dataview": entry.id,
                 **dims,
                 "users_in_view": summary.users_in_view,
                 "mean_risk": summary.mean_risk,
@@ -247,13 +247,13 @@ def max_risk_over(risks: pd.DataFrame, levels: Levels, where: str) -> np.ndarray
     return np.max([risks[level.key].to_numpy() for _, level in levels], axis=0)
 
 
-def _views(catalog: Catalog, filters: dict[str, set[str]]) -> list[dict[str, Any]]:
+def _views(catalog: Catalog, filters: dict[str, set[str]]) -> list[DataviewEntry]:
     """The catalog's dataview entries kept by the dimension / dataview filters."""
     kept = []
     for entry in catalog.dataviews:
-        if any(k in filters and str(v) not in filters[k] for k, v in entry["dimensions"].items()):
+        if any(k in filters and str(v) not in filters[k] for k, v in entry.dimensions.items()):
             continue
-        if "dataview" in filters and entry["id"] not in filters["dataview"]:
+        if "dataview" in filters and entry.id not in filters["dataview"]:
             continue
         kept.append(entry)
     if not kept:
@@ -278,14 +278,14 @@ def check(
     above may exist (they would be suppressed at release) but those at or below must
     hold at least that share of the data. `min_irac_u` adds a floor on i-RAC_U.
     """
-    coverage_kind = catalog.manifest["coverage"]
+    coverage_kind = catalog.record.coverage
     out = []
     for entry in _views(catalog, parse_where(catalog, where)):
-        dims = entry["dimensions"]
-        risks = catalog.risks(entry["id"])
-        view = catalog.view(entry["id"])[0]
+        dims = entry.dimensions
+        risks = catalog.risks(entry.id)
+        view = catalog.view(entry.id)[0]
         for attack, level in levels:
-            risk = max_risk_over(risks, [(attack, level)], entry["id"])
+            risk = max_risk_over(risks, [(attack, level)], entry.id)
             _, summary = measure_view(view, risk, coverage_kind)
             kept = _kept(view, risk, policy.max_risk, coverage_kind)
             failures = []
@@ -303,7 +303,7 @@ def check(
                 failures.append(f"i-RAC_U {summary.i_rac_u:.3f} below {policy.min_irac_u:g}")
             out.append(
                 {
-                    "dataview": entry["id"],
+                    "dataview": entry.id,
                     **dims,
                     "attack": attack.name,
                     **{k: str(v) for k, v in level.values},

@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from prudence_cli.catalog import RANDOMIZED, CatalogWriter
+from prudence_cli.catalog.records import DataviewEntry, RandomizeEntry
 from prudence_cli.config import Config
 from prudence_cli.config.dimensions import dimension_label
 from prudence_cli.dataviews.build import build_dataviews, count_dataviews
@@ -26,9 +27,9 @@ from prudence_cli.select import Selection
 
 @dataclass(frozen=True)
 class ProfilesAssessment:
-    views: list[dict[str, Any]]  # the manifest's dataview entries
+    views: list[DataviewEntry]  # the manifest's dataview entries
     table: pd.DataFrame  # the rows of randomized.csv
-    settings: dict[str, Any]  # the manifest's `randomize` entry
+    settings: RandomizeEntry  # the manifest's `randomize` entry
     steps: int  # progress steps taken
 
 
@@ -50,7 +51,7 @@ def assess_profiles(
     per_kind = {k: sum(s.kind == k for s in config.mechanisms) for k in kinds}
     total = count_dataviews(config.dataview) // len(kinds) * sum(per_kind.values())
     rows: list[dict[str, Any]] = []
-    views_meta: list[dict[str, Any]] = []
+    views_meta: list[DataviewEntry] = []
     done = 0
     views = build_dataviews(selection, config.dataview, config.input.timezone, split)
     for view_index, view in enumerate(views):
@@ -66,20 +67,18 @@ def assess_profiles(
         for row in sweep(view, config.mechanisms, levels, options, view_index, step):
             rows.append({"dataview": view.id, **dims, **row})
         views_meta.append(
-            {
-                "id": view.id,
-                "format": view.format,
-                "dimensions": dims,
-                "users_in_view": view.users_in_view,
-                "locations": view.n_locations,
-                "rows": int(view.user.shape[0]),
-                "visits": int(view.coverage("visits").sum()),
-                "split": pd.Timestamp(view.split, tz="UTC").isoformat(),
-                "file": writer.write_dataview(
-                    view.id, view.table(selection.user_ids), view.locations
-                ),
-                "risks": writer.write_risks(view.id, selection.user_ids, {}),
-            }
+            DataviewEntry(
+                id=view.id,
+                format=view.format,
+                dimensions=dims,
+                users_in_view=view.users_in_view,
+                locations=view.n_locations,
+                rows=int(view.user.shape[0]),
+                visits=int(view.coverage("visits").sum()),
+                split=pd.Timestamp(view.split, tz="UTC").isoformat(),
+                file=writer.write_dataview(view.id, view.table(selection.user_ids), view.locations),
+                risks=writer.write_risks(view.id, selection.user_ids, {}),
+            )
         )
     table = randomized_frame(rows, config, knowledge)
     table.to_csv(writer.folder / RANDOMIZED, index=False)
@@ -97,14 +96,14 @@ def sweep_options(config: Config) -> SweepOptions:
     )
 
 
-def _settings(config: Config, options: SweepOptions, split: int | None) -> dict[str, Any]:
+def _settings(config: Config, options: SweepOptions, split: int | None) -> RandomizeEntry:
     """The manifest's `randomize` entry (read back by `sanitize --method randomize`)."""
-    return {
-        "users": "all" if options.users is None else options.users,
-        "leak": {"users": options.leak_users, "locations": options.leak_locations},
-        "max_error": options.max_error,
-        "split": "middle" if split is None else pd.Timestamp(split, tz="UTC").isoformat(),
-        "settings": [
+    return RandomizeEntry(
+        users="all" if options.users is None else options.users,
+        leak={"users": options.leak_users, "locations": options.leak_locations},
+        max_error=options.max_error,
+        split="middle" if split is None else pd.Timestamp(split, tz="UTC").isoformat(),
+        settings=tuple(
             {
                 "mechanism": s.mechanism,
                 "epsilon": s.epsilon,
@@ -112,10 +111,10 @@ def _settings(config: Config, options: SweepOptions, split: int | None) -> dict[
                 "p": s.p,
             }
             for s in config.mechanisms
-        ],
-        "sampler": "numpy PCG64; integer noise from geometric draws (see "
+        ),
+        sampler="numpy PCG64; integer noise from geometric draws (see "
         "prudence_cli/sanitize/randomize.py)",
-    }
+    )
 
 
 def randomized_frame(

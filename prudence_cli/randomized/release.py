@@ -21,6 +21,13 @@ import pandas as pd
 from prudence_cli import __version__
 from prudence_cli.attacks.base import KnowledgeLevel
 from prudence_cli.catalog import Catalog
+from prudence_cli.catalog.records import (
+    AttackResult,
+    MechanismEntry,
+    ProfileCounts,
+    RandomizedReport,
+    UtilityEntry,
+)
 from prudence_cli.config.mechanisms import DEFAULT_MECHANISM, MECHANISMS, Setting
 from prudence_cli.dataviews.profiles import ProfilesView
 from prudence_cli.errors import PrudenceError
@@ -51,7 +58,7 @@ class RandomizeRequest:
     seed: int | None = None  # default: the catalog's seed
 
 
-def run_randomize(catalog: Catalog, request: RandomizeRequest, out: Path) -> dict[str, Any]:
+def run_randomize(catalog: Catalog, request: RandomizeRequest, out: Path) -> RandomizedReport:
     """Write the release folder; returns its report."""
     if not catalog.is_profiles:
         raise PrudenceError(
@@ -71,14 +78,14 @@ def run_randomize(catalog: Catalog, request: RandomizeRequest, out: Path) -> dic
         setting = Setting(mechanism, request.epsilon, request.neighbourhood)
     except ValueError as exc:
         raise PrudenceError(f"--epsilon {request.epsilon:g}: {exc}") from None
-    seed = int(catalog.manifest.get("seed", 0)) if request.seed is None else request.seed
+    seed = int(catalog.record.seed) if request.seed is None else request.seed
     options = _options(catalog, seed)
-    view_index = [e["id"] for e in catalog.dataviews].index(view_id)
+    view_index = [e.id for e in catalog.dataviews].index(view_id)
 
     levels = [
-        KnowledgeLevel(entry["attack"], tuple(values.items()))
-        for entry in catalog.manifest["attacks"]
-        for values in entry["levels"]
+        KnowledgeLevel(entry.attack, values.values)
+        for entry in catalog.record.attacks
+        for values in entry.levels
     ]
     bench = bench_for(view, levels, options, view_index)
     # the release: every profile of the view (the attacks run on the bench's sample)
@@ -91,49 +98,50 @@ def run_randomize(catalog: Catalog, request: RandomizeRequest, out: Path) -> dic
 
     order = np.random.default_rng([seed, 4, 98]).permutation(noisy.shape[0])
     table = _release_table(noisy[order], view.locations["label"].to_numpy(dtype=object))
-    report = {
-        "format": RELEASE_FORMAT,
-        "kind": "randomized profiles",
-        "tool_version": __version__,
-        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "catalog": {"name": catalog.manifest.get("name"), "path": str(catalog.path)},
-        "dataview": {"id": view_id, "format": view.format, "profile": view.kind},
-        "mechanism": {
-            "name": setting.mechanism,
-            "epsilon": setting.epsilon,
-            "p": setting.p,
-            "chi": setting.chi,
-            "guarantee": f"d_(chi, epsilon)-privacy of each profile, epsilon = "
+    report = RandomizedReport(
+        format=RELEASE_FORMAT,
+        kind="randomized profiles",
+        tool_version=__version__,
+        created=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        catalog_name=catalog.record.name,
+        catalog_path=str(catalog.path),
+        dataview_id=view_id,
+        dataview_format=view.format,
+        profile=view.kind,
+        mechanism=MechanismEntry(
+            name=setting.mechanism,
+            epsilon=setting.epsilon,
+            p=setting.p,
+            chi=setting.chi,
+            guarantee=f"d_(chi, epsilon)-privacy of each profile, epsilon = "
             f"{setting.epsilon:g} per unit of l1 distance on chi",
-            "sampler": "numpy PCG64; integer noise from exact discrete draws",
-        },
-        "seed": seed,
-        "profiles": {
-            "released": int(noisy.shape[0]),
-            "people_in_universe": len(user_ids),
-            "locations": view.n_locations,
-            "rows": len(table),
-        },
-        "utility": {
-            "statistic": STATISTIC[view.kind],
-            "mean_error": measured.mean_error,
-            "mean_value": measured.mean_value,
-            "relative_error": measured.relative_error,
-            "max_error": options.max_error,
-            "admissible": measured.admissible(options.max_error),
-        },
-        "attacks": {
-            "sample": "all" if options.users is None else options.users,
-            "leak": {"users": options.leak_users, "locations": options.leak_locations},
-            "results": attacks,
-        },
-    }
+            sampler="numpy PCG64; integer noise from exact discrete draws",
+        ),
+        seed=seed,
+        profiles=ProfileCounts(
+            released=int(noisy.shape[0]),
+            people_in_universe=len(user_ids),
+            locations=view.n_locations,
+            rows=len(table),
+        ),
+        utility=UtilityEntry(
+            statistic=STATISTIC[view.kind],
+            mean_error=measured.mean_error,
+            mean_value=measured.mean_value,
+            relative_error=measured.relative_error,
+            max_error=options.max_error,
+            admissible=measured.admissible(options.max_error),
+        ),
+        attack_sample="all" if options.users is None else options.users,
+        leak={"users": options.leak_users, "locations": options.leak_locations},
+        attacks=tuple(attacks),
+    )
     with atomic_folder(out, is_release) as folder:
         table.to_csv(folder / "profiles.csv.gz", index=False, compression=_GZIP)
         view.locations.to_csv(folder / "locations.csv", index=False)
         (folder / "report.md").write_text(render_report(report), encoding="utf-8")
         (folder / REPORT).write_text(
-            json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8"
+            json.dumps(report.to_json(), indent=2, default=str) + "\n", encoding="utf-8"
         )
     return report
 
@@ -145,43 +153,42 @@ def _choose_view(catalog: Catalog, request: RandomizeRequest) -> str:
     views = catalog.dataviews
     if request.mechanism is not None:
         kind = MECHANISMS[request.mechanism]
-        views = [e for e in views if e["dimensions"].get("profile", "boolean") == kind]
+        views = [e for e in views if e.dimensions.get("profile", "boolean") == kind]
     if len(views) != 1:
-        known = ", ".join(f"{e['id']} ({_dims(e)})" for e in catalog.dataviews)
+        known = ", ".join(f"{e.id} ({e.show()})" for e in catalog.dataviews)
         raise PrudenceError(
             f"{len(views)} dataviews fit: choose one with --dataview (known: {known})"
         )
-    return str(views[0]["id"])
-
-
-def _dims(entry: dict[str, Any]) -> str:
-    return " ".join(f"{k}={v}" for k, v in entry["dimensions"].items())
+    return str(views[0].id)
 
 
 def _options(catalog: Catalog, seed: int) -> SweepOptions:
-    settings = catalog.manifest.get("randomize", {})
-    users = settings.get("users", 1000)
-    leak = settings.get("leak", {})
+    settings = catalog.record.randomize
+    if settings is None:
+        return SweepOptions(
+            users=1000, leak_users=0.5, leak_locations=0.5, max_error=0.1, seed=seed
+        )
+    users = settings.users
     return SweepOptions(
         users=None if users == "all" else int(users),
-        leak_users=float(leak.get("users", 0.5)),
-        leak_locations=float(leak.get("locations", 0.5)),
-        max_error=float(settings.get("max_error", 0.1)),
+        leak_users=settings.leak_users,
+        leak_locations=settings.leak_locations,
+        max_error=float(settings.max_error),
         seed=seed,
     )
 
 
 def _attack_rates(
     bench: Bench, setting: Setting, levels: list[KnowledgeLevel]
-) -> list[dict[str, Any]]:
+) -> list[AttackResult]:
     """The catalog's attack levels on this setting, as the assessment runs them."""
     _, rows = evaluate_setting(bench, setting, levels)
     return [
-        {
-            "attack": row["level"].attack,
-            "knowledge": {k: str(v) for k, v in row["level"].values},
-            **{k: v for k, v in row.items() if k != "level"},
-        }
+        AttackResult(
+            attack=row["level"].attack,
+            knowledge={k: str(v) for k, v in row["level"].values},
+            measures={k: v for k, v in row.items() if k != "level"},
+        )
         for row in rows
     ]
 
@@ -199,43 +206,42 @@ def _release_table(noisy: Any, labels: np.ndarray) -> pd.DataFrame:
     )
 
 
-def render_report(report: dict[str, Any]) -> str:
+def render_report(report: RandomizedReport) -> str:
     """report.md: what was released and what it resists, in words."""
-    mech = report["mechanism"]
-    util = report["utility"]
-    attacks = report["attacks"]
-    profiles = report["profiles"]
-    p = f", flip probability p = {mech['p']:.4g}" if mech["p"] is not None else ""
+    mech = report.mechanism
+    util = report.utility
+    profiles = report.profiles
+    p = f", flip probability p = {mech.p:.4g}" if mech.p is not None else ""
     lines = [
-        f"# Randomized release of dataview {report['dataview']['id']}",
+        f"# Randomized release of dataview {report.dataview_id}",
         "",
-        f"Prepared by prudence {report['tool_version']} on {report['created']} from catalog "
-        f"`{report['catalog']['name']}`.",
+        f"Prepared by prudence {report.tool_version} on {report.created} from catalog "
+        f"`{report.catalog_name}`.",
         "",
         "## What is released",
         "",
-        f"- **{profiles['released']:,}** {report['dataview']['profile']} profiles over "
-        f"{profiles['locations']:,} locations ({profiles['rows']:,} non-zero entries), as an "
+        f"- **{profiles.released:,}** {report.profile} profiles over "
+        f"{profiles.locations:,} locations ({profiles.rows:,} non-zero entries), as an "
         "unordered list: rows are shuffled and numbered, original ids are not included.",
-        f"- Mechanism **{mech['name']}**, ε = **{mech['epsilon']:g}**{p}, noise on χ = "
-        f"{mech['chi']}; random seed {report['seed']}.",
-        f"- Guarantee: {mech['guarantee']}. Locations outside χ are released as they are.",
+        f"- Mechanism **{mech.name}**, ε = **{mech.epsilon:g}**{p}, noise on χ = "
+        f"{mech.chi}; random seed {report.seed}.",
+        f"- Guarantee: {mech.guarantee}. Locations outside χ are released as they are.",
         "",
         "## Utility",
         "",
-        f"The statistic {util['statistic']} per location has a mean error of "
-        f"{util['mean_error']:.4g} against a mean of {util['mean_value']:.4g} (relative "
-        f"{util['relative_error']:.3f}); admissible up to {util['max_error']:g}: "
-        f"**{'yes' if util['admissible'] else 'no'}**.",
+        f"The statistic {util.statistic} per location has a mean error of "
+        f"{util.mean_error:.4g} against a mean of {util.mean_value:.4g} (relative "
+        f"{util.relative_error:.3f}); admissible up to {util.max_error:g}: "
+        f"**{'yes' if util.admissible else 'no'}**.",
         "",
         "## Attacks on this setting",
         "",
-        f"On a sample of {attacks['sample']} people, with leaked shares {attacks['leak']}:",
+        f"On a sample of {report.attack_sample} people, with leaked shares {report.leak}:",
         "",
         "| attack | knowledge | success rate |",
         "|---|---|---|",
     ]
-    for row in attacks["results"]:
-        knowledge = ", ".join(f"{k}={v}" for k, v in row["knowledge"].items())
-        lines.append(f"| {row['attack']} | {knowledge} | {row['success_rate']:.3f} |")
+    for row in report.attacks:
+        knowledge = ", ".join(f"{k}={v}" for k, v in row.knowledge.items())
+        lines.append(f"| {row.attack} | {knowledge} | {row.success_rate:.3f} |")
     return "\n".join(lines) + "\n"

@@ -65,7 +65,7 @@ def curve_charts(catalog: Catalog) -> Iterator[Chart]:
     irac = catalog.irac
     for (view_id, attack), rows in irac.groupby(["dataview", "attack"], sort=False):
         entry = catalog.dataview_entry(str(view_id))
-        dims = " ".join(f"{k}={v}" for k, v in entry["dimensions"].items())
+        dims = entry.show()
         title = f"{view_id} ({dims}) · {attack}"
         figure = Figure(figsize=(9, 3.2), layout="constrained")
         axes = figure.subplots(1, 2, sharey=True)
@@ -122,7 +122,8 @@ def epsilon_charts(
     rows = randomized_rows(catalog, where)
     dims = catalog.dimension_names
     knowledge = [k for k in catalog.knowledge_names if k in rows]
-    max_error = float(catalog.manifest.get("randomize", {}).get("max_error", 0.1))
+    options = catalog.record.randomize
+    max_error = float(options.max_error) if options is not None else 0.1
     group = ["dataview", *dims, "mechanism", "neighbourhood"]
     for keys, members in rows.groupby(group, sort=False):
         values = dict(zip(group, keys, strict=True))

@@ -7,9 +7,8 @@ import base64
 import html
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from prudence_cli.catalog import Catalog
+from prudence_cli.catalog import Catalog, Manifest
 from prudence_cli.explore import Levels, dataview_scores, epsilon_choice
 from prudence_cli.io.atomic import atomic_folder, write_text_atomic
 from prudence_cli.report.charts import (
@@ -97,13 +96,13 @@ def render_page(
     levels: Levels,
     where: Sequence[str] = (),
 ) -> str:
-    manifest = catalog.manifest
+    manifest = catalog.record
     parts = [
         "<!doctype html>",
         '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>Prudence report: {_e(manifest.get('name', ''))}</title>",
+        f"<title>Prudence report: {_e(manifest.name)}</title>",
         f"<style>{_STYLE}</style></head><body>",
-        f"<h1>Privacy risk and data quality: {_e(manifest.get('name', ''))}</h1>",
+        f"<h1>Privacy risk and data quality: {_e(manifest.name)}</h1>",
         _summary(catalog),
     ]
     for section in ("epsilon", "pareto", "planes", "curves"):
@@ -137,38 +136,37 @@ def render_page(
 
 
 def _summary(catalog: Catalog) -> str:
-    m = catalog.manifest
-    selection = m.get("selection", {})
+    m = catalog.record
+    selection = m.selection.stats
     dims = (
         "; ".join(
-            f"{name}: {', '.join(sorted({str(v['dimensions'][name]) for v in catalog.dataviews}))}"
+            f"{name}: {', '.join(sorted({str(v.dimensions[name]) for v in catalog.dataviews}))}"
             for name in catalog.dimension_names
         )
         or "none (raw locations)"
     )
     attacks = "; ".join(
-        f"{a['attack']} ({len(a['levels'])} level{'s' if len(a['levels']) != 1 else ''})"
-        for a in m["attacks"]
+        f"{a.attack} ({len(a.levels)} level{'s' if len(a.levels) != 1 else ''})" for a in m.attacks
     )
     inputs = "".join(
-        f"<li><code>{_e(i['path'])}</code> sha256 <code>{_e(i['sha256'][:16])}…</code></li>"
-        for i in m.get("inputs", [])
+        f"<li><code>{_e(i.path)}</code> sha256 <code>{_e(i.sha256[:16])}…</code></li>"
+        for i in m.inputs
     )
-    dropped = sum(m.get("invalid_rows", {}).get("dropped", {}).values())
+    dropped = sum(m.invalid_rows.dropped.values())
     rows = [
-        ("people (U)", f"{selection.get('users', 0):,}"),
+        ("people (U)", f"{m.selection.users:,}"),
         (
             "points selected",
             f"{selection.get('points', 0):,} of {selection.get('rows_read', 0):,} "
             f"rows read" + (f" ({dropped:,} invalid rows dropped)" if dropped else ""),
         ),
-        ("dataviews", f"{len(catalog.dataviews)} {m.get('format_of_dataviews', '')}: {dims}"),
+        ("dataviews", f"{len(catalog.dataviews)} {m.format_of_dataviews}: {dims}"),
         ("attacks", attacks),
-        ("data measured as", m.get("coverage", "")),
-        ("assessed", f"{m.get('created', '')} by prudence {m.get('tool_version', '')}"),
+        ("data measured as", m.coverage),
+        ("assessed", f"{m.created} by prudence {m.tool_version}"),
     ]
-    if m.get("sampling"):
-        rows.append(("sampled levels", f"{len(m['sampling'])} (their risks are lower bounds)"))
+    if m.sampling:
+        rows.append(("sampled levels", f"{len(m.sampling)} (their risks are lower bounds)"))
     table = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in rows)
     return (
         f'<section id="summary"><table class="summary">{table}</table><ul>{inputs}</ul></section>'
@@ -207,12 +205,12 @@ def _epsilon_choice(catalog: Catalog, max_success: float, where: Sequence[str]) 
     )
 
 
-def _profiles_footer(manifest: dict[str, Any], max_success: float) -> str:
-    options = manifest.get("randomize", {})
+def _profiles_footer(manifest: Manifest, max_success: float) -> str:
+    options = manifest.randomize
     return (
-        f"<footer>Catalog <code>{_e(manifest.get('name', ''))}</code>. Attacks on a sample "
-        f"of {_e(options.get('users', '?'))} users, seed {_e(manifest.get('seed'))}; leaked "
-        f"shares {_e(options.get('leak', {}))}; tolerated success R = {max_success:g}."
+        f"<footer>Catalog <code>{_e(manifest.name)}</code>. Attacks on a sample "
+        f"of {_e(options.users if options else '?')} users, seed {_e(manifest.seed)}; leaked "
+        f"shares {_e(options.leak if options else {})}; tolerated success R = {max_success:g}."
         "</footer>"
     )
 
@@ -280,10 +278,10 @@ def _releases(catalog: Catalog) -> str:
     return f'<section id="releases"><h2>Releases</h2><table><tr>{head}</tr>{body}</table></section>'
 
 
-def _footer(manifest: dict[str, Any], max_risk: float, levels: Levels) -> str:
+def _footer(manifest: Manifest, max_risk: float, levels: Levels) -> str:
     keys = ", ".join(level.key for _, level in levels)
     return (
-        f"<footer>Catalog <code>{_e(manifest.get('name', ''))}</code>. Pareto analysis at "
+        f"<footer>Catalog <code>{_e(manifest.name)}</code>. Pareto analysis at "
         f"R = {max_risk:g}, a person's risk being the maximum over: {_e(keys)}.</footer>"
     )
 

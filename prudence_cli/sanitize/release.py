@@ -8,13 +8,13 @@ cannot be written: the ledger may over-state what a recipient holds, never under
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -22,6 +22,15 @@ import pandas as pd
 from prudence_cli import __version__
 from prudence_cli.attacks.base import Attack, KnowledgeLevel
 from prudence_cli.catalog import Catalog
+from prudence_cli.catalog.records import (
+    CatalogRef,
+    DataCounts,
+    PassEntry,
+    RacEntry,
+    ReleasedView,
+    ReleaseReport,
+    UserCounts,
+)
 from prudence_cli.dataviews.base import Dataview
 from prudence_cli.engine import Engine
 from prudence_cli.errors import PrudenceError
@@ -57,7 +66,7 @@ class SanitizeRequest:
 @dataclass(frozen=True)
 class ReleaseResult:
     met: bool  # every released user at or below the threshold, and someone released
-    report: dict[str, Any]
+    report: ReleaseReport | None  # None when no dataview could be chosen
     folder: Path | None  # None when nothing was written
     choice: str  # which dataview and why
 
@@ -88,12 +97,12 @@ def choose_dataview(
         )
     best = eligible.sort_values(["i_rac_d", "kept"], ascending=False, kind="stable").iloc[0]
     entry = catalog.dataview_entry(best["dataview"])
-    dims = " ".join(f"{k}={v}" for k, v in entry["dimensions"].items())
+    dims = entry.show()
     reason = (
         f"{best['dataview']} ({dims}): the largest i-RAC_D ({best['i_rac_d']:.3f}) under each "
         f"person's maximum risk over {len(levels)} attack levels, among {len(scores)} "
         f"dataviews; before suppression, people at risk ≤ {threshold:g} hold "
-        f"{best['kept']:.0%} of its {catalog.manifest['coverage']}"
+        f"{best['kept']:.0%} of its {catalog.record.coverage}"
     )
     return str(best["dataview"]), reason
 
@@ -125,18 +134,18 @@ def run_sanitize(
     else:
         chosen, choice = choose_dataview(catalog, levels, request.threshold, request.where)
         if chosen is None:
-            return ReleaseResult(False, {}, None, choice)
+            return ReleaseResult(False, None, None, choice)
         view_id = chosen
     if announce is not None:
         announce(choice)
     view, user_ids = catalog.view(view_id)
     earlier = released_views(catalog, request.recipient, user_ids) if request.recipient else []
     join = (lambda v: join_views(v, earlier)) if earlier else None
-    settings = catalog.manifest.get("engine", {})
+    settings = catalog.record.engine
     engine = Engine(
-        max_instances=settings.get("max_instances", Engine.max_instances),
-        sample=settings.get("sample"),
-        seed=int(catalog.manifest.get("seed", 0)),
+        max_instances=settings.max_instances,
+        sample=settings.sample,
+        seed=int(catalog.record.seed),
     )
     outcome = sanitize(view, levels, engine, request.threshold, request.method, join, progress)
     released = np.diff(outcome.view.offsets) > 0
@@ -167,13 +176,13 @@ def run_sanitize(
     record = {
         "id": release_id,
         "recipient": request.recipient,
-        "created": report["created"],
+        "created": report.created,
         "dataview": view.id,
         "format": view.format,
-        "dimensions": report["dataview"]["dimensions"],
+        "dimensions": report.dataview.dimensions,
         "threshold": request.threshold,
         "method": request.method,
-        "levels": report["levels_counted"],
+        "levels": list(report.levels_counted),
         "users": int(released.sum()),
         "release": str(out.resolve()),
         "pseudonymized": request.pseudonymize,
@@ -183,12 +192,11 @@ def run_sanitize(
         with atomic_folder(out, is_release) as folder:
             table.to_csv(folder / "dataview.csv", index=False)
             locations.to_csv(folder / "locations.csv", index=False)
-            report["files"] = {
-                name: sha256_file(folder / name) for name in ("dataview.csv", "locations.csv")
-            }
+            files = {name: sha256_file(folder / name) for name in ("dataview.csv", "locations.csv")}
+            report = dataclasses.replace(report, files=files)
             (folder / "report.md").write_text(render_markdown(report), encoding="utf-8")
             (folder / REPORT).write_text(
-                json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8"
+                json.dumps(report.to_json(), indent=2, default=str) + "\n", encoding="utf-8"
             )
     except BaseException:
         forget_release(catalog, release_id)
@@ -209,8 +217,8 @@ def _report(
     combined_with: list[str],
     sampled: bool,
     met: bool,
-) -> dict[str, Any]:
-    kind = catalog.manifest["coverage"]
+) -> ReleaseReport:
+    kind = catalog.record.coverage
     everyone = np.ones(before.n_users, dtype=bool)
     total = before.data_of(everyone, kind)
     released_data = after.data_of(everyone, kind)
@@ -218,67 +226,66 @@ def _report(
     in_after = np.diff(after.offsets) > 0
     curve_before, summary_before = measure_view(before, risk_before, kind)
     curve_after, summary_after = measure_view(after, risk_after, kind, total=total)
-    manifest = catalog.manifest
-    return {
-        "format": RELEASE_FORMAT,
-        "format_version": 1,
-        "tool": "prudence",
-        "tool_version": __version__,
-        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "release": release_id,
-        "recipient": request.recipient,
-        "met": met,
-        "threshold": request.threshold,
-        "method": request.method,
-        "catalog": {
-            "path": str(catalog.path.resolve()),
-            "name": manifest.get("name"),
-            "manifest_sha256": hashlib.sha256(
+    manifest = catalog.record
+    return ReleaseReport(
+        format=RELEASE_FORMAT,
+        format_version=1,
+        tool="prudence",
+        tool_version=__version__,
+        created=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        release=release_id,
+        recipient=request.recipient,
+        met=met,
+        threshold=request.threshold,
+        method=request.method,
+        catalog=CatalogRef(
+            path=str(catalog.path.resolve()),
+            name=manifest.name,
+            manifest_sha256=hashlib.sha256(
                 (catalog.path / "catalog.json").read_bytes()
             ).hexdigest(),
-        },
-        "dataview": {
-            "id": before.id,
-            "format": before.format,
-            "dimensions": catalog.dataview_entry(before.id)["dimensions"],
-        },
-        "levels_counted": [level.key for _, level in levels],
-        "combined_with": combined_with,
-        "users": {
-            "in_universe": int(before.n_users),
-            "in_view": int(in_before.sum()),
-            "released": int(in_after.sum()),
-            "removed": int((in_before & ~in_after).sum()),
-        },
-        "data": {
-            "coverage": manifest["coverage"],
-            "before": total,
-            "released": released_data,
-            "removed": total - released_data,
-            "rows_before": int(before.user.shape[0]),
-            "rows_released": int(after.user.shape[0]),
-        },
-        "iterations": [step.__dict__ for step in steps],
-        "max_risk_after": float(risk_after[in_after].max(initial=0.0)),
-        "sampled": sampled,
-        "i_rac": {"before": _summary(summary_before), "after": _summary(summary_after)},
-        "curves": {
+        ),
+        dataview=ReleasedView(
+            before.id, before.format, catalog.dataview_entry(before.id).dimensions
+        ),
+        levels_counted=tuple(level.key for _, level in levels),
+        combined_with=tuple(combined_with),
+        users=UserCounts(
+            in_universe=int(before.n_users),
+            in_view=int(in_before.sum()),
+            released=int(in_after.sum()),
+            removed=int((in_before & ~in_after).sum()),
+        ),
+        data=DataCounts(
+            coverage=manifest.coverage,
+            before=total,
+            released=released_data,
+            removed=total - released_data,
+            rows_before=int(before.user.shape[0]),
+            rows_released=int(after.user.shape[0]),
+        ),
+        iterations=tuple(PassEntry(**step.__dict__) for step in steps),
+        max_risk_after=float(risk_after[in_after].max(initial=0.0)),
+        sampled=sampled,
+        i_rac_before=_summary(summary_before),
+        i_rac_after=_summary(summary_after),
+        curves={
             "before": curve_before.to_dict(orient="list"),
             "after": curve_after.to_dict(orient="list"),
         },
-        "inputs": manifest.get("inputs", []),
-        "seed": manifest.get("seed", 0),
-        "pseudonymized": request.pseudonymize,
-    }
+        inputs=manifest.inputs,
+        seed=manifest.seed,
+        pseudonymized=request.pseudonymize,
+    )
 
 
-def _summary(summary: RacSummary) -> dict[str, float]:
-    return {
-        "i_rac_u": summary.i_rac_u,
-        "i_rac_d": summary.i_rac_d,
-        "mean_risk": summary.mean_risk,
-        "share_at_risk_1": summary.share_at_risk_1,
-    }
+def _summary(summary: RacSummary) -> RacEntry:
+    return RacEntry(
+        i_rac_u=summary.i_rac_u,
+        i_rac_d=summary.i_rac_d,
+        mean_risk=summary.mean_risk,
+        share_at_risk_1=summary.share_at_risk_1,
+    )
 
 
 def _pseudonymize(
@@ -287,9 +294,7 @@ def _pseudonymize(
     """Fresh ids p0001, ... assigned in a seeded random order; returns the table and the
     mapping (kept in the catalog's ledger, not in the release)."""
     users = pd.unique(table["user"])
-    seed = np.random.SeedSequence(
-        int(catalog.manifest.get("seed", 0)), spawn_key=(int(release_id[1:]),)
-    )
+    seed = np.random.SeedSequence(int(catalog.record.seed), spawn_key=(int(release_id[1:]),))
     order = np.random.default_rng(seed).permutation(len(users))
     width = len(str(len(users)))
     pseudonyms = np.array([f"p{i + 1:0{width}d}" for i in order], dtype=object)

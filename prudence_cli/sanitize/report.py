@@ -2,57 +2,57 @@
 
 from __future__ import annotations
 
-from typing import Any
+from prudence_cli.catalog.records import ReleaseReport
 
 
-def render_markdown(report: dict[str, Any]) -> str:
-    users = report["users"]
-    data = report["data"]
-    before = report["i_rac"]["before"]
-    after = report["i_rac"]["after"]
-    dims = ", ".join(f"{k} = {v}" for k, v in report["dataview"]["dimensions"].items())
+def render_markdown(report: ReleaseReport) -> str:
+    users = report.users
+    data = report.data
+    before = report.i_rac_before
+    after = report.i_rac_after
+    dims = ", ".join(f"{k} = {v}" for k, v in report.dataview.dimensions.items())
     lines = [
-        f"# Release {report['release']}: dataview {report['dataview']['id']}",
+        f"# Release {report.release}: dataview {report.dataview.id}",
         "",
-        f"Prepared by prudence {report['tool_version']} on {report['created']}"
-        + (f" for **{report['recipient']}**." if report["recipient"] else "."),
+        f"Prepared by prudence {report.tool_version} on {report.created}"
+        + (f" for **{report.recipient}**." if report.recipient else "."),
         "",
         "## What is released",
         "",
-        f"- Dataview **{report['dataview']['id']}** ({report['dataview']['format']}; {dims}) "
-        f"of catalog `{report['catalog']['name']}`.",
-        f"- **{users['released']:,}** of the {users['in_view']:,} people in the dataview "
-        f"({users['in_universe']:,} in the selected data); {users['removed']:,} removed.",
-        f"- {data['released']:,.0f} of {data['before']:,.0f} {data['coverage']} "
-        f"({_share(data['released'], data['before'])}); {data['rows_released']:,} of "
-        f"{data['rows_before']:,} rows.",
+        f"- Dataview **{report.dataview.id}** ({report.dataview.format}; {dims}) "
+        f"of catalog `{report.catalog.name}`.",
+        f"- **{users.released:,}** of the {users.in_view:,} people in the dataview "
+        f"({users.in_universe:,} in the selected data); {users.removed:,} removed.",
+        f"- {data.released:,.0f} of {data.before:,.0f} {data.coverage} "
+        f"({_share(data.released, data.before)}); {data.rows_released:,} of "
+        f"{data.rows_before:,} rows.",
         "- User ids: "
         + (
             "replaced by fresh random pseudonyms (the mapping stays in the catalog's ledger)."
-            if report["pseudonymized"]
+            if report.pseudonymized
             else "the original ids."
         ),
         "",
         "## The guarantee",
         "",
         f"Every released person has a re-identification risk of at most "
-        f"**{report['threshold']:g}** (highest: {report['max_risk_after']:.4g}) against each "
-        f"of the {len(report['levels_counted'])} attack levels assessed: "
-        + ", ".join(f"`{k}`" for k in report["levels_counted"])
+        f"**{report.threshold:g}** (highest: {report.max_risk_after:.4g}) against each "
+        f"of the {len(report.levels_counted)} attack levels assessed: "
+        + ", ".join(f"`{k}`" for k in report.levels_counted)
         + ".",
         "",
         "Risk is the probability that an attacker with that background knowledge singles the "
         "person out among the people of the released data (PRUDEnce, Pratesi et al. 2018), "
         "measured after suppression on the released data itself.",
     ]
-    if report["combined_with"]:
+    if report.combined_with:
         lines += [
             "",
             "The recipient already holds release(s) "
-            + ", ".join(report["combined_with"])
+            + ", ".join(report.combined_with)
             + "; the risks above were measured on everything the recipient holds together.",
         ]
-    if report["sampled"]:
+    if report.sampled:
         lines += [
             "",
             "**Some attack levels were checked on sampled knowledge instances: the "
@@ -62,11 +62,11 @@ def render_markdown(report: dict[str, Any]) -> str:
         "",
         "## How",
         "",
-        f"Method `{report['method']}`: "
+        f"Method `{report.method}`: "
         + (
             "people above the threshold are removed, then everyone left is assessed again "
             "(removing people can raise the risk of others), until nobody is above it."
-            if report["method"] == "suppress-users"
+            if report.method == "suppress-users"
             else "each person above the threshold loses their rarest location, then everyone is "
             "assessed again, until nobody is above it."
         ),
@@ -74,12 +74,12 @@ def render_markdown(report: dict[str, Any]) -> str:
         "| pass | people above | highest risk | people removed | rows removed |",
         "|---|---|---|---|---|",
     ]
-    for step in report["iterations"]:
+    for step in report.iterations:
         lines.append(
-            f"| {step['iteration']} | {step['users_above']:,} | {step['max_risk']:.3g} | "
-            f"{step['users_removed']:,} | {step['rows_removed']:,} |"
+            f"| {step.iteration} | {step.users_above:,} | {step.max_risk:.3g} | "
+            f"{step.users_removed:,} | {step.rows_removed:,} |"
         )
-    if not report["iterations"]:
+    if not report.iterations:
         lines.append("| — | 0 | — | 0 | 0 |")
     lines += [
         "",
@@ -87,10 +87,10 @@ def render_markdown(report: dict[str, Any]) -> str:
         "",
         "| | i-RAC_U | i-RAC_D | mean risk | share at risk 1 |",
         "|---|---|---|---|---|",
-        f"| before | {before['i_rac_u']:.3f} | {before['i_rac_d']:.3f} | "
-        f"{before['mean_risk']:.3f} | {before['share_at_risk_1']:.1%} |",
-        f"| released | {after['i_rac_u']:.3f} | {after['i_rac_d']:.3f} | "
-        f"{after['mean_risk']:.3f} | {after['share_at_risk_1']:.1%} |",
+        f"| before | {before.i_rac_u:.3f} | {before.i_rac_d:.3f} | "
+        f"{before.mean_risk:.3f} | {before.share_at_risk_1:.1%} |",
+        f"| released | {after.i_rac_u:.3f} | {after.i_rac_d:.3f} | "
+        f"{after.mean_risk:.3f} | {after.share_at_risk_1:.1%} |",
         "",
         "i-RAC_D of the release is measured against the data of the original dataview; "
         "people not released count with risk 0 in i-RAC_U, as the definition states.",
@@ -98,11 +98,11 @@ def render_markdown(report: dict[str, Any]) -> str:
         "## Inputs",
         "",
     ]
-    for item in report["inputs"]:
-        lines.append(f"- `{item['path']}` sha256 `{item['sha256']}`")
+    for item in report.inputs:
+        lines.append(f"- `{item.path}` sha256 `{item.sha256}`")
     lines += [
         "",
-        f"Catalog manifest sha256 `{report['catalog']['manifest_sha256']}`; seed {report['seed']}.",
+        f"Catalog manifest sha256 `{report.catalog.manifest_sha256}`; seed {report.seed}.",
         "",
     ]
     return "\n".join(lines)

@@ -71,10 +71,10 @@ def test_assess_writes_a_complete_catalog(assessed):
     assert set(irac["grid"]) == {"500m", "1000m"}
     assert irac["i_rac_u"].between(0, 1).all()
     for entry in catalog.dataviews:
-        table = catalog.dataview_table(entry["id"])
+        table = catalog.dataview_table(entry.id)
         assert list(table.columns) == ["user", "location", "count"]
-        assert len(table) == entry["rows"]
-        risks = catalog.risks(entry["id"])
+        assert len(table) == entry.rows
+        risks = catalog.risks(entry.id)
         assert len(risks) == catalog.manifest["selection"]["users"]
     manifest = catalog.manifest
     assert manifest["inputs"][0]["sha256"] and manifest["seed"] == 0

@@ -65,8 +65,8 @@ def reassess_release(catalog_dir: Path, release: Path) -> dict[str, np.ndarray]:
     table = pd.read_csv(release / "dataview.csv", dtype={"user": str, "location": str})
     locations = pd.read_csv(release / "locations.csv", dtype={"label": str})
     users = np.array(sorted(set(table["user"])), dtype=object)
-    dims = parse_dimensions(entry["format"], entry["dimensions"])
-    view = view_from_table("r", entry["format"], dims, users, table, locations)
+    dims = parse_dimensions(entry.format, entry.dimensions)
+    view = view_from_table("r", entry.format, dims, users, table, locations)
     out = {}
     for key in report["levels_counted"]:
         attack, _, rest = key.partition("[")
