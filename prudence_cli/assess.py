@@ -208,17 +208,17 @@ def _assess_risks(
     mark = time.perf_counter()
     views = build_dataviews(selection, config.dataview, config.input.timezone)
     for view_index, view in enumerate(views):
-        dims = {name: dimension_label(view.format, name, value) for name, value in view.dimensions}
+        dims = view.labels
         risks: dict[str, np.ndarray] = {}
         for level_index, (attack, level) in enumerate(levels):
-            report(done, total, f"{view.id} {_show(dims)} {level.key}")
+            report(done, total, f"{view.id} {view.shown} {level.key}")
             lower = attack.lower_level(level)
             known_ones = risks[lower.key] >= 1.0 if lower and lower.key in risks else None
             engine.seed_key = (view_index, level_index)
             try:
                 result = attack.risks(view, level, engine, known_ones)
             except BudgetError as exc:
-                raise BudgetError(f"{view.id} {_show(dims)} {level.key}: {exc}") from None
+                raise BudgetError(f"{view.id} {view.shown} {level.key}: {exc}") from None
             risk = result.risk
             risks[level.key] = risk
             if result.sampled:
@@ -401,7 +401,3 @@ def _manifest(
         platform={"python": platform.python_version(), "machine": platform.machine()},
         randomize=stage.randomize,
     )
-
-
-def _show(dims: dict[str, str]) -> str:
-    return " ".join(f"{k}={v}" for k, v in dims.items())

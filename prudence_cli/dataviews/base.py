@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from prudence_cli import columns as C
+from prudence_cli.config.dimensions import dimension_label
 from prudence_cli.engine.problem import Elements
 
 if TYPE_CHECKING:
@@ -84,6 +85,16 @@ class Dataview:
         out = np.zeros(self.n_users + 1, dtype=np.int64)
         np.cumsum(np.bincount(self.user, minlength=self.n_users), out=out[1:])
         return out
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """The dimension values as the catalog prints them: {"grid": "500m", ...}."""
+        return {name: dimension_label(self.format, name, value) for name, value in self.dimensions}
+
+    @property
+    def shown(self) -> str:
+        """The dimensions as `name=value ...`, for progress and messages."""
+        return " ".join(f"{k}={v}" for k, v in self.labels.items())
 
     @property
     def users_in_view(self) -> int:

@@ -18,7 +18,6 @@ import pandas as pd
 from prudence_cli.catalog import RANDOMIZED, CatalogWriter
 from prudence_cli.catalog.records import DataviewEntry, RandomizeEntry
 from prudence_cli.config import Config
-from prudence_cli.config.dimensions import dimension_label
 from prudence_cli.dataviews.build import build_dataviews, count_dataviews
 from prudence_cli.dataviews.profiles import ProfilesView
 from prudence_cli.randomized.sweep import SweepOptions, sweep
@@ -56,8 +55,8 @@ def assess_profiles(
     views = build_dataviews(selection, config.dataview, config.input.timezone, split)
     for view_index, view in enumerate(views):
         assert isinstance(view, ProfilesView)
-        dims = {name: dimension_label(view.format, name, value) for name, value in view.dimensions}
-        shown = " ".join(f"{k}={v}" for k, v in dims.items())
+        dims = view.labels
+        shown = view.shown
 
         def step(message: str, view_id: str = view.id, shown: str = shown) -> None:
             nonlocal done
