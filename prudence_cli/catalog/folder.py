@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -58,6 +58,9 @@ RANDOMIZED_NUMBERS = (
     "targets",
     "mean_relative_error",
 )
+# risks: per-person risks of attack levels; profiles: randomized profiles (success rates)
+CatalogKind = Literal["risks", "profiles"]
+_KIND_NAMES = {"risks": "per-person risks", "profiles": "randomized profiles"}
 _GZIP = {"method": "gzip", "compresslevel": 1, "mtime": 0}
 _UNSAFE = re.compile(r"[^A-Za-z0-9=,._-]+")
 
@@ -148,14 +151,15 @@ class Catalog:
         return frame
 
     @property
-    def is_profiles(self) -> bool:
-        """A catalog of randomized profiles (seed 004) rather than of per-person risks."""
-        return self.record.is_profiles
+    def kind(self) -> CatalogKind:
+        """`profiles` for a catalog of randomized profiles, `risks` for one of per-person
+        risks: each command branches on it once."""
+        return "profiles" if self.record.is_profiles else "risks"
 
     @cached_property
     def randomized(self) -> pd.DataFrame:
         """The randomized.csv table; dimension and knowledge columns as text."""
-        if not self.is_profiles:
+        if self.kind != "profiles":
             raise CatalogError(f"{self.path}: not a catalog of profiles dataviews")
         frame = pd.read_csv(self.path / RANDOMIZED, dtype=str, keep_default_na=False)
         for column in RANDOMIZED_NUMBERS:
@@ -218,8 +222,12 @@ class Catalog:
         )
 
 
-def open_catalog(path: Path | str) -> Catalog:
-    """Open a catalog folder, checking it is complete and of this format version."""
+def open_catalog(
+    path: Path | str, kind: CatalogKind | None = None, instead: str = ""
+) -> Catalog:
+    """Open a catalog folder, checking it is complete, of this format version and, when
+    `kind` is given, of that kind (else the error names the kind and `instead`, what to
+    do with this one)."""
     folder = Path(path)
     manifest_path = folder / MANIFEST
     if not folder.is_dir():
@@ -240,7 +248,13 @@ def open_catalog(path: Path | str) -> Catalog:
             f"(written by prudence {manifest.get('tool_version', '?')}); this prudence reads "
             f"version {CATALOG_VERSION}: run prudence assess again"
         )
-    return Catalog(folder, manifest)
+    catalog = Catalog(folder, manifest)
+    if kind is not None and catalog.kind != kind:
+        raise CatalogError(
+            f"{folder} is a catalog of {_KIND_NAMES[catalog.kind]}, and this command needs "
+            f"one of {_KIND_NAMES[kind]}" + (f"; {instead}" if instead else "")
+        )
+    return catalog
 
 
 def find_catalog(given: Path | None, cwd: Path | None = None) -> Path:

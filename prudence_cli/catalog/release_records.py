@@ -156,6 +156,43 @@ class RacEntry:
 
 
 @dataclass(frozen=True)
+class LevelRisk:
+    """One attack level assessed on the dataview, re-assessed on the released data: the
+    highest and mean risk of the released people, and how many are above the threshold.
+    A level that was not counted is not covered by the release when someone is above."""
+
+    level: str
+    counted: bool
+    max_risk: float
+    mean_risk: float
+    users_above: int
+
+    @property
+    def covered(self) -> bool:
+        return self.users_above == 0
+
+    def to_json(self) -> Json:
+        return {
+            "level": self.level,
+            "counted": self.counted,
+            "max_risk": self.max_risk,
+            "mean_risk": self.mean_risk,
+            "users_above": self.users_above,
+            "covered": self.covered,
+        }
+
+    @classmethod
+    def from_json(cls, data: Json) -> LevelRisk:
+        return cls(
+            data["level"],
+            data["counted"],
+            data["max_risk"],
+            data["mean_risk"],
+            data["users_above"],
+        )
+
+
+@dataclass(frozen=True)
 class ReleaseReport:
     """report.json of a suppression release."""
 
@@ -184,7 +221,14 @@ class ReleaseReport:
     inputs: tuple[InputFile, ...]
     seed: int
     pseudonymized: bool
+    # every level assessed on the dataview, counted or not, on the released data
+    levels_assessed: tuple[LevelRisk, ...] = ()
     files: dict[str, str] | None = None  # name -> sha256, once the files are written
+
+    @property
+    def not_covered(self) -> tuple[LevelRisk, ...]:
+        """Assessed levels under which someone released is above the threshold."""
+        return tuple(level for level in self.levels_assessed if not level.covered)
 
     def to_json(self) -> Json:
         data: Json = {
@@ -212,6 +256,7 @@ class ReleaseReport:
             "inputs": [i.to_json() for i in self.inputs],
             "seed": self.seed,
             "pseudonymized": self.pseudonymized,
+            "levels_assessed": [level.to_json() for level in self.levels_assessed],
         }
         if self.files is not None:
             data["files"] = dict(self.files)
@@ -246,6 +291,9 @@ class ReleaseReport:
             inputs=tuple(InputFile.from_json(i) for i in data["inputs"]),
             seed=data["seed"],
             pseudonymized=data["pseudonymized"],
+            levels_assessed=tuple(
+                LevelRisk.from_json(level) for level in data.get("levels_assessed", [])
+            ),
             files=None if files is None else dict(files),
         )
 

@@ -11,11 +11,11 @@ from prudence_cli.cli.common import (
     ATTACK_OPTION,
     CATALOG_OPTION,
     FORMAT_OPTION,
+    PROFILES_HINT,
     WHERE_OPTION,
     UserError,
     check_share,
     handle_errors,
-    needs_risks,
     output,
 )
 
@@ -47,15 +47,18 @@ def catalog_show(
     --plane, the i-RAC planes of the paper as two-way tables. On a catalog of randomized
     profiles: utility and attack success per setting and attack level."""
     from prudence_cli.catalog import find_catalog, open_catalog
+    from prudence_cli.catalog.query import irac_rows, numeric_columns, randomized_rows
     from prudence_cli.cli.render import irac_table, plane_long, plane_tables, randomized_table
     from prudence_cli.explore import plane as planes
-    from prudence_cli.explore.query import irac_rows, numeric_columns, randomized_rows
 
     opened = open_catalog(find_catalog(catalog_dir))
     typed = numeric_columns(opened)
-    if opened.is_profiles and plane is not None:
-        raise UserError("--plane is for risk catalogs; a profiles catalog has settings")
-    if plane is not None:
+    if opened.kind == "profiles":
+        if plane is not None:
+            raise UserError("--plane is for risk catalogs; a profiles catalog has settings")
+        rows = randomized_rows(opened, (*where, *([f"attack={attack}"] if attack else [])))
+        output(rows, fmt, lambda: randomized_table(opened, rows), typed)
+    elif plane is not None:
         dims = tuple(d.strip() for d in plane.split(","))
         if len(dims) != 2:
             raise UserError(f"--plane {plane}: give two columns, e.g. --plane grid,frequency")
@@ -69,13 +72,8 @@ def catalog_show(
             typed,
         )
         return
-    if attack is not None:
-        where = (*where, f"attack={attack}")
-    if opened.is_profiles:
-        rows = randomized_rows(opened, where)
-        output(rows, fmt, lambda: randomized_table(opened, rows), typed)
     else:
-        rows = irac_rows(opened, where)
+        rows = irac_rows(opened, (*where, *([f"attack={attack}"] if attack else [])))
         output(rows, fmt, lambda: irac_table(opened, rows), typed)
     if rows.empty:
         click.echo("No row matches the filters.", err=True)
@@ -105,8 +103,7 @@ def catalog_curve(
     from prudence_cli.cli.render import curve_chart, to_csv, to_json
     from prudence_cli.explore import curve
 
-    opened = open_catalog(find_catalog(catalog_dir))
-    needs_risks(opened)
+    opened = open_catalog(find_catalog(catalog_dir), "risks", PROFILES_HINT)
     frame, row = curve(opened, dataview, attack, where)
     fmt = fmt or ("chart" if sys.stdout.isatty() else "csv")
     if fmt == "chart":
@@ -126,7 +123,9 @@ def catalog_curve(
 @catalog.command("best")
 @CATALOG_OPTION
 @click.option("--max-risk", type=float, required=True, help="Tolerated risk R in (0, 1].")
-@click.option("--min-coverage", type=float, help="Mark dataviews keeping less data than this.")
+@click.option(
+    "--min-coverage", type=float, help="Mark dataviews whose release keeps less data than this."
+)
 @click.option(
     "--measure",
     type=click.Choice(["mean_risk", "unicity", "k_disclosure", "em", "kl"]),
@@ -136,10 +135,12 @@ def catalog_curve(
 )
 @click.option(
     "--utility",
-    type=click.Choice(["kept", "score"]),
-    default="kept",
+    type=click.Choice(["released", "kept", "score"]),
+    default="released",
     show_default=True,
-    help="The utility axis: data kept at R, or the catalog's utility scores.",
+    help="The utility axis: the data a release at R keeps after suppression (what "
+    "sanitize delivers), the data held at ≤ R before suppression, or the catalog's "
+    "utility scores.",
 )
 @click.option(
     "--ordinal",
@@ -168,15 +169,16 @@ def catalog_best(
     On a catalog of randomized profiles: per mechanism, which ε keeps the statistic
     admissible while no counted attack succeeds on more than R of the sample."""
     from prudence_cli.catalog import find_catalog, open_catalog
+    from prudence_cli.catalog.query import counted_levels
     from prudence_cli.cli.render import best_table, ordinal_table
-    from prudence_cli.explore import DISCLOSURE, counted_levels, dataview_scores
+    from prudence_cli.explore import DISCLOSURE, dataview_scores
     from prudence_cli.explore import ordinal_agreement as agreement
 
     check_share("--max-risk", max_risk, zero=False)
     if min_coverage is not None:
         check_share("--min-coverage", min_coverage, zero=True)
     opened = open_catalog(find_catalog(catalog_dir))
-    if opened.is_profiles:
+    if opened.kind == "profiles":
         from prudence_cli.cli.render import epsilon_table
         from prudence_cli.explore import epsilon_choice
 
@@ -199,7 +201,7 @@ def catalog_best(
         output(result, fmt, lambda: ordinal_table(result), [])
         return
     table = scores.table.assign(
-        meets_min_coverage=(scores.table["kept"] >= min_coverage) if min_coverage else True
+        meets_min_coverage=(scores.table["released"] >= min_coverage) if min_coverage else True
     )
     output(
         table,
@@ -207,6 +209,14 @@ def catalog_best(
         lambda: best_table(scores, opened.dimension_names, min_coverage),
         opened.dimension_names,
     )
+    if not (table["users_released"] > 0).any():
+        click.echo(
+            f"No dataview keeps anyone after suppression to risk ≤ {max_risk:g} under the "
+            f"{scores.levels} counted attack levels: prudence sanitize would release nothing. "
+            "Try --method suppress-locations, fewer counted levels (--attack / --where) or "
+            "coarser dataviews.",
+            err=True,
+        )
 
 
 @catalog.command("risks")
@@ -221,11 +231,10 @@ def catalog_risks(catalog_dir: Path | None, where: tuple[str, ...], fmt: str) ->
     import pandas as pd
 
     from prudence_cli.catalog import find_catalog, open_catalog
+    from prudence_cli.catalog.query import numeric_columns, risk_rows
     from prudence_cli.cli.render import to_csv, to_json
-    from prudence_cli.explore.query import numeric_columns, risk_rows
 
-    opened = open_catalog(find_catalog(catalog_dir))
-    needs_risks(opened)
+    opened = open_catalog(find_catalog(catalog_dir), "risks", PROFILES_HINT)
     frames = risk_rows(opened, where)
     if fmt == "json":
         typed = numeric_columns(opened)

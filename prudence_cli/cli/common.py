@@ -87,13 +87,11 @@ def output(frame: Any, fmt: str | None, table: Callable[[], Any], typed: list[st
         click.echo(to_json(frame, typed), nl=False)
 
 
-def needs_risks(opened: Any) -> None:
-    """Per-person risks exist only in catalogs of risk attacks, not of randomized profiles."""
-    if opened.is_profiles:
-        raise UserError(
-            f"{opened.path} is a catalog of randomized profiles: it has success rates per "
-            "setting, not per-person risks; use prudence catalog show / best / report"
-        )
+# what to do with a catalog of randomized profiles where per-person risks are needed
+PROFILES_HINT = (
+    "a catalog of randomized profiles has success rates per setting, not per-person risks: "
+    "use prudence catalog show / best / report, or sanitize --method randomize"
+)
 
 
 def check_share(name: str, value: float, zero: bool) -> None:

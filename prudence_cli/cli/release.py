@@ -13,11 +13,11 @@ import click
 from prudence_cli.cli.common import (
     ATTACK_OPTION,
     CATALOG_OPTION,
+    PROFILES_HINT,
     WHERE_OPTION,
     UserError,
     check_share,
     handle_errors,
-    needs_risks,
 )
 
 
@@ -49,19 +49,22 @@ def check(
     """Check a catalog against a risk policy, for CI: exit 0 when every dataview and
     attack level holds it, 1 with the list of those that fail."""
     from prudence_cli.catalog import find_catalog, open_catalog
+    from prudence_cli.catalog.query import counted_levels
     from prudence_cli.cli.render import to_json
-    from prudence_cli.explore import Policy, counted_levels
+    from prudence_cli.explore import Policy
     from prudence_cli.explore import check as run_check
 
     check_share("--max-risk", max_risk, zero=False)
     for name, value in (("--min-irac-u", min_irac_u), ("--min-coverage", min_coverage)):
         if value is not None:
             check_share(name, value, zero=True)
-    opened = open_catalog(find_catalog(catalog_dir))
-    needs_risks(opened)
+    opened = open_catalog(find_catalog(catalog_dir), "risks", PROFILES_HINT)
     levels = counted_levels(opened, attacks, where)
     result = run_check(opened, Policy(max_risk, min_irac_u, min_coverage), levels, where)
-    failing = result[result["failures"] != ""]
+    checked = result[result["counted"]]
+    failing = checked[checked["failures"] != ""]
+    warnings = result[result["warning"] != ""]
+    sampled = bool(checked["sampled"].any())
     if fmt == "json":
         payload = {
             "policy": {
@@ -69,26 +72,39 @@ def check(
                 "min_irac_u": min_irac_u,
                 "min_coverage": min_coverage,
             },
-            "checked": len(result),
+            "checked": len(checked),
             "failed": len(failing),
             "ok": bool(failing.empty),
+            "lower_bound": sampled,
             "failures": json.loads(to_json(failing, opened.dimension_names)),
+            "not_covered": json.loads(to_json(warnings, opened.dimension_names)),
         }
         click.echo(json.dumps(payload, indent=2))
     else:
         for _, row in failing.iterrows():
-            dims = " ".join(f"{d}={row[d]}" for d in opened.dimension_names)
-            level = ",".join(
-                f"{k}={row[k]}" for k in opened.knowledge_names if isinstance(row.get(k), str)
-            )
-            click.echo(f"FAIL {row['dataview']} {dims} {row['attack']}[{level}]: {row['failures']}")
+            click.echo(f"FAIL {_row_name(opened, row)}: {row['failures']}")
+        for _, row in warnings.iterrows():
+            click.echo(f"Warning: {_row_name(opened, row)}: {row['warning']}", err=True)
         click.echo(
-            f"{len(result) - len(failing)} of {len(result)} dataview × attack levels hold the "
-            "policy.",
+            f"{len(checked) - len(failing)} of {len(checked)} dataview × counted attack levels "
+            "hold the policy"
+            + (" (risks of sampled levels are lower bounds)" if sampled else "")
+            + (
+                f"; {len(warnings)} assessed levels not counted put someone above "
+                f"{max_risk:g}: the policy does not cover them."
+                if len(warnings)
+                else "."
+            ),
             err=True,
         )
     if not failing.empty:
         sys.exit(1)
+
+
+def _row_name(opened: Any, row: Any) -> str:
+    dims = " ".join(f"{d}={row[d]}" for d in opened.dimension_names)
+    level = ",".join(f"{k}={row[k]}" for k in opened.knowledge_names if isinstance(row.get(k), str))
+    return f"{row['dataview']} {dims} {row['attack']}[{level}]"
 
 
 @click.command()
@@ -227,13 +243,22 @@ def sanitize(
             err=True,
         )
         sys.exit(1)
+    bound = " (a lower bound: some levels were sampled)" if report.sampled else ""
     click.echo(
         f"Release {report.release} written to {result.folder}: {users.released:,} of "
         f"{users.in_view:,} people, {data.released:,.0f} of {data.before:,.0f} "
-        f"{data.coverage}, highest risk {report.max_risk_after:.3g} ≤ {threshold:g} "
-        f"after {len(report.iterations)} suppression passes.",
+        f"{data.coverage}, highest risk {report.max_risk_after:.3g}{bound} ≤ {threshold:g} "
+        f"under the {len(report.levels_counted)} counted attack levels, after "
+        f"{len(report.iterations)} suppression passes.",
         err=True,
     )
+    for level in report.not_covered:
+        click.echo(
+            f"Warning: not covered by this release: {level.level} (not counted) puts "
+            f"{level.users_above:,} released people above {threshold:g} (highest "
+            f"{level.max_risk:.3g}); the release is safe only against the counted levels.",
+            err=True,
+        )
 
 
 def _randomize(

@@ -200,24 +200,33 @@ def best_table(scores: Any, dims: list[str], min_coverage: float | None) -> Tabl
         "em": "EM",
         "kl": "KL",
     }[scores.measure]
-    value = "utility score" if scores.utility == "score" else "data kept"
+    value = {
+        "score": "utility score",
+        "kept": "data held at ≤ R before suppression",
+        "released": "data a release keeps",
+    }[scores.utility]
     table = _table(
         title=f"Dataviews by {value} at risk ≤ {scores.max_risk:g} (max over {scores.levels} "
         "attack levels)",
-        caption=f"Pareto front of ({axis}, {value}): no other dataview is at least as good "
-        "on both and better on one; dominated: another one is."
-        + (f" Dim: below the minimum coverage {min_coverage:.0%}." if min_coverage else ""),
+        caption="released: what `prudence sanitize` keeps after suppressing to the fixpoint "
+        "(removing risky people can make others unique); before: the share held by people "
+        f"at ≤ R before suppression, an upper bound. Pareto front of ({axis}, {value}): no "
+        "other dataview is at least as good on both and better on one."
+        + (f" Dim: a release keeps less than {min_coverage:.0%}." if min_coverage else ""),
     )
     extra = [m for m in ("unicity", "k_disclosure", "em", "kl", "score") if m in frame]
     for column in ["dataview", *dims]:
         table.add_column(column, no_wrap=True)
-    for column in ("kept", "people ≤ R", "mean\nrisk", *extra, "Pareto"):
+    heads = ("released", "people\nreleased", "before", "people\n≤ R", "mean\nrisk")
+    for column in (*heads, *extra, "Pareto"):
         table.add_column(column, justify="right", no_wrap=True)
     for _, row in frame.iterrows():
-        low = min_coverage is not None and row["kept"] < min_coverage
+        low = min_coverage is not None and row["released"] < min_coverage
         style = "dim" if low else ("bold" if row["pareto"] == "front" else None)
         table.add_row(
             *[str(row[c]) for c in ["dataview", *dims]],
+            f"{row['released']:.1%}",
+            f"{int(row['users_released']):,}",
             f"{row['kept']:.1%}",
             f"{int(row['users_at_or_below']):,}",
             f"{row['mean_risk']:.3f}",

@@ -48,12 +48,12 @@ def report(
     front, releases, and how to read each chart), or its charts as PNG files.
     --attack / --where choose the attack levels counted in the Pareto chart."""
     from prudence_cli.catalog import find_catalog, open_catalog
-    from prudence_cli.explore import counted_levels
+    from prudence_cli.catalog.query import counted_levels
     from prudence_cli.report.page import write_html, write_png
 
     check_share("--max-risk", max_risk, zero=False)
     opened = open_catalog(find_catalog(catalog_dir))
-    if opened.is_profiles:
+    if opened.kind == "profiles":
         where = (*where, *(f"attack={a}" for a in attacks))
         levels = []
     else:

@@ -3,15 +3,12 @@ front, the policy check and the choice of epsilon."""
 
 from prudence_cli.explore.scores import (
     DISCLOSURE,
-    Levels,
     Policy,
     Scores,
     check,
-    counted_levels,
     curve,
     dataview_scores,
     epsilon_choice,
-    max_risk_over,
     natural_order,
     ordinal_agreement,
     plane,
@@ -20,15 +17,12 @@ from prudence_cli.explore.scores import (
 
 __all__ = [
     "DISCLOSURE",
-    "Levels",
     "Policy",
     "Scores",
     "check",
-    "counted_levels",
     "curve",
     "dataview_scores",
     "epsilon_choice",
-    "max_risk_over",
     "natural_order",
     "ordinal_agreement",
     "plane",

@@ -6,50 +6,27 @@ Everything here reads an open catalog and returns plain tables; rendering is els
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from prudence_cli.attacks.base import Attack, KnowledgeLevel
-from prudence_cli.attacks.registry import ATTACKS
-from prudence_cli.catalog import Catalog, DataviewEntry
-from prudence_cli.errors import CatalogError, PrudenceError
-from prudence_cli.explore.query import irac_rows, parse_where, randomized_rows
+from prudence_cli.catalog import Catalog
+from prudence_cli.catalog.query import (
+    Levels,
+    counted_levels,
+    dataview_entries,
+    irac_level_keys,
+    irac_rows,
+    max_risk_over,
+    randomized_rows,
+)
+from prudence_cli.errors import PrudenceError
 from prudence_cli.measures.rac import measure_view
-
-Levels = Sequence[tuple[Attack, KnowledgeLevel]]
-
-
-def counted_levels(
-    catalog: Catalog, attacks: Sequence[str] = (), where: Sequence[str] = ()
-) -> list[tuple[Attack, KnowledgeLevel]]:
-    """The assessed attack levels kept by `attacks` (names) and `where` (knowledge and
-    attack filters); all of them by default."""
-    filters = parse_where(catalog, where)
-    known = {a.attack for a in catalog.record.attacks}
-    for name in attacks:
-        if name not in known:
-            raise PrudenceError(
-                f"--attack {name}: not assessed in this catalog (assessed: "
-                f"{', '.join(sorted(known))})"
-            )
-    levels = []
-    for entry in catalog.record.attacks:
-        if attacks and entry.attack not in attacks:
-            continue
-        if "attack" in filters and entry.attack not in filters["attack"]:
-            continue
-        for values in entry.levels:
-            if any(k in filters and str(v) not in filters[k] for k, v in values.values):
-                continue
-            level = KnowledgeLevel(entry.attack, values.values)
-            levels.append((ATTACKS[entry.attack], level))
-    if not levels:
-        raise PrudenceError("no assessed attack level is left by --attack / --where")
-    return levels
+from prudence_cli.sanitize.forecast import catalog_engine, forecast, suppress_dataview
+from prudence_cli.sanitize.suppress import assess_levels
 
 
 def plane(
@@ -110,11 +87,16 @@ class Scores:
     """Per dataview, under each person's maximum risk over the counted levels."""
 
     table: pd.DataFrame  # dataview, dimensions..., users_in_view, mean_risk, i_rac_u,
-    # i_rac_d, users_at_or_below, kept (share of data at ≤ R), pareto (front|dominated)
+    # i_rac_d, users_at_or_below, kept (share of data at ≤ R before suppression),
+    # users_released, released (share a release at R keeps, after the suppression
+    # fixpoint), passes, pareto (front|dominated)
     max_risk: float
     levels: int
     measure: str = "mean_risk"
-    utility: str = "kept"
+    utility: str = "released"
+
+
+UTILITIES = ("released", "kept", "score")
 
 
 def dataview_scores(
@@ -123,21 +105,28 @@ def dataview_scores(
     max_risk: float,
     where: Sequence[str] = (),
     measure: str = "mean_risk",
-    utility: str = "kept",
+    utility: str = "released",
+    progress: Callable[[int, int, str], None] | None = None,
 ) -> Scores:
     """Risk and quality of every dataview (kept by the dimension filters of `where`) at
-    the tolerated risk R, ranked by the share of data kept, and their Pareto front over
-    (`measure`, `utility`): a dataview is dominated when another is at least as good on
-    both and better on one (seed 003, chapter 5).
+    the tolerated risk R, ranked by the share of data a release at R keeps, and their
+    Pareto front over (`measure`, `utility`): a dataview is dominated when another is at
+    least as good on both and better on one (the unicity thesis, chapter 5).
+
+    What a release keeps is computed by the code `sanitize` runs: suppression to the
+    fixpoint at R under the counted levels (removing risky people can make others unique).
+    `kept` is the share held by people at ≤ R before suppression, an upper bound of it.
 
     `measure` is the mean risk (per person, max over the counted levels) or a level-wide
     disclosure measure of the catalog (unicity, k_disclosure, em, kl: the max over the
-    counted levels); `utility` is the share of data kept at R or, with a catalog
-    utility table, the expert `score` of the profile.
+    counted levels); `utility` is the share released (default), the share kept before
+    suppression or, with a catalog utility table, the expert `score` of the profile.
     """
+    if utility not in UTILITIES:
+        raise PrudenceError(f"--utility {utility}: known: {', '.join(UTILITIES)}")
     coverage_kind = catalog.record.coverage
     rows = []
-    for entry in _views(catalog, parse_where(catalog, where)):
+    for entry in dataview_entries(catalog, where):
         dims = entry.dimensions
         risk = max_risk_over(catalog.risks(entry.id), levels, entry.id)
         view = catalog.view(entry.id)[0]
@@ -157,6 +146,8 @@ def dataview_scores(
             }
         )
     table = pd.DataFrame(rows)
+    released = forecast(catalog, levels, max_risk, where, progress=progress)
+    table = table.merge(released.drop(columns="max_risk_after"), on="dataview", how="left")
     table = _with_profile_measures(catalog, table, levels)
     if utility == "score":
         scores = utility_scores(catalog)
@@ -165,16 +156,14 @@ def dataview_scores(
         if table["score"].isna().any():
             missing = table.loc[table["score"].isna(), "dataview"].tolist()
             raise PrudenceError(f"no utility score for {', '.join(missing)} in utility.csv")
-    for column, name in (
-        (measure, "--measure"),
-        ("score" if utility == "score" else "kept", "--utility"),
-    ):
+    for column, name in ((measure, "--measure"), (utility, "--utility")):
         if column not in table or table[column].isna().all():
             raise PrudenceError(f"{name} {column}: not available in this catalog")
-    value = table["score"] if utility == "score" else table["kept"]
-    table["pareto"] = np.where(_dominated(table[measure], value), "dominated", "front")
+    table["pareto"] = np.where(_dominated(table[measure], table[utility]), "dominated", "front")
 
-    order = ["score", "kept"] if utility == "score" else ["kept", "i_rac_d"]
+    order = {"score": ["score", "released"], "kept": ["kept", "i_rac_d"]}.get(
+        utility, ["released", "users_released", "kept"]
+    )
     table = table.sort_values(order, ascending=False, kind="stable")
     return Scores(table.reset_index(drop=True), max_risk, len(levels), measure, utility)
 
@@ -199,16 +188,7 @@ def _with_profile_measures(catalog: Catalog, table: pd.DataFrame, levels: Levels
     if not present:
         return table
     keys = {level.key for _, level in levels}
-    names = catalog.knowledge_names
-    level_key = (
-        irac["attack"]
-        + "["
-        + irac[names].apply(
-            lambda row: ",".join(f"{k}={v}" for k, v in row.items() if v != ""), axis=1
-        )
-        + "]"
-    )
-    rows = irac[level_key.isin(keys)]
+    rows = irac[irac_level_keys(catalog).isin(keys)]
     worst = rows.groupby("dataview")[present].max()
     return table.merge(worst, left_on="dataview", right_index=True, how="left")
 
@@ -239,28 +219,6 @@ def ordinal_agreement(table: pd.DataFrame, measures: Sequence[str]) -> pd.DataFr
     return pd.DataFrame(rows, columns=["measure", "versus", "kendall_tau", "same_order"])
 
 
-def max_risk_over(risks: pd.DataFrame, levels: Levels, where: str) -> np.ndarray:
-    """Per user: the maximum of the risk columns of `levels`."""
-    missing = [level.key for _, level in levels if level.key not in risks]
-    if missing:
-        raise CatalogError(f"{where}: the per-user risks lack {', '.join(missing)}")
-    return np.max([risks[level.key].to_numpy() for _, level in levels], axis=0)
-
-
-def _views(catalog: Catalog, filters: dict[str, set[str]]) -> list[DataviewEntry]:
-    """The catalog's dataview entries kept by the dimension / dataview filters."""
-    kept = []
-    for entry in catalog.dataviews:
-        if any(k in filters and str(v) not in filters[k] for k, v in entry.dimensions.items()):
-            continue
-        if "dataview" in filters and entry.id not in filters["dataview"]:
-            continue
-        kept.append(entry)
-    if not kept:
-        raise PrudenceError("no dataview of the catalog matches --where")
-    return kept
-
-
 @dataclass(frozen=True)
 class Policy:
     max_risk: float
@@ -271,51 +229,114 @@ class Policy:
 def check(
     catalog: Catalog, policy: Policy, levels: Levels, where: Sequence[str] = ()
 ) -> pd.DataFrame:
-    """One row per (dataview, attack level) with the measures the policy looks at and
-    the reasons it fails, if any (an empty `failures` column means it holds).
+    """One row per (dataview, attack level assessed), counted or not, with the measures
+    the policy looks at and, for counted levels, the reasons it fails (an empty
+    `failures` column means it holds). Levels not counted never fail; their `warning`
+    says when someone the policy would release is above `max_risk` under them.
 
-    Without `min_coverage`, every person must be at or below `max_risk`. With it, people
-    above may exist (they would be suppressed at release) but those at or below must
-    hold at least that share of the data. `min_irac_u` adds a floor on i-RAC_U.
+    Without `min_coverage`, every person must be at or below `max_risk` under the counted
+    levels, and the released data is the whole dataview. With it, people above may exist:
+    a release suppresses them to the fixpoint (as `sanitize` does) and must keep at least
+    that share of the data (`kept`); the levels not counted are then assessed on that
+    released data. `min_irac_u` adds a floor on i-RAC_U.
     """
     coverage_kind = catalog.record.coverage
+    counted = {level.key for _, level in levels}
+    every = counted_levels(catalog)
+    irac = catalog.irac
+    keys = irac_level_keys(catalog)
+    flagged = irac["sampled"] if "sampled" in irac else pd.Series(False, index=irac.index)
+    sampled = set(zip(irac.loc[flagged, "dataview"], keys[flagged], strict=True))
     out = []
-    for entry in _views(catalog, parse_where(catalog, where)):
-        dims = entry.dimensions
+    for entry in dataview_entries(catalog, where):
         risks = catalog.risks(entry.id)
         view = catalog.view(entry.id)[0]
-        for attack, level in levels:
+        on_release = _released_risks(catalog, entry.id, levels, every, policy)
+        for attack, level in every:
+            is_counted = level.key in counted
             risk = max_risk_over(risks, [(attack, level)], entry.id)
             _, summary = measure_view(view, risk, coverage_kind)
-            kept = _kept(view, risk, policy.max_risk, coverage_kind)
-            failures = []
-            if policy.min_coverage is None and risk.max(initial=0) > policy.max_risk:
-                above = int(np.count_nonzero(risk > policy.max_risk))
-                failures.append(
-                    f"{above} people above risk {policy.max_risk:g} (highest {risk.max():.3g})"
+            failures, warning = [], ""
+            if is_counted:
+                failures = _failures(policy, risk, summary.i_rac_u, on_release, coverage_kind)
+                kept = (
+                    on_release[0]
+                    if on_release
+                    else _kept(view, risk, policy.max_risk, coverage_kind)
                 )
-            if policy.min_coverage is not None and kept < policy.min_coverage:
-                failures.append(
-                    f"people at risk ≤ {policy.max_risk:g} hold {kept:.1%} of the "
-                    f"{coverage_kind}, below {policy.min_coverage:.1%}"
-                )
-            if policy.min_irac_u is not None and summary.i_rac_u < policy.min_irac_u:
-                failures.append(f"i-RAC_U {summary.i_rac_u:.3f} below {policy.min_irac_u:g}")
+            else:
+                released = on_release[1][level.key] if on_release else risk
+                above = int(np.count_nonzero(released > policy.max_risk))
+                if above:
+                    warning = (
+                        f"not counted: {above} people the policy releases are above risk "
+                        f"{policy.max_risk:g} under it (highest {released.max():.3g}); not "
+                        "covered by this policy"
+                    )
+                kept = float("nan")
             out.append(
                 {
                     "dataview": entry.id,
-                    **dims,
+                    **entry.dimensions,
                     "attack": attack.name,
                     **{k: str(v) for k, v in level.values},
+                    "counted": is_counted,
+                    "sampled": (entry.id, level.key) in sampled,
                     "max_risk": float(risk.max(initial=0)),
+                    "mean_risk": summary.mean_risk,
                     "i_rac_u": summary.i_rac_u,
                     "kept": kept,
                     "failures": "; ".join(failures),
+                    "warning": warning,
                 }
             )
     if not out:
         raise PrudenceError("no catalog row matches --attack / --where")
     return pd.DataFrame(out)
+
+
+def _released_risks(
+    catalog: Catalog, view_id: str, counted: Levels, every: Levels, policy: Policy
+) -> tuple[float, dict[str, np.ndarray]] | None:
+    """With a minimum coverage: the share of data the release at `max_risk` keeps and,
+    per assessed level, the risks of the released people on the released data (0 for
+    the people suppressed). None without one (the release is the whole dataview)."""
+    if policy.min_coverage is None:
+        return None
+    result = suppress_dataview(catalog, view_id, counted, policy.max_risk)
+    per_level = dict(result.outcome.per_level)
+    others = [(a, lv) for a, lv in every if lv.key not in per_level]
+    if others and result.released.any():
+        _, more, _ = assess_levels(result.outcome.view, others, catalog_engine(catalog))
+        per_level.update(more)
+    for _, level in others:
+        per_level.setdefault(level.key, np.zeros(result.before.n_users))
+    return result.share_released(catalog.record.coverage), per_level
+
+
+def _failures(
+    policy: Policy,
+    risk: np.ndarray,
+    i_rac_u: float,
+    on_release: tuple[float, dict[str, np.ndarray]] | None,
+    kind: str,
+) -> list[str]:
+    failures = []
+    if on_release is None and risk.max(initial=0) > policy.max_risk:
+        above = int(np.count_nonzero(risk > policy.max_risk))
+        failures.append(f"{above} people above risk {policy.max_risk:g} (highest {risk.max():.3g})")
+    if (
+        on_release is not None
+        and policy.min_coverage is not None
+        and (on_release[0] < policy.min_coverage)
+    ):
+        failures.append(
+            f"a release at risk ≤ {policy.max_risk:g} keeps {on_release[0]:.1%} of the "
+            f"{kind} (after suppression to the fixpoint), below {policy.min_coverage:.1%}"
+        )
+    if policy.min_irac_u is not None and i_rac_u < policy.min_irac_u:
+        failures.append(f"i-RAC_U {i_rac_u:.3f} below {policy.min_irac_u:g}")
+    return failures
 
 
 def _kept(view: Any, risk: np.ndarray, max_risk: float, kind: str) -> float:

@@ -60,7 +60,7 @@ class RandomizeRequest:
 
 def run_randomize(catalog: Catalog, request: RandomizeRequest, out: Path) -> RandomizedReport:
     """Write the release folder; returns its report."""
-    if not catalog.is_profiles:
+    if catalog.kind != "profiles":
         raise PrudenceError(
             f"{catalog.path}: --method randomize needs a catalog of profiles dataviews "
             "(dataview.format: profiles and mechanisms: in the config)"

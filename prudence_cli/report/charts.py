@@ -14,8 +14,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from prudence_cli.catalog import Catalog
+from prudence_cli.catalog.query import randomized_rows
 from prudence_cli.explore import Scores, natural_order
-from prudence_cli.explore.query import randomized_rows
 
 matplotlib.rcParams.update({"svg.hashsalt": "prudence", "font.size": 9})
 
@@ -86,23 +86,31 @@ def curve_charts(catalog: Catalog) -> Iterator[Chart]:
 
 
 def pareto_chart(scores: Scores) -> Chart:
-    """Mean risk against data kept at R per dataview; the Pareto front joined."""
+    """Mean risk against the data a release at R keeps, per dataview; the Pareto front
+    joined."""
     table = scores.table
+    x = scores.utility
     figure = Figure(figsize=(6.5, 4.2), layout="constrained")
     ax = figure.subplots()
     front = table[table["pareto"] == "front"].sort_values("mean_risk")
     dominated = table[table["pareto"] == "dominated"]
-    ax.scatter(dominated["kept"], dominated["mean_risk"], color="#999999", label="dominated")
-    ax.plot(front["kept"], front["mean_risk"], "o-", color="#1b7837", label="Pareto front")
+    ax.scatter(dominated[x], dominated["mean_risk"], color="#999999", label="dominated")
+    ax.plot(front[x], front["mean_risk"], "o-", color="#1b7837", label="Pareto front")
     for _, row in table.iterrows():
         ax.annotate(
             str(row["dataview"]),
-            (row["kept"], row["mean_risk"]),
+            (row[x], row["mean_risk"]),
             textcoords="offset points",
             xytext=(4, 3),
             fontsize=7,
         )
-    ax.set_xlabel(f"share of data held by people at risk ≤ {scores.max_risk:g}")
+    ax.set_xlabel(
+        {
+            "released": f"share of data a release at risk ≤ {scores.max_risk:g} keeps",
+            "kept": f"share of data held by people at risk ≤ {scores.max_risk:g}",
+            "score": "utility score",
+        }[x]
+    )
     ax.set_ylabel("mean risk")
     ax.set_xlim(-0.02, 1.02)
     ax.set_ylim(-0.02, 1.02)

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import base64
 import html
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from prudence_cli.catalog import Catalog, Manifest
-from prudence_cli.explore import Levels, dataview_scores, epsilon_choice
+from prudence_cli.catalog.query import Levels
+from prudence_cli.explore import dataview_scores, epsilon_choice
 from prudence_cli.io.atomic import atomic_folder, write_text_atomic
 from prudence_cli.report.charts import (
     Chart,
@@ -50,9 +51,10 @@ READING = {
     ),
     "pareto": (
         "Choosing a dataview",
-        "Each point is a dataview: horizontally, the share of its data held by people at "
-        "or below the tolerated risk R (what a release at R would keep before "
-        "re-assessment); vertically, the mean risk under the strongest counted attacker. "
+        "Each point is a dataview: horizontally, the share of its data that a release at "
+        "the tolerated risk R keeps (after suppressing risky people and re-assessing those "
+        "left until nobody is above R, as prudence sanitize does); vertically, the mean "
+        "risk under the strongest counted attacker. "
         "Good choices are to the right and low. Green points form the Pareto front: no "
         "other dataview is at least as good on both and better on one; grey points are "
         "dominated and never the best choice (seed 003, chapter 5).",
@@ -60,21 +62,33 @@ READING = {
 }
 
 
-def build_charts(
+def page_parts(
     catalog: Catalog, max_risk: float, levels: Levels, where: Sequence[str] = ()
-) -> list[Chart]:
-    if catalog.is_profiles:
-        return list(epsilon_charts(catalog, max_risk, where))
+) -> tuple[list[Chart], Callable[[], list[str]]]:
+    """The charts of the catalog's kind, and how to render the sections that follow them."""
+    manifest = catalog.record
+    if catalog.kind == "profiles":
+        charts = list(epsilon_charts(catalog, max_risk, where))
+        return charts, lambda: [
+            _epsilon_choice(catalog, max_risk, where),
+            _releases(catalog),
+            _profiles_footer(manifest, max_risk),
+        ]
     scores = dataview_scores(catalog, levels, max_risk)
-    return [*plane_charts(catalog), *curve_charts(catalog), pareto_chart(scores)]
+    charts = [*plane_charts(catalog), *curve_charts(catalog), pareto_chart(scores)]
+    return charts, lambda: [
+        _disclosure(catalog),
+        _releases(catalog),
+        _footer(manifest, max_risk, levels),
+    ]
 
 
 def write_html(
     catalog: Catalog, out: Path, max_risk: float, levels: Levels, where: Sequence[str] = ()
 ) -> int:
     """Write the report page; returns the number of charts."""
-    charts = build_charts(catalog, max_risk, levels, where)
-    write_text_atomic(out, render_page(catalog, charts, max_risk, levels, where))
+    charts, tail = page_parts(catalog, max_risk, levels, where)
+    write_text_atomic(out, render_page(catalog, charts, tail()))
     return len(charts)
 
 
@@ -82,20 +96,15 @@ def write_png(
     catalog: Catalog, out: Path, max_risk: float, levels: Levels, where: Sequence[str] = ()
 ) -> int:
     """Write every chart as `<name>.png` into the folder `out` (atomically)."""
-    charts = build_charts(catalog, max_risk, levels, where)
+    charts, _ = page_parts(catalog, max_risk, levels, where)
     with atomic_folder(out, _is_chart_folder) as folder:
         for chart in charts:
             (folder / f"{chart.name}.png").write_bytes(chart.png())
     return len(charts)
 
 
-def render_page(
-    catalog: Catalog,
-    charts: list[Chart],
-    max_risk: float,
-    levels: Levels,
-    where: Sequence[str] = (),
-) -> str:
+def render_page(catalog: Catalog, charts: list[Chart], tail: list[str]) -> str:
+    """The page: title and summary, the charts by section, then `tail`."""
     manifest = catalog.record
     parts = [
         "<!doctype html>",
@@ -122,17 +131,7 @@ def render_page(
                 "</figcaption></figure>"
             )
         parts.append("</section>")
-    if catalog.is_profiles:
-        parts += [_epsilon_choice(catalog, max_risk, where), _releases(catalog)]
-        parts += [_profiles_footer(manifest, max_risk), "</body></html>"]
-        return "\n".join(parts) + "\n"
-    parts += [
-        _disclosure(catalog),
-        _releases(catalog),
-        _footer(manifest, max_risk, levels),
-        "</body></html>",
-    ]
-    return "\n".join(parts) + "\n"
+    return "\n".join([*parts, *tail, "</body></html>"]) + "\n"
 
 
 def _summary(catalog: Catalog) -> str:

@@ -21,7 +21,8 @@ import pandas as pd
 
 from prudence_cli import __version__
 from prudence_cli.attacks.base import Attack, KnowledgeLevel
-from prudence_cli.catalog import Catalog
+from prudence_cli.catalog import Catalog, DataviewEntry
+from prudence_cli.catalog.query import Levels, counted_levels, dataview_entries, max_risk_over
 from prudence_cli.catalog.records import (
     CatalogRef,
     DataCounts,
@@ -31,13 +32,13 @@ from prudence_cli.catalog.records import (
     ReleaseReport,
     UserCounts,
 )
+from prudence_cli.catalog.release_records import LevelRisk
 from prudence_cli.dataviews.base import Dataview
-from prudence_cli.engine import Engine
 from prudence_cli.errors import PrudenceError
-from prudence_cli.explore import counted_levels, dataview_scores
 from prudence_cli.io.atomic import atomic_folder
 from prudence_cli.io.checksums import sha256_file
 from prudence_cli.measures.rac import RacSummary, measure_view
+from prudence_cli.sanitize.forecast import Suppressed, catalog_engine, suppress_dataview
 from prudence_cli.sanitize.ledger import (
     forget_release,
     join_views,
@@ -46,7 +47,7 @@ from prudence_cli.sanitize.ledger import (
     released_views,
 )
 from prudence_cli.sanitize.report import render_markdown
-from prudence_cli.sanitize.suppress import METHODS, Step, sanitize
+from prudence_cli.sanitize.suppress import METHODS, Joiner, Outcome, Step, assess_levels
 
 RELEASE_FORMAT = "prudence-release"
 REPORT = "report.json"
@@ -81,30 +82,85 @@ def is_release(folder: Path) -> bool:
 
 def choose_dataview(
     catalog: Catalog,
-    levels: Sequence[tuple[Attack, KnowledgeLevel]],
+    levels: Levels,
     threshold: float,
     where: Sequence[str],
-) -> tuple[str | None, str]:
-    """The dataview with the largest i-RAC_D under the max risk over the counted levels,
-    among those where someone is at or below the threshold (None if there is none); and
-    the reason, in words."""
-    scores = dataview_scores(catalog, levels, threshold, where).table
-    eligible = scores[scores["kept"] > 0]
-    if eligible.empty:
-        return None, (
-            f"none of the {len(scores)} dataviews has anyone at risk ≤ {threshold:g} under the "
-            f"{len(levels)} counted attack levels; raise the threshold or count fewer levels"
-        )
-    best = eligible.sort_values(["i_rac_d", "kept"], ascending=False, kind="stable").iloc[0]
-    entry = catalog.dataview_entry(best["dataview"])
-    dims = entry.show()
+    method: str,
+) -> tuple[Suppressed | None, str]:
+    """The dataview whose release keeps the most data after suppression to the threshold
+    under the counted levels (the same fixpoint as the release, and as `catalog best`),
+    with that fixpoint; None when no dataview keeps anyone. And the reason, in words."""
+    best: Suppressed | None = None
+    kind = catalog.record.coverage
+    entries = dataview_entries(catalog, where)
+    for entry in entries:
+        result = suppress_dataview(catalog, entry.id, levels, threshold, method)
+        if not result.released.any():
+            continue
+        key = (result.share_released(kind), int(result.released.sum()))
+        if best is None or key > (best.share_released(kind), int(best.released.sum())):
+            best = result
+    if best is None:
+        return None, _no_release(catalog, levels, threshold, entries, method)
+    entry = catalog.dataview_entry(best.before.id)
     reason = (
-        f"{best['dataview']} ({dims}): the largest i-RAC_D ({best['i_rac_d']:.3f}) under each "
-        f"person's maximum risk over {len(levels)} attack levels, among {len(scores)} "
-        f"dataviews; before suppression, people at risk ≤ {threshold:g} hold "
-        f"{best['kept']:.0%} of its {catalog.record.coverage}"
+        f"{entry.id} ({entry.show()}): its release keeps the most data of the "
+        f"{len(entries)} dataviews after suppression to risk ≤ {threshold:g} under "
+        f"{len(levels)} counted attack levels: {best.share_released(kind):.0%} of its {kind}, "
+        f"{int(best.released.sum()):,} people"
     )
-    return str(best["dataview"]), reason
+    return best, reason
+
+
+def _no_release(
+    catalog: Catalog,
+    levels: Levels,
+    threshold: float,
+    entries: Sequence[DataviewEntry],
+    method: str,
+) -> str:
+    """Why nothing can be released, and the best alternatives with their figures."""
+    kind = catalog.record.coverage
+    # the dataview with the most data held by people at ≤ R before suppression
+    start = max(
+        entries,
+        key=lambda e: _share_at_or_below(catalog, e.id, levels, threshold, kind),
+    )
+    options = []
+    if method != "suppress-locations":
+        other = suppress_dataview(catalog, start.id, levels, threshold, "suppress-locations")
+        options.append(
+            f"--method suppress-locations keeps {other.share_released(kind):.0%} of the "
+            f"{kind} of {start.id}"
+        )
+    if len(levels) > 1:
+        alone = [
+            (suppress_dataview(catalog, start.id, [lv], threshold, method), lv[1].key)
+            for lv in levels
+        ]
+        feasible = [(r.share_released(kind), key) for r, key in alone if r.released.any()]
+        if feasible:  # the strongest attacker a release can still be safe against
+            share, key = min(feasible)
+            options.append(
+                f"counting only {key} keeps {share:.0%} of the {kind} of {start.id} "
+                "(--attack / --where choose the counted levels; the release then names the "
+                "levels it does not cover)"
+            )
+    options.append("a coarser dataview (larger grid, longer time bins) in the config")
+    return (
+        f"none of the {len(entries)} dataviews keeps anyone after suppression to risk ≤ "
+        f"{threshold:g} under the {len(levels)} counted attack levels (removing the people "
+        "above it makes others unique, pass after pass). Alternatives: " + "; ".join(options)
+    )
+
+
+def _share_at_or_below(
+    catalog: Catalog, view_id: str, levels: Levels, threshold: float, kind: str
+) -> float:
+    view, _ = catalog.view(view_id)
+    risk = max_risk_over(catalog.risks(view_id), levels, view_id)
+    total = view.data_of(np.ones(view.n_users, dtype=bool), kind)
+    return float(view.data_of(risk <= threshold, kind) / total) if total else 0.0
 
 
 def run_sanitize(
@@ -117,7 +173,7 @@ def run_sanitize(
     """Sanitize and, when the threshold is met by a non-empty release, write it.
 
     `announce` hears which dataview was chosen and why, before suppression starts."""
-    if catalog.is_profiles:
+    if catalog.kind == "profiles":
         raise PrudenceError(
             f"{catalog.path} is a catalog of randomized profiles: release one with "
             "--method randomize --epsilon E"
@@ -127,28 +183,32 @@ def run_sanitize(
     if request.method not in METHODS:
         raise PrudenceError(f"--method {request.method}: known methods: {', '.join(METHODS)}")
     levels = counted_levels(catalog, request.attacks, request.where)
+    chosen: Suppressed | None = None
     if request.dataview is not None:
         catalog.dataview_entry(request.dataview)  # unknown id: CatalogError
         view_id = request.dataview
         choice = f"{view_id}: chosen with --dataview"
     else:
-        chosen, choice = choose_dataview(catalog, levels, request.threshold, request.where)
+        chosen, choice = choose_dataview(
+            catalog, levels, request.threshold, request.where, request.method
+        )
         if chosen is None:
             return ReleaseResult(False, None, None, choice)
-        view_id = chosen
+        view_id = chosen.before.id
     if announce is not None:
         announce(choice)
-    view, user_ids = catalog.view(view_id)
+    user_ids = catalog.view(view_id)[1] if chosen is None else chosen.user_ids
     earlier = released_views(catalog, request.recipient, user_ids) if request.recipient else []
     join = (lambda v: join_views(v, earlier)) if earlier else None
-    settings = catalog.record.engine
-    engine = Engine(
-        max_instances=settings.max_instances,
-        sample=settings.sample,
-        seed=int(catalog.record.seed),
-    )
-    outcome = sanitize(view, levels, engine, request.threshold, request.method, join, progress)
-    released = np.diff(outcome.view.offsets) > 0
+    if chosen is not None and join is None and progress is not None:
+        for step in chosen.outcome.steps:
+            progress(step)
+    if chosen is None or join is not None:
+        chosen = suppress_dataview(
+            catalog, view_id, levels, request.threshold, request.method, join, progress
+        )
+    view, outcome = chosen.before, chosen.outcome
+    released = chosen.released
     met = bool(released.any()) and bool((outcome.risk <= request.threshold).all())
     release_id = next_release_id(catalog)
     report = _report(
@@ -165,6 +225,9 @@ def run_sanitize(
         outcome.sampled,
         met,
     )
+    if met:
+        every = _every_level(catalog, outcome, levels, request.threshold, join)
+        report = dataclasses.replace(report, levels_assessed=every)
     if not met:
         return ReleaseResult(False, report, None, choice)
     table = outcome.view.release_table(user_ids)
@@ -202,6 +265,37 @@ def run_sanitize(
         forget_release(catalog, release_id)
         raise
     return ReleaseResult(True, report, out, choice)
+
+
+def _every_level(
+    catalog: Catalog,
+    outcome: Outcome,
+    counted: Levels,
+    threshold: float,
+    join: Joiner | None,
+) -> tuple[LevelRisk, ...]:
+    """Every attack level assessed in the catalog, counted or not, on the released data:
+    the counted ones from the fixpoint's last pass, the others counted now."""
+    counted_keys = {level.key for _, level in counted}
+    others = [(a, lv) for a, lv in counted_levels(catalog) if lv.key not in counted_keys]
+    per_level = dict(outcome.per_level)
+    if others:
+        _, more, _ = assess_levels(outcome.view, others, catalog_engine(catalog), join)
+        per_level.update(more)
+    released = np.diff(outcome.view.offsets) > 0
+    rows = []
+    for _, level in counted_levels(catalog):
+        risk = per_level[level.key][released]
+        rows.append(
+            LevelRisk(
+                level=level.key,
+                counted=level.key in counted_keys,
+                max_risk=float(risk.max(initial=0.0)),
+                mean_risk=float(risk.mean()) if risk.size else 0.0,
+                users_above=int(np.count_nonzero(risk > threshold)),
+            )
+        )
+    return tuple(rows)
 
 
 def _report(

@@ -37,13 +37,16 @@ def render_markdown(report: ReleaseReport) -> str:
         "",
         f"Every released person has a re-identification risk of at most "
         f"**{report.threshold:g}** (highest: {report.max_risk_after:.4g}) against each "
-        f"of the {len(report.levels_counted)} attack levels assessed: "
+        f"of the {len(report.levels_counted)} attack levels counted: "
         + ", ".join(f"`{k}`" for k in report.levels_counted)
         + ".",
         "",
         "Risk is the probability that an attacker with that background knowledge singles the "
-        "person out among the people of the released data (PRUDEnce, Pratesi et al. 2018), "
-        "measured after suppression on the released data itself.",
+        "person out among the people of the released data (Pratesi et al., *PRUDEnce: a "
+        "system for assessing privacy risk vs utility in data sharing ecosystems*, TDP "
+        "2018), measured after suppression on the released data itself.",
+        *_not_covered(report),
+        *_every_level(report),
     ]
     if report.combined_with:
         lines += [
@@ -106,6 +109,43 @@ def render_markdown(report: ReleaseReport) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _not_covered(report: ReleaseReport) -> list[str]:
+    missing = report.not_covered
+    if not missing:
+        return []
+    names = ", ".join(
+        f"`{lv.level}` ({lv.users_above:,} people above {report.threshold:g}, highest "
+        f"{lv.max_risk:.3g})"
+        for lv in missing
+    )
+    return [
+        "",
+        f"**Not covered by this release: {names}.** These attack levels were assessed on "
+        "this dataview but not counted; an attacker with that knowledge still singles out "
+        "released people with a risk above the threshold. The release is safe only against "
+        "the counted attackers.",
+    ]
+
+
+def _every_level(report: ReleaseReport) -> list[str]:
+    if not report.levels_assessed:
+        return []
+    lines = [
+        "",
+        "Every attack level assessed on this dataview, on the released data:",
+        "",
+        "| attack level | counted | highest risk | mean risk | people above | covered |",
+        "|---|---|---|---|---|---|",
+    ]
+    for lv in report.levels_assessed:
+        lines.append(
+            f"| `{lv.level}` | {'yes' if lv.counted else 'no'} | {lv.max_risk:.3g} | "
+            f"{lv.mean_risk:.3g} | {lv.users_above:,} | "
+            f"{'yes' if lv.covered else '**not covered**'} |"
+        )
+    return lines
 
 
 def _share(part: float, whole: float) -> str:

@@ -25,6 +25,8 @@ from prudence_cli.engine import Engine
 
 # (view, data released earlier to the same recipient) -> the view to assess
 Joiner = Callable[[Dataview], Dataview]
+# per-user max risk over the levels, the risk per level, whether a level was sampled
+Assessment = tuple[np.ndarray, dict[str, np.ndarray], bool]
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,7 @@ def assess_levels(
     levels: Sequence[tuple[Attack, KnowledgeLevel]],
     engine: Engine,
     join: Joiner | None = None,
-) -> tuple[np.ndarray, dict[str, np.ndarray], bool]:
+) -> Assessment:
     """Per-user max risk over the levels, the risk per level, and whether any level had
     to be sampled. With `join`, the attacks see the view joined with earlier releases;
     the returned risks are those of the users of `view`."""
@@ -81,8 +83,11 @@ def sanitize(
     method: str,
     join: Joiner | None = None,
     progress: Callable[[Step], None] | None = None,
+    start: Assessment | None = None,
 ) -> Outcome:
-    """Suppress until every user of the view is at or below `threshold` (see module)."""
+    """Suppress until every user of the view is at or below `threshold` (see module).
+
+    `start` is the first pass's assessment when it is already known (the catalog's)."""
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; known: {', '.join(METHODS)}")
     steps: list[Step] = []
@@ -90,7 +95,10 @@ def sanitize(
     iteration = 0
     initial: np.ndarray | None = None
     while True:
-        risk, per_level, was_sampled = assess_levels(view, levels, engine, join)
+        if start is not None:
+            (risk, per_level, was_sampled), start = start, None
+        else:
+            risk, per_level, was_sampled = assess_levels(view, levels, engine, join)
         initial = risk if initial is None else initial
         sampled |= was_sampled
         above = risk > threshold

@@ -1,16 +1,21 @@
-"""Queries over an open catalog: `--where KEY=VALUE` filters, i-RAC rows, per-user risks."""
+"""Queries over an open catalog: `--where KEY=VALUE` filters, the counted attack levels,
+i-RAC rows, per-user risks."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
+import numpy as np
 import pandas as pd
 import yaml
 
-from prudence_cli.catalog import Catalog
+from prudence_cli.attacks.base import Attack, KnowledgeLevel
+from prudence_cli.attacks.registry import ATTACKS
+from prudence_cli.catalog.folder import Catalog
+from prudence_cli.catalog.records import DataviewEntry
 from prudence_cli.config.dimensions import FORMATS
 from prudence_cli.config.knowledge import ATTACK_SCHEMAS
-from prudence_cli.errors import PrudenceError
+from prudence_cli.errors import CatalogError, PrudenceError
 
 
 def parse_where(catalog: Catalog, where: Sequence[str]) -> dict[str, set[str]]:
@@ -20,7 +25,7 @@ def parse_where(catalog: Catalog, where: Sequence[str]) -> dict[str, set[str]]:
     grid=0.5km matches 500m and h=2 matches 2. Repeating a key accepts any of its values.
     """
     columns = ["dataview", *catalog.dimension_names, "attack", *catalog.knowledge_names]
-    if catalog.is_profiles:
+    if catalog.kind == "profiles":
         columns += list(SETTING_COLUMNS)
     filters: dict[str, set[str]] = {}
     for item in where:
@@ -34,6 +39,71 @@ def parse_where(catalog: Catalog, where: Sequence[str]) -> dict[str, set[str]]:
             )
         filters.setdefault(key, set()).add(_normalise(catalog, key, text.strip()))
     return filters
+
+
+Levels = Sequence[tuple[Attack, KnowledgeLevel]]
+
+
+def counted_levels(
+    catalog: Catalog, attacks: Sequence[str] = (), where: Sequence[str] = ()
+) -> list[tuple[Attack, KnowledgeLevel]]:
+    """The assessed attack levels kept by `attacks` (names) and `where` (knowledge and
+    attack filters); all of them by default."""
+    filters = parse_where(catalog, where)
+    known = {a.attack for a in catalog.record.attacks}
+    for name in attacks:
+        if name not in known:
+            raise PrudenceError(
+                f"--attack {name}: not assessed in this catalog (assessed: "
+                f"{', '.join(sorted(known))})"
+            )
+    levels = []
+    for entry in catalog.record.attacks:
+        if attacks and entry.attack not in attacks:
+            continue
+        if "attack" in filters and entry.attack not in filters["attack"]:
+            continue
+        for values in entry.levels:
+            if any(k in filters and str(v) not in filters[k] for k, v in values.values):
+                continue
+            level = KnowledgeLevel(entry.attack, values.values)
+            levels.append((ATTACKS[entry.attack], level))
+    if not levels:
+        raise PrudenceError("no assessed attack level is left by --attack / --where")
+    return levels
+
+
+def max_risk_over(risks: pd.DataFrame, levels: Levels, where: str) -> np.ndarray:
+    """Per user: the maximum of the risk columns of `levels`."""
+    missing = [level.key for _, level in levels if level.key not in risks]
+    if missing:
+        raise CatalogError(f"{where}: the per-user risks lack {', '.join(missing)}")
+    return np.max([risks[level.key].to_numpy() for _, level in levels], axis=0)
+
+
+def dataview_entries(catalog: Catalog, where: Sequence[str] = ()) -> list[DataviewEntry]:
+    """The catalog's dataview entries kept by the dimension / dataview filters of `where`."""
+    filters = parse_where(catalog, where)
+    kept = []
+    for entry in catalog.dataviews:
+        if any(k in filters and str(v) not in filters[k] for k, v in entry.dimensions.items()):
+            continue
+        if "dataview" in filters and entry.id not in filters["dataview"]:
+            continue
+        kept.append(entry)
+    if not kept:
+        raise PrudenceError("no dataview of the catalog matches --where")
+    return kept
+
+
+def irac_level_keys(catalog: Catalog) -> pd.Series:
+    """Per row of the i-RAC table, the key of its attack level (`attack[h=2,visits=half]`),
+    as in the per-user risk columns."""
+    irac = catalog.irac
+    values = irac[catalog.knowledge_names].apply(
+        lambda row: ",".join(f"{k}={v}" for k, v in row.items() if v != ""), axis=1
+    )
+    return irac["attack"] + "[" + values.astype(str) + "]"
 
 
 def numeric_columns(catalog: Catalog) -> list[str]:

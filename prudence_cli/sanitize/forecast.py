@@ -1,0 +1,123 @@
+"""What `sanitize` releases from a dataview of a catalog: the suppression fixpoint at the
+tolerated risk R under the counted attack levels, started from the catalog's risks.
+
+`sanitize` runs it on the dataview it releases; `catalog best` runs it on every dataview
+to rank them by what a release would really keep, and `sanitize` without `--dataview`
+chooses by the same ranking. One code path, so `best` never promises more than
+`sanitize` delivers: removing risky people can make others unique, pass after pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from prudence_cli.catalog import Catalog
+from prudence_cli.catalog.query import Levels, dataview_entries, irac_level_keys, max_risk_over
+from prudence_cli.dataviews.base import Dataview
+from prudence_cli.engine import Engine
+from prudence_cli.sanitize.suppress import Assessment, Joiner, Outcome, Step, sanitize
+
+
+@dataclass(frozen=True)
+class Suppressed:
+    """One dataview before and after the fixpoint."""
+
+    before: Dataview
+    user_ids: np.ndarray  # the universe U, original ids
+    outcome: Outcome
+
+    @property
+    def released(self) -> np.ndarray:
+        """Per user of U: still in the view after suppression."""
+        return np.diff(self.outcome.view.offsets) > 0
+
+    def share_released(self, kind: str) -> float:
+        """The share of the dataview's data (`kind`: the catalog's coverage) released."""
+        everyone = np.ones(self.before.n_users, dtype=bool)
+        total = self.before.data_of(everyone, kind)
+        return float(self.outcome.view.data_of(everyone, kind) / total) if total else 0.0
+
+
+def catalog_engine(catalog: Catalog) -> Engine:
+    """An engine with the catalog's settings and seed, as the assessment had."""
+    settings = catalog.record.engine
+    return Engine(
+        max_instances=settings.max_instances,
+        sample=settings.sample,
+        seed=int(catalog.record.seed),
+    )
+
+
+def suppress_dataview(
+    catalog: Catalog,
+    view_id: str,
+    levels: Levels,
+    threshold: float,
+    method: str = "suppress-users",
+    join: Joiner | None = None,
+    progress: Callable[[Step], None] | None = None,
+) -> Suppressed:
+    """The fixpoint on one dataview. Without `join` (data released earlier to the same
+    recipient), the first pass takes the catalog's per-user risks instead of counting
+    them again; with it, every pass counts on the joined data."""
+    view, user_ids = catalog.view(view_id)
+    start = None if join is not None else _catalog_risks(catalog, view, levels)
+    outcome = sanitize(
+        view, levels, catalog_engine(catalog), threshold, method, join, progress, start
+    )
+    return Suppressed(view, user_ids, outcome)
+
+
+def forecast(
+    catalog: Catalog,
+    levels: Levels,
+    threshold: float,
+    where: Sequence[str] = (),
+    method: str = "suppress-users",
+    progress: Callable[[int, int, str], None] | None = None,
+) -> pd.DataFrame:
+    """Per dataview kept by `where`: what `sanitize --method method` would release at R.
+
+    Columns: dataview, users_released, released (share of the data), passes (suppression
+    passes), max_risk_after (over the counted levels, on the released data)."""
+    entries = dataview_entries(catalog, where)
+    rows = []
+    for done, entry in enumerate(entries):
+        if progress is not None:
+            progress(done, len(entries), f"suppressing {entry.id} to risk ≤ {threshold:g}")
+        result = suppress_dataview(catalog, entry.id, levels, threshold, method)
+        rows.append(
+            {
+                "dataview": entry.id,
+                "users_released": int(result.released.sum()),
+                "released": result.share_released(catalog.record.coverage),
+                "passes": len(result.outcome.steps),
+                "max_risk_after": float(result.outcome.risk.max(initial=0.0)),
+            }
+        )
+    if progress is not None:
+        progress(len(entries), len(entries), "suppressed")
+    return pd.DataFrame(
+        rows, columns=["dataview", "users_released", "released", "passes", "max_risk_after"]
+    )
+
+
+def _catalog_risks(catalog: Catalog, view: Dataview, levels: Levels) -> Assessment:
+    """The first pass of the fixpoint as the catalog holds it: per-user max risk over the
+    levels, the risk per level, and whether any level was sampled."""
+    risks = catalog.risks(view.id)
+    max_risk_over(risks, levels, view.id)  # every level present, else CatalogError
+    in_view = np.diff(view.offsets) > 0
+    per_level = {
+        level.key: np.where(in_view, risks[level.key].to_numpy(dtype=float), 0.0)
+        for _, level in levels
+    }
+    combined = np.max(list(per_level.values()), axis=0)
+    irac = catalog.irac
+    rows = (irac["dataview"] == view.id) & irac_level_keys(catalog).isin(per_level)
+    sampled = bool(irac.loc[rows, "sampled"].any()) if "sampled" in irac else False
+    return combined, per_level, sampled
