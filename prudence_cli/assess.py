@@ -67,6 +67,7 @@ class AssessResult:
     output: Path
     irac: pd.DataFrame
     record: Manifest
+    warnings: tuple[str, ...] = ()  # one line each, for the user
 
     @property
     def manifest(self) -> dict[str, Any]:
@@ -146,7 +147,9 @@ def run_assessment(
         timings["total"] = time.perf_counter() - started
         manifest = writer.finish(_manifest(config, prepared, stage, engine, timings), stage.irac)
     report(stage.steps, stage.steps, "done")
-    return AssessResult(out, stage.result, manifest)
+    projection = selection.projection
+    warning = projection.warning() if projection is not None else None
+    return AssessResult(out, stage.result, manifest, (warning,) if warning else ())
 
 
 @dataclass(frozen=True)
@@ -206,7 +209,9 @@ def _assess_risks(
     sampling: list[dict[str, Any]] = []
     done = 0
     mark = time.perf_counter()
-    views = build_dataviews(selection, config.dataview, config.input.timezone)
+    start, end = config.select.start, config.select.end
+    period = (None if start is None else start.value, None if end is None else end.value)
+    views = build_dataviews(selection, config.dataview, config.input.timezone, period=period)
     for view_index, view in enumerate(views):
         dims = view.labels
         risks: dict[str, np.ndarray] = {}
@@ -351,6 +356,17 @@ def _irac_table(rows: list[dict[str, Any]], config: Config) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
+def _selection_entry(selection: Selection) -> SelectionEntry:
+    """The selection's statistics and projection, its scale error to 4 significant digits
+    (None when it cannot be measured)."""
+    projection = selection.projection
+    if projection is None:
+        return SelectionEntry(dict(selection.stats), selection.crs)
+    error = projection.scale_error
+    rounded = float(f"{error:.4g}") if np.isfinite(error) else None
+    return SelectionEntry(dict(selection.stats), selection.crs, projection.rule, rounded)
+
+
 def _manifest(
     config: Config,
     prepared: Prepared,
@@ -376,7 +392,7 @@ def _manifest(
         ),
         invalid_rows=InvalidRows(config.input.on_invalid, dict(prepared.dropped)),
         input_cache=cache or {"used": False, "reason": f"input.cache: {config.input.cache}"},
-        selection=SelectionEntry(dict(selection.stats), selection.crs),
+        selection=_selection_entry(selection),
         coverage=config.coverage,
         format_of_dataviews=config.dataview.format,
         dimensions=tuple(config.dataview.dimension_names),

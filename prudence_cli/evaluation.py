@@ -1,5 +1,14 @@
-"""`prudence evaluate`: the empirical risk of a release against its original (seed 001),
-written as a folder of tables, a JSON summary and an HTML report."""
+"""`prudence evaluate`: the empirical risk of a release against its original (Basu et al., A risk
+model for privacy in trajectory data),
+written as a folder of tables, a JSON summary and an HTML report.
+
+An attack succeeds when the release holds its knowledge t' (N_D'(t') > 0, so that
+Pr(re_id | t') > 0) and fails otherwise (probability 0). The summary says, per h, how
+many attacks fail, how many succeed, and how many succeed with a probability at most
+each of a few levels: only attacks that succeed are counted there. The paper's own
+phrasing ("98 % of the attacks have at most 10^-5 probability of success") counts the
+failed attacks too; that share is the cumulative distribution the report draws.
+"""
 
 from __future__ import annotations
 
@@ -106,7 +115,8 @@ def _plain(value: Any) -> Any:
 
 
 def null_model(table: pd.DataFrame, columns: TrajectoryColumns, seed: int) -> pd.DataFrame:
-    """Random trajectories like `table` (seed 001, "Risk analysis on null model"): the
+    """Random trajectories like `table` (Basu et al., A risk model for privacy in trajectory data,
+    "Risk analysis on null model"): the
     same trajectories with the same lengths (and time labels, when there are some), each
     location drawn uniformly from the locations of `table`."""
     rng = np.random.default_rng(seed)

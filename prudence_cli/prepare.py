@@ -26,9 +26,10 @@ from prudence_cli.io.atomic import atomic_folder
 from prudence_cli.io.checksums import sha256_file
 from prudence_cli.io.points import read_points
 from prudence_cli.select import Selection, select
+from prudence_cli.space import Projection
 
 CACHE_FORMAT = "prudence-prepared-points"
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: the projection's rule and scale error
 META = "meta.json"
 
 
@@ -103,6 +104,7 @@ def _store(folder: Path, selection: Selection, dropped: dict[str, int], key: str
             "key": key,
             "tool_version": __version__,
             "crs": selection.crs,
+            "projection": _projection_json(selection.projection),
             "stats": selection.stats,
             "dropped": dropped,
         }
@@ -123,4 +125,23 @@ def _load(folder: Path, config: Config) -> tuple[Selection, dict[str, int]] | No
         geometry = shapely.from_wkb(wkb)
     stats = {k: int(v) for k, v in meta["stats"].items()}
     dropped = Counter({k: int(v) for k, v in meta["dropped"].items()})
-    return Selection(points, user_ids, meta["crs"], locations, geometry, stats), dict(dropped)
+    projection = _projection_from(meta["crs"], meta.get("projection"))
+    selection = Selection(points, user_ids, meta["crs"], locations, geometry, stats, projection)
+    return selection, dict(dropped)
+
+
+def _projection_json(projection: Projection | None) -> dict[str, Any] | None:
+    if projection is None:
+        return None
+    return {
+        "rule": projection.rule,
+        "scale_error": projection.scale_error,
+        "worst": list(projection.worst),
+    }
+
+
+def _projection_from(crs: str, data: dict[str, Any] | None) -> Projection | None:
+    if data is None:
+        return None
+    lon, lat = data["worst"]
+    return Projection(crs, data["rule"], float(data["scale_error"]), (float(lon), float(lat)))

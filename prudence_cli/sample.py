@@ -7,7 +7,8 @@ they prefer with heavy-tailed weights. Day by day, over several weeks: commutes 
 working days, errands to favourite places, more errands at weekends.
 
 - `gps`: car-like GPS fixes only while driving, every 1-3 minutes along the way, each trip
-  ending at a parking spot near the destination (as the OctoTelematics data of seed 000);
+  ending at a parking spot near the destination (as the OctoTelematics data of Pratesi et al.,
+  PRUDEnce);
   naive local times (Europe/Rome) in ISO-8601.
 - `cdr`: network events (calls, texts, data) while people stay at places, each on the
   nearest tower (sometimes the second nearest), times as epoch seconds; plus the tower

@@ -3,8 +3,10 @@
 Order (documented in the README): the period filter first; then trips are split on the
 period's points (a new trip after a gap longer than `trips.max_gap`), so a trip that
 leaves the area is not cut at its border; with `points: trip_ends` only each trip's last
-point is kept (PRUDEnce's parking positions, seed 000 section 4.1.2); then the area
+point is kept (PRUDEnce's parking positions, Pratesi et al., section 4.1.2); then the area
 filter; then users with fewer than `min_points` points or `min_trips` trips are dropped.
+The points left are projected to the config's `crs`, or to the CRS chosen for their extent
+(`prudence_cli.space.choose_projection`).
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ import shapely
 
 from prudence_cli import columns as C
 from prudence_cli.config import Area, Config
+from prudence_cli.errors import ConfigError, PrudenceError
 from prudence_cli.io.geojson import read_area_geojson
 from prudence_cli.io.points import RawPoints
-from prudence_cli.space import project, project_lines, utm_crs
+from prudence_cli.space import Projection, choose_projection, project, project_lines
 
 
 @dataclass
@@ -33,6 +36,7 @@ class Selection:
     locations: pd.DataFrame | None = None  # per location code: label, lon, lat
     geometry: np.ndarray | None = None  # per location code: segment LineString in the CRS
     stats: dict[str, int] = field(default_factory=dict)
+    projection: Projection | None = None  # how the CRS was chosen, its scale error
 
     @property
     def n_users(self) -> int:
@@ -99,8 +103,9 @@ def select(raw: RawPoints, config: Config) -> Selection:
     stats["users"] = len(user_ids)
     if len(order) == 0:
         return Selection(_empty(), user_ids, config.crs or "EPSG:4326", stats=stats)
-    crs = config.crs or utm_crs(lon, lat)
-    x, y = project(lon, lat, crs)
+    projection = choose_projection(lon, lat, config.crs)
+    crs = projection.crs
+    x, y = _projected(lon, lat, projection, config)
     points = pd.DataFrame(
         {C.USER: dense_user.astype(np.int32), C.TIME: time[order], C.X: x, C.Y: y}
     )
@@ -119,7 +124,25 @@ def select(raw: RawPoints, config: Config) -> Selection:
     for column in (C.TRIP, C.LEAVE):
         if column in table:
             points[column] = trip if column == C.TRIP else table[column].to_numpy()[order]
-    return Selection(points, user_ids, crs, locations, geometry, stats)
+    return Selection(points, user_ids, crs, locations, geometry, stats, projection)
+
+
+def _projected(
+    lon: np.ndarray, lat: np.ndarray, projection: Projection, config: Config
+) -> tuple[np.ndarray, np.ndarray]:
+    """The points in the projection's CRS; an error naming a point it cannot place."""
+    x, y = project(lon, lat, projection.crs)
+    lost = ~(np.isfinite(x) & np.isfinite(y))
+    if lost.any():
+        first = int(np.argmax(lost))
+        message = (
+            f"{projection.crs} cannot place {int(lost.sum()):,} of the selected points, e.g. "
+            f"lon {lon[first]:.5f}, lat {lat[first]:.5f}"
+        )
+        if projection.rule == "config":
+            raise ConfigError(config.file, "crs", f"{message}; choose a CRS that covers the data")
+        raise PrudenceError(f"{config.file.name}: {message}; set crs in the config")
+    return x, y
 
 
 def _given_trips(user: np.ndarray, trip: np.ndarray) -> np.ndarray:

@@ -1,12 +1,21 @@
-"""Projection to metres and square grid cells (DESIGN.md section 4, seed 000 Definition 7).
+"""Projection to metres and square grid cells (DESIGN.md section 4; Pellungrini et al.,
+"A data mining approach to assess privacy risk in human mobility data", Definition 7).
 
 Cells are aligned on the origin of the projected CRS: cell (i, j) of side m covers
 [i·m, (i+1)·m) × [j·m, (j+1)·m). A cell's id therefore depends only on the CRS and the
 side, never on which users are present.
+
+The CRS, unless the config gives one (`crs:`), is chosen from the data's extent
+(`choose_projection`): the UTM zone of the data's mean point when every point lies in
+that zone, as Prudence always did; otherwise an equal-area projection, so that every cell
+covers its nominal area, centred on the data: the Lambert azimuthal one on the middle of
+the data or on the pole of its hemisphere, or the Albers conic one fitted to the data's
+latitudes, whichever distorts lengths least over the data.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -17,19 +26,174 @@ from pyproj.aoi import AreaOfInterest
 from pyproj.database import query_utm_crs_info
 
 WGS84 = "EPSG:4326"
+# the scale error is measured on at most this many distinct positions (see `_positions`)
+MEASURED_POSITIONS = 100_000
+# a scale error above this is worth a warning: a "1 km" cell more than 10 m off
+WARN_ABOVE = 0.01
 
 
-def utm_crs(lon: np.ndarray, lat: np.ndarray) -> str:
-    """The WGS 84 UTM zone (as EPSG:xxxxx) holding the centroid of the points."""
+@dataclass(frozen=True)
+class Projection:
+    """The projected CRS of the points, the rule that chose it, and its scale error.
+
+    The scale error is the worst |s − 1| over the data's positions and every direction,
+    s being the projection's scale factor there (the semi-axes of Tissot's indicatrix):
+    a length of 1 km on the grid measures about 1 ± scale_error km on the ground."""
+
+    crs: str
+    rule: str  # config | utm | azimuthal | conic | polar
+    scale_error: float
+    worst: tuple[float, float]  # lon, lat of a position with that error
+
+    def warning(self, above: float = WARN_ABOVE) -> str | None:
+        """One line for the user when the scale error exceeds `above`; None otherwise."""
+        if self.scale_error <= above:
+            return None
+        lon, lat = self.worst
+        how = (
+            f"distorts lengths by up to {self.scale_error:.1%} over the data"
+            if np.isfinite(self.scale_error)
+            else "cannot measure its distortion everywhere on the data"
+        )
+        hint = "choose a crs that suits the data" if self.rule == "config" else "set crs"
+        return (
+            f"warning: the projection {self.crs} {how} (at lon {lon:.2f}, lat {lat:.2f}), "
+            f"so cells there are not their nominal size; {hint} in the config to change it"
+        )
+
+
+def choose_projection(lon: np.ndarray, lat: np.ndarray, crs: str | None = None) -> Projection:
+    """The given CRS, else the UTM zone of the data when it fits one, else the centred
+    equal-area projection that distorts least (see the module docstring); with its scale
+    error over the data."""
+    lon = np.asarray(lon, dtype=float)
+    lat = np.asarray(lat, dtype=float)
+    if lon.size == 0:
+        raise ValueError("no points to choose a projection for")
+    at = _positions(lon, lat)
+    if crs is not None:
+        return _measured(crs, "config", *at)
+    zone = utm_zone(lon, lat)
+    if zone is not None:
+        return _measured(zone, "utm", *at)
+    west, width, south, north = _extent(*at)
+    middle = west + width / 2
+    candidates: list[tuple[str, str]] = []
+    if width <= 180:
+        candidates.append((_laea((south + north) / 2, middle), "azimuthal"))
+        conic = _albers(south, north, (south + north) / 2, middle)
+        if conic is not None:
+            candidates.append((conic, "conic"))
+    if width > 180 or south >= 0 or north <= 0:  # around a pole, or in one hemisphere
+        candidates.append((_laea(90.0 if south + north >= 0 else -90.0, 0.0), "polar"))
+    measured = [_measured(c, rule, *at) for c, rule in candidates]
+    return min(measured, key=lambda p: p.scale_error)
+
+
+def utm_zone(lon: np.ndarray, lat: np.ndarray) -> str | None:
+    """The WGS 84 UTM zone (as EPSG:xxxxx) of the points' mean, when every point lies in
+    that zone's area of use (its 6° of longitude, 80° S to 84° N); None otherwise."""
     c_lon = float(np.mean(lon))
     c_lat = float(np.mean(lat))
+    if not (np.isfinite(c_lon) and np.isfinite(c_lat)):
+        return None
     found = query_utm_crs_info(
         datum_name="WGS 84",
         area_of_interest=AreaOfInterest(c_lon, c_lat, c_lon, c_lat),
     )
-    if not found:
-        raise ValueError(f"no UTM zone holds ({c_lon:.4f}, {c_lat:.4f}); set crs in the config")
-    return f"{found[0].auth_name}:{found[0].code}"
+    if not found or found[0].area_of_use is None:
+        return None
+    area = found[0].area_of_use
+    inside = (
+        float(np.min(lon)) >= area.west
+        and float(np.max(lon)) <= area.east
+        and float(np.min(lat)) >= area.south
+        and float(np.max(lat)) <= area.north
+    )
+    return f"{found[0].auth_name}:{found[0].code}" if inside else None
+
+
+def scale_errors(crs: str, lon: np.ndarray, lat: np.ndarray) -> np.ndarray:
+    """max(|a − 1|, |b − 1|) per position, a and b the semi-axes of Tissot's indicatrix
+    (the largest and smallest scale factor there); inf where the CRS cannot say."""
+    try:
+        factors = pyproj.Proj(crs).get_factors(lon, lat)
+    except (pyproj.exceptions.ProjError, pyproj.exceptions.CRSError):
+        return np.full(np.shape(lon), np.inf)
+    a = np.asarray(factors.tissot_semimajor, dtype=float)
+    b = np.asarray(factors.tissot_semiminor, dtype=float)
+    with np.errstate(invalid="ignore"):
+        error: np.ndarray = np.maximum(np.abs(a - 1), np.abs(b - 1))
+    error[~np.isfinite(error)] = np.inf
+    return error
+
+
+def _measured(crs: str, rule: str, lon: np.ndarray, lat: np.ndarray) -> Projection:
+    error = scale_errors(crs, lon, lat)
+    worst = int(np.argmax(error)) if error.size else 0
+    where = (float(lon[worst]), float(lat[worst])) if error.size else (0.0, 0.0)
+    return Projection(crs, rule, float(error[worst]) if error.size else 0.0, where)
+
+
+def _positions(lon: np.ndarray, lat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The data's distinct positions rounded to 0.01° (about 1 km), or to 0.1° or 1° when
+    there are more than MEASURED_POSITIONS of them: the extent and the scale error are
+    measured on these, so that they cost little on millions of points."""
+    for step in (0.01, 0.1, 1.0):
+        ix = np.round(lon / step).astype(np.int64)
+        iy = np.round(lat / step).astype(np.int64)
+        key = np.unique(ix * 1_000_000 + iy)
+        if key.size <= MEASURED_POSITIONS:
+            break
+    kx = np.floor_divide(key + 500_000, 1_000_000)
+    return kx * step, (key - kx * 1_000_000) * step
+
+
+def _extent(lon: np.ndarray, lat: np.ndarray) -> tuple[float, float, float, float]:
+    """West end and width of the shortest arc of longitudes holding every point (so data
+    across ±180° is an arc across 180°), and the south and north latitudes."""
+    seen = np.unique(np.mod(lon + 180.0, 360.0) - 180.0)
+    gaps = np.diff(np.append(seen, seen[0] + 360.0))
+    k = int(np.argmax(gaps))
+    west = float(seen[(k + 1) % seen.size])
+    return west, 360.0 - float(gaps[k]), float(np.min(lat)), float(np.max(lat))
+
+
+def _laea(lat_0: float, lon_0: float) -> str:
+    """Lambert azimuthal equal-area on (lat_0, lon_0), rounded to whole degrees so that a
+    little more or less data keeps the same grid."""
+    return (
+        f"+proj=laea +lat_0={_degrees(lat_0)} +lon_0={_degrees(_wrap(lon_0))} "
+        "+x_0=0 +y_0=0 +datum=WGS84 +units=m +no_defs"
+    )
+
+
+def _albers(south: float, north: float, lat_0: float, lon_0: float) -> str | None:
+    """Albers equal-area conic with standard parallels a sixth of the latitudes in from
+    each end (the rule of sixths); None where the cone degenerates (parallels symmetric
+    about the equator)."""
+    span = north - south
+    lat_1, lat_2 = round(south + span / 6), round(north - span / 6)
+    if lat_1 + lat_2 == 0:
+        return None
+    crs = (
+        f"+proj=aea +lat_1={lat_1} +lat_2={lat_2} +lat_0={_degrees(lat_0)} "
+        f"+lon_0={_degrees(_wrap(lon_0))} +x_0=0 +y_0=0 +datum=WGS84 +units=m +no_defs"
+    )
+    try:
+        pyproj.CRS.from_user_input(crs)
+    except pyproj.exceptions.CRSError:
+        return None
+    return crs
+
+
+def _wrap(lon: float) -> float:
+    """A longitude in (−180, 180]."""
+    return 180.0 - float(np.mod(180.0 - lon, 360.0))
+
+
+def _degrees(value: float) -> int:
+    return int(round(value))
 
 
 def check_projected_crs(text: object) -> str:
@@ -77,6 +241,8 @@ def grid_cells(
     """Dense cell code per point, and the cells table (label, lon, lat of the centre).
 
     Codes follow the order of the cell ids, so they are stable for a given CRS and side.
+    A cell so large that its centre falls off the projection's map (thousands of km) is
+    placed at its point nearest that centre instead.
     """
     ix = np.floor(x / side).astype(np.int64)
     iy = np.floor(y / side).astype(np.int64)
@@ -84,10 +250,27 @@ def grid_cells(
     ids, codes = np.unique(cell, return_inverse=True)
     cx = ids // (1 << 32)
     cy = ids % (1 << 32) - (1 << 31)
-    lon, lat = unproject((cx + 0.5) * side, (cy + 0.5) * side, crs)
+    centre_x, centre_y = (cx + 0.5) * side, (cy + 0.5) * side
+    lon, lat = unproject(centre_x, centre_y, crs)
+    off_map = ~(np.isfinite(lon) & np.isfinite(lat))
+    if off_map.any():
+        near = _nearest_points(codes, x - centre_x[codes], y - centre_y[codes], off_map)
+        lon[off_map], lat[off_map] = unproject(x[near], y[near], crs)
     labels = [f"{a}_{b}" for a, b in zip(cx.tolist(), cy.tolist(), strict=True)]
     cells = pd.DataFrame({"label": labels, "lon": lon, "lat": lat})
     return codes.astype(np.int32), cells
+
+
+def _nearest_points(
+    codes: np.ndarray, dx: np.ndarray, dy: np.ndarray, cells: np.ndarray
+) -> np.ndarray:
+    """Per cell where `cells` is true (in cell order), the index of its point nearest
+    the centre, each point's offset from its cell's centre being (dx, dy)."""
+    index = np.flatnonzero(cells[codes])
+    order = index[np.lexsort((dx[index] ** 2 + dy[index] ** 2, codes[index]))]
+    first = np.ones(order.size, dtype=bool)
+    first[1:] = codes[order][1:] != codes[order][:-1]
+    return order[first]
 
 
 def regions_of(

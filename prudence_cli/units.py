@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 
-_SIZE = re.compile(r"^(\d+(?:\.\d+)?)(m|km)$")
+# a number, then m or km; an exponent is read too, for catalogs written before sizes
+# were labelled without one ("5e+06m")
+_SIZE = re.compile(r"^(\d+(?:\.\d+)?(?:e[+-]?\d+)?)(m|km)$")
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(s|min|h|d|w)$")
-_SIZE_FACTOR = {"m": 1.0, "km": 1000.0}
+_SIZE_FACTOR = {"m": 1, "km": 1000}
+# no two places on Earth are farther apart (half a meridian is 20,004 km): a larger cell
+# or tolerance means nothing
+MAX_SIZE_METRES = 20_000_000.0
 _BYTES = re.compile(r"^(\d+(?:\.\d+)?)\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)$")
 _BYTE_FACTOR = {
     "B": 1,
@@ -23,14 +29,20 @@ _DURATION_SECONDS = {"s": 1, "min": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
 def parse_size(text: object) -> float:
-    """Metres from "250m" or "1.5km"; ValueError with a user-facing message otherwise."""
+    """Metres from "250m" or "1.5km" (in decimal, so "4.35km" is 4350 m exactly), at most
+    20,000 km; ValueError with a user-facing message otherwise."""
     match = _SIZE.match(text) if isinstance(text, str) else None
     if match is None:
         hint = " (write the unit)" if isinstance(text, (int, float)) else ""
         raise ValueError(f"{_show(text)} is not a size like 500m or 1.5km{hint}")
-    metres = float(match.group(1)) * _SIZE_FACTOR[match.group(2)]
+    metres = float(Decimal(match.group(1)) * _SIZE_FACTOR[match.group(2)])
     if metres <= 0:
         raise ValueError(f"{_show(text)} must be a positive size")
+    if metres > MAX_SIZE_METRES:
+        raise ValueError(
+            f"{_show(text)} is too large: no two places on Earth are more than "
+            f"{format_size(MAX_SIZE_METRES)} apart"
+        )
     return metres
 
 
@@ -59,8 +71,16 @@ def parse_bytes(text: object) -> int:
 
 
 def format_size(metres: float) -> str:
-    """The canonical label of a size: 250m, 1500m, 12.5m."""
-    return f"{metres:g}m"
+    """The canonical label of a size, read back by `parse_size` as the same number:
+    250m, 1500m, 12.5m; from 1,000 km, a whole number of kilometres as such (5000km).
+
+    Sizes below 1,000 km keep the metre labels of earlier catalogs (1km is "1000m")."""
+    if metres >= 1_000_000 and metres % 1000 == 0:
+        return f"{int(metres) // 1000}km"
+    text = repr(float(metres))
+    if "e" in text or "E" in text:  # tiny or huge: written out, without an exponent
+        text = format(Decimal(text), "f")
+    return f"{text.removesuffix('.0')}m"
 
 
 def format_duration(seconds: int) -> str:

@@ -112,7 +112,7 @@ def _draw(spec, combo, elements, lower, highs):
                 yield [(elements[i], p, float("inf")) for i, p in zip(combo, parts, strict=True)], 0
 
 
-# --- seed 002, section 4.1: every attack as written ---------------------------------------
+# --- Pellungrini et al., section 4.1: every attack as written -------------------------------------
 
 
 def _risk(universe, in_view, instances_of, matches):
@@ -237,7 +237,7 @@ def vector_attack_risks(view: dict, universe: list, attack: str, h=None, delta=0
     return _risk(universe, in_view, instances, matches)
 
 
-# --- seed 003, chapter 4: disclosure measures on a dense 0/1 matrix, as written ----------
+# --- the disclosure thesis, chapter 4: disclosure measures on a dense 0/1 matrix, as written ------
 
 
 def dense_disclosure(x, known_bins):
@@ -265,7 +265,7 @@ def dense_disclosure(x, known_bins):
     return sizes, em, kl
 
 
-# --- seed 004: randomized profiles -------------------------------------------------------
+# --- Olivier and Quertier: randomized profiles ----------------------------------------------------
 
 
 def literal_neighbourhood(b, aff, n_i):

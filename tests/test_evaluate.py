@@ -1,4 +1,4 @@
-"""The empirical risk of a release (seed 001): a hand-computed k-anonymity example, the
+"""The empirical risk of a release (Basu et al.): a hand-computed k-anonymity example, the
 literal definition on random data, cost models, utility, the null model and the CLI."""
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from prudence_cli.cli import main
 from prudence_cli.config.evaluate import EvaluationSettings
 from prudence_cli.engine import Elements
 from prudence_cli.errors import BudgetError
-from prudence_cli.measures.empirical import cost_of, evaluate
+from prudence_cli.measures.empirical import cost_of, evaluate, statements
 from tests.reference import is_subsequence
 
-# A toy release in the spirit of seed 001, Figure 1: four trajectories, k = 3.
+# A toy release in the spirit of Basu et al., Figure 1: four trajectories, k = 3.
 ORIGINAL = [list("abc"), list("abc"), list("abd"), list("ef")]
 RELEASED = [list("ab"), list("ab"), list("ab")]  # c, d generalised away, ef suppressed
 
@@ -202,3 +202,42 @@ def test_cli_null_model_and_errors(tmp_path, monkeypatch):
     assert "evaluate.cost.model: 'quadratic' is not one of" in bad.stderr
     missing = runner.invoke(main, ["evaluate", "--original", "A.csv", "--released", "B.csv"])
     assert missing.exit_code == 2 and "no column 'trajectory'" in missing.stderr
+
+
+def test_statements_count_only_the_attacks_that_succeed():
+    attacks = pd.DataFrame(
+        {
+            "h": 1,
+            "probability": [0.0, 0.0, 0.0, 1e-6, 0.005, 0.5],
+            "normalized": [0.0, 0.0, 0.0, 1e-6, 0.005, 0.5],
+        }
+    )
+    line = statements(attacks, "log")[0]
+    assert line.startswith("h = 1, 6 attacks: 50.0% fail (probability 0); 50.0% succeed; ")
+    assert "16.7% succeed with probability ≤ 1e-05" in line  # not 66.7 %: failures excluded
+    assert "16.7% succeed with probability ≤ 0.001" in line
+    assert "33.3% succeed with probability ≤ 0.01" in line
+    assert "33.3% succeed with probability ≤ 0.1" in line
+    assert line.endswith("the most successful has probability 0.5.")
+
+
+def test_cli_counts_only_the_attacks_that_succeed(tmp_path, monkeypatch):
+    # ORIGINAL → RELEASED at h = 1: a and b succeed (1/3 each), c, d, e, f fail
+    monkeypatch.chdir(tmp_path)
+    for name, trajectories in (("A.csv", ORIGINAL), ("B.csv", RELEASED)):
+        pd.DataFrame(
+            {
+                "trajectory": [f"T{i}" for i, t in enumerate(trajectories) for _ in t],
+                "location": [x for t in trajectories for x in t],
+            }
+        ).to_csv(name, index=False)
+    result = CliRunner().invoke(
+        main, ["evaluate", "--original", "A.csv", "--released", "B.csv", "--max-h", "1"]
+    )
+    assert result.exit_code == 0, result.output
+    line = "h = 1, 6 attacks: 66.7% fail (probability 0); 33.3% succeed; " + "; ".join(
+        f"0.0% succeed with probability ≤ {p}" for p in ("1e-05", "0.001", "0.01", "0.1")
+    )
+    assert line in result.stderr
+    summary = json.loads((tmp_path / "evaluation" / "evaluation.json").read_text())
+    assert summary["statements"][0].startswith(line)

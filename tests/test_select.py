@@ -12,7 +12,7 @@ from prudence_cli.config import DataviewConfig, load_config
 from prudence_cli.dataviews.build import build_dataviews
 from prudence_cli.io.readers import RawPoints
 from prudence_cli.select import select
-from prudence_cli.space import grid_cells, project, utm_crs
+from prudence_cli.space import grid_cells, project, utm_zone
 from tests.conftest import MINIMAL_CONFIG
 
 T0 = pd.Timestamp("2011-06-01T06:00:00Z").value
@@ -92,8 +92,8 @@ def test_geojson_and_wkt_areas(write_config, tmp_path):
 
 
 def test_utm_zone_of_the_centroid():
-    assert utm_crs(np.array([10.4]), np.array([43.7])) == "EPSG:32632"
-    assert utm_crs(np.array([-58.4]), np.array([-34.6])) == "EPSG:32721"
+    assert utm_zone(np.array([10.4]), np.array([43.7])) == "EPSG:32632"
+    assert utm_zone(np.array([-58.4]), np.array([-34.6])) == "EPSG:32721"
 
 
 def test_grid_cells_do_not_depend_on_other_points():

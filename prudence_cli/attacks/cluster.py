@@ -1,4 +1,4 @@
-"""The attack on released segment clusters (seed 000, section 4.3.1).
+"""The attack on released segment clusters (Pratesi et al., PRUDEnce, section 4.3.1).
 
 The attacker knows the time windows of all the target's movements (BK) and links the
 target to the released clusters of those windows, weighted by their traffic index μ:

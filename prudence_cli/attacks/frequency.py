@@ -1,4 +1,5 @@
-"""Attacks on frequency vectors (seed 002, section 4.1), on presence dataviews.
+"""Attacks on frequency vectors (Pellungrini et al., Analyzing Privacy Risk in Human Mobility Data,
+section 4.1), on presence dataviews.
 
 - `frequency` (Definitions 13-14): the attacker knows h (location, count) pairs of the
   target; candidates hold each location with a count ≥ the known count. Unlike the

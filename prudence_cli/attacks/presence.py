@@ -1,4 +1,4 @@
-"""The presence attack of PRUDEnce (seed 000, section 4.1.1).
+"""The presence attack of PRUDEnce (Pratesi et al., section 4.1.1).
 
 The attacker knows h of the target's locations, each with a minimum number of visits
 (`visits`: `exact` = the true count, `half` = ceil(count / 2), `none` = presence only,

@@ -1,4 +1,5 @@
-"""Attacks on the order of places (seed 002, section 4.1): subsequence matching.
+"""Attacks on the order of places (Pellungrini et al., Analyzing Privacy Risk in Human Mobility
+Data, section 4.1): subsequence matching.
 
 - `location_sequence` (Definitions 9-10), on trajectory dataviews: the attacker knows an
   h-subsequence of the target's visited locations, in time order (a place visited twice

@@ -1,4 +1,4 @@
-"""The sub-trajectory linking attack on road segments (seed 000, section 4.2.1).
+"""The sub-trajectory linking attack on road segments (Pratesi et al., PRUDEnce, section 4.2.1).
 
 The attacker knows h elements (segment, t_origin, t_destination) of the target's
 trajectory, in order — an h-subsequence, e.g. from shadowing them for a while — and

@@ -1,4 +1,5 @@
-"""Attacks with a tolerance δ (seed 002, section 4.1).
+"""Attacks with a tolerance δ (Pellungrini et al., Analyzing Privacy Risk in Human Mobility Data,
+section 4.1).
 
 - `probability` (Definitions 15-16), on probability dataviews: the attacker knows h
   (location, share of visits) pairs of the target; a candidate matches when, at each

@@ -1,4 +1,5 @@
-"""Attacks on trajectories (seed 002, section 4.1), on trajectory dataviews.
+"""Attacks on trajectories (Pellungrini et al., Analyzing Privacy Risk in Human Mobility Data,
+section 4.1), on trajectory dataviews.
 
 - `location` (Definitions 7-8): the attacker knows an h-sub-multiset of the locations the
   target visited, without order; candidates visited each location at least as many

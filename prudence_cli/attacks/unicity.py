@@ -1,11 +1,14 @@
-"""The unicity attack of seed 003 (chapters 3-4) on spatio-temporal bins.
+"""The unicity attack of the thesis on disclosure analysis of mobile-phone data (chapters 3-4) on
+spatio-temporal bins.
 
 The attacker knows p of the person's bins (`points`), drawn in proportion to the
-person's activity in each (`draw: activity`, the seed's model) or uniformly; the
+person's activity in each (`draw: activity`, the thesis's model) or uniformly; the
 candidates are the people active in all of them (the equivalence class E_i), so
 Risk(u) = 1 / |E_u| and its mean over the people of the dataview is k-disclosure.
 The level also reports unicity, EM- and KL-disclosure (with 95 % confidence intervals
-from `samples` people) and the per-bin EM and KL (see measures/disclosure.py).
+from `samples` people) and the per-bin EM and KL (see measures/disclosure.py), averaged
+over the view's dimensionality d: every space unit × time bin of the period (see
+dataviews/bins.py).
 """
 
 from __future__ import annotations
@@ -17,17 +20,18 @@ import pandas as pd
 
 from prudence_cli.attacks.base import Attack, AttackResult
 from prudence_cli.config.knowledge import KnowledgeLevel
+from prudence_cli.dataviews.base import CountedView
 from prudence_cli.dataviews.bins import BinsView
 from prudence_cli.engine import Engine
 from prudence_cli.measures.disclosure import disclosure, draw_knowledge
 
 
-class UnicityAttack(Attack[BinsView]):
+class UnicityAttack(Attack[CountedView]):
     name: ClassVar[str] = "unicity"
 
     def risks(
         self,
-        view: BinsView,
+        view: CountedView,
         level: KnowledgeLevel,
         engine: Engine,
         known_ones: np.ndarray | None = None,
@@ -38,7 +42,10 @@ class UnicityAttack(Attack[BinsView]):
         records = view.elements()
         known = draw_knowledge(records, level["points"], level["draw"] == "activity", rng)
         samples = None if level["samples"] == "all" else int(level["samples"])
-        found = disclosure(records, known, engine, samples, rng, view.dimensionality)
+        # a bins view read back from a catalog or a ledger is a presence view of its bins,
+        # without d (not stored): there EM and KL average over the bins someone is active in
+        d = view.dimensionality if isinstance(view, BinsView) else None
+        found = disclosure(records, known, engine, samples, rng, d)
         risk = np.zeros(view.n_users)
         present = found.class_size > 0
         risk[present] = 1.0 / found.class_size[present]

@@ -4,11 +4,21 @@ Layout:
   catalog.json                 manifest, written last; lists every other file's sha256
   irac.csv                     one row per (dataview, attack, knowledge level)
   randomized.csv               profiles dataviews: utility and attack success per
-                               randomized setting and attack level (seed 004)
+                               randomized setting and attack level (Olivier and Quertier,
+                               randomized sanitization mechanisms)
   curves/<row>.csv             risk, rac_u, rac_d — the step curves of each irac row
   risks/<dataview>.csv.gz      user, then one risk column per attack level (all users of U)
   dataviews/<dataview>.csv.gz  the dataview as it would be shared: user, location, count
   dataviews/<dataview>.locations.csv   label, lon, lat of each location of the view
+  ledger/                      the releases made from the catalog (sanitize/ledger.py)
+
+Integrity: `catalog.json` records the sha256 of every file but itself and the ledger.
+`Catalog` checks a file against it the first time the file is read (each file once per
+opened catalog, so a command hashes only what it reads), and refuses a file that was
+changed, truncated or removed since `prudence assess` wrote it: whatever a command
+certifies comes from the files that were assessed. The ledger grows after the catalog is
+written, so it is not listed here: each of its records holds the sha256 of the files it
+adds, and the ledger checks them when it reads them.
 """
 
 from __future__ import annotations
@@ -16,7 +26,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from dataclasses import dataclass
+import zlib
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
@@ -30,13 +41,14 @@ from prudence_cli.dataviews.base import Dataview
 from prudence_cli.dataviews.restore import parse_dimensions, view_from_table
 from prudence_cli.errors import CatalogError
 from prudence_cli.io.atomic import write_text_atomic
-from prudence_cli.io.checksums import sha256_file
+from prudence_cli.io.checksums import sha256_file, sha256_fresh
 
 CATALOG_FORMAT = "prudence-catalog"
 CATALOG_VERSION = 1
 MANIFEST = "catalog.json"
 IRAC = "irac.csv"
 RANDOMIZED = "randomized.csv"  # profiles catalogs: one row per (setting, attack level)
+LEDGER = "ledger"  # written after the catalog: not in its `files` (see sanitize/ledger.py)
 MEASURE_COLUMNS = (
     "users",
     "users_in_view",
@@ -110,11 +122,11 @@ class CatalogWriter:
         """Writes the i-RAC table and the manifest, with every file's sha256; returns the
         manifest as written."""
         irac.to_csv(self.folder / IRAC, index=False)
-        files = {
-            str(p.relative_to(self.folder)): sha256_file(p)
-            for p in sorted(self.folder.rglob("*"))
-            if p.is_file()
-        }
+        files: dict[str, str] = {}
+        for path in sorted(self.folder.rglob("*")):
+            name = path.relative_to(self.folder).as_posix()
+            if path.is_file() and name.split("/")[0] != LEDGER:
+                files[name] = sha256_file(path)
         manifest = dataclasses.replace(manifest, files=files)
         write_text_atomic(
             self.folder / MANIFEST, json.dumps(manifest.to_json(), indent=2, default=str) + "\n"
@@ -128,6 +140,48 @@ class Catalog:
 
     path: Path
     manifest: dict[str, Any]  # catalog.json as read; `record` is its typed form
+    # names of the files checked against catalog.json so far (see `file`)
+    _verified: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
+
+    def file(self, name: str) -> Path:
+        """The path of the catalog file `name` (as catalog.json lists it, e.g.
+        `risks/d1.csv.gz`), once its sha256 is found to be the one catalog.json records.
+
+        Each file is hashed the first time it is asked for; a file that is missing, not
+        listed, or changed since `prudence assess` wrote it is a CatalogError naming it."""
+        path = self.path / name
+        if name in self._verified:
+            return path
+        files = self.manifest.get("files")
+        if not isinstance(files, dict) or not files:
+            raise CatalogError(
+                f"{self.path}: {MANIFEST} records no checksums of the catalog's files, so "
+                "nothing read from it can be trusted; run prudence assess again"
+            )
+        recorded = files.get(name)
+        if not isinstance(recorded, str):
+            raise CatalogError(
+                f"{path}: not one of the files {MANIFEST} lists, so it cannot be checked; "
+                "run prudence assess again"
+            )
+        if not path.is_file():
+            raise CatalogError(f"{path}: missing from the catalog; run prudence assess again")
+        if sha256_fresh(path) != recorded:
+            raise CatalogError(
+                f"{path}: changed or damaged since prudence assess wrote it (its sha256 is not "
+                f"the one {MANIFEST} records), so nothing can be certified from it; run "
+                "prudence assess again to rebuild the catalog"
+            )
+        self._verified.add(name)
+        return path
+
+    def read_csv(self, name: str, **options: Any) -> pd.DataFrame:
+        """The catalog table `name` (see `file`), read with pandas `options`."""
+        path = self.file(name)
+        try:
+            return pd.read_csv(path, **options)
+        except (OSError, EOFError, ValueError, UnicodeDecodeError, zlib.error) as exc:
+            raise CatalogError(f"{path}: unreadable ({exc}); run prudence assess again") from None
 
     @cached_property
     def record(self) -> Manifest:
@@ -142,7 +196,7 @@ class Catalog:
     @cached_property
     def irac(self) -> pd.DataFrame:
         """The i-RAC table; dimension and knowledge columns as text."""
-        frame = pd.read_csv(self.path / IRAC, dtype=str, keep_default_na=False)
+        frame = self.read_csv(IRAC, dtype=str, keep_default_na=False)
         for column in (*MEASURE_COLUMNS, *EXTRA_MEASURES):
             if column in frame:
                 frame[column] = pd.to_numeric(frame[column].replace("", np.nan))
@@ -161,7 +215,7 @@ class Catalog:
         """The randomized.csv table; dimension and knowledge columns as text."""
         if self.kind != "profiles":
             raise CatalogError(f"{self.path}: not a catalog of profiles dataviews")
-        frame = pd.read_csv(self.path / RANDOMIZED, dtype=str, keep_default_na=False)
+        frame = self.read_csv(RANDOMIZED, dtype=str, keep_default_na=False)
         for column in RANDOMIZED_NUMBERS:
             if column in frame:
                 frame[column] = pd.to_numeric(frame[column].replace("", np.nan))
@@ -189,7 +243,7 @@ class Catalog:
 
     def risks(self, view_id: str) -> pd.DataFrame:
         entry = self.dataview_entry(view_id)
-        return pd.read_csv(self.path / entry.risks, dtype={"user": str}, keep_default_na=False)
+        return self.read_csv(entry.risks, dtype={"user": str}, keep_default_na=False)
 
     def view(self, view_id: str) -> tuple[Dataview, np.ndarray]:
         """A dataview rebuilt from its files, and its universe U (original user ids)."""
@@ -201,8 +255,8 @@ class Catalog:
                     "be used for it: run prudence assess again"
                 )
         user_ids = self.risks(view_id)["user"].astype(str).to_numpy(dtype=object)
-        locations = pd.read_csv(
-            self.path / entry.file.replace(".csv.gz", ".locations.csv"),
+        locations = self.read_csv(
+            entry.file.replace(".csv.gz", ".locations.csv"),
             dtype={"label": str},
             keep_default_na=False,
         )
@@ -217,14 +271,12 @@ class Catalog:
 
     def dataview_table(self, view_id: str) -> pd.DataFrame:
         entry = self.dataview_entry(view_id)
-        return pd.read_csv(
-            self.path / entry.file, dtype={"user": str, "location": str}, keep_default_na=False
+        return self.read_csv(
+            entry.file, dtype={"user": str, "location": str}, keep_default_na=False
         )
 
 
-def open_catalog(
-    path: Path | str, kind: CatalogKind | None = None, instead: str = ""
-) -> Catalog:
+def open_catalog(path: Path | str, kind: CatalogKind | None = None, instead: str = "") -> Catalog:
     """Open a catalog folder, checking it is complete, of this format version and, when
     `kind` is given, of that kind (else the error names the kind and `instead`, what to
     do with this one)."""

@@ -41,22 +41,34 @@ class InvalidRows:
 
 @dataclass(frozen=True)
 class SelectionEntry:
-    """The selection's statistics (free-form, in their order) and its projection."""
+    """The selection's statistics (free-form, in their order) and its projection: the CRS,
+    the rule that chose it (config, utm, azimuthal, conic or polar; see
+    `prudence_cli.space`) and its worst scale error over the data (None: not measurable).
+    Catalogs written before the rule was recorded have neither."""
 
     stats: dict[str, Any]
     crs: str | None
+    projection: str | None = None
+    scale_error: float | None = None
 
     @property
     def users(self) -> int:
         return int(self.stats["users"])
 
     def to_json(self) -> Json:
-        return {**self.stats, "crs": self.crs}
+        data: Json = {**self.stats, "crs": self.crs}
+        if self.projection is not None:
+            data["projection"] = self.projection
+            data["scale_error"] = self.scale_error
+        return data
 
     @classmethod
     def from_json(cls, data: Json) -> SelectionEntry:
-        stats = {k: v for k, v in data.items() if k != "crs"}
-        return cls(stats, data.get("crs"))
+        stats = {k: v for k, v in data.items() if k not in _PROJECTION_KEYS}
+        return cls(stats, data.get("crs"), data.get("projection"), data.get("scale_error"))
+
+
+_PROJECTION_KEYS = ("crs", "projection", "scale_error")
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,8 @@ def assess(
     config = load_config(config_file)
     with progress_bar(quiet) as progress:
         result = run(config, out, jobs, progress, backend, scheduler)
+    for warning in result.warnings:
+        click.echo(warning, err=True)
     manifest = result.record
     if not quiet:
         dropped = sum(manifest.invalid_rows.dropped.values())

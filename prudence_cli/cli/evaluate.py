@@ -61,7 +61,8 @@ def evaluate(
 ) -> None:
     """The empirical risk of a released set of trajectories against the original: the
     distribution of the probability of re-identification per attacker knowledge, its
-    cost-normalised version, and the utility of the release (seed 001)."""
+    cost-normalised version, and the utility of the release (Basu et al., A risk model for
+    privacy in trajectory data)."""
     from dataclasses import replace
 
     from prudence_cli.config.evaluate import (

@@ -83,15 +83,21 @@ def check(
     else:
         for _, row in failing.iterrows():
             click.echo(f"FAIL {_row_name(opened, row)}: {row['failures']}")
-        for _, row in warnings.iterrows():
-            click.echo(f"Warning: {_row_name(opened, row)}: {row['warning']}", err=True)
+        for level, rows in warnings.groupby(_level_names(opened, warnings), sort=False):
+            views = ", ".join(rows["dataview"])
+            click.echo(
+                f"Warning: {level} (not counted) puts people the policy releases above "
+                f"{max_risk:g} in {_count(len(rows), 'dataview')} ({views}; highest "
+                f"{rows['max_risk_released'].max():.3g}): not covered by this policy.",
+                err=True,
+            )
         click.echo(
             f"{len(checked) - len(failing)} of {len(checked)} dataview × counted attack levels "
             "hold the policy"
             + (" (risks of sampled levels are lower bounds)" if sampled else "")
             + (
-                f"; {len(warnings)} assessed levels not counted put someone above "
-                f"{max_risk:g}: the policy does not cover them."
+                f"; {_count(len(set(_level_names(opened, warnings))), 'assessed level')} "
+                f"not counted put someone above {max_risk:g}: the policy does not cover them."
                 if len(warnings)
                 else "."
             ),
@@ -101,10 +107,22 @@ def check(
         sys.exit(1)
 
 
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n:,} {one if n == 1 else (many or one + 's')}"
+
+
 def _row_name(opened: Any, row: Any) -> str:
     dims = " ".join(f"{d}={row[d]}" for d in opened.dimension_names)
+    return f"{row['dataview']} {dims} {_level_name(opened, row)}"
+
+
+def _level_name(opened: Any, row: Any) -> str:
     level = ",".join(f"{k}={row[k]}" for k in opened.knowledge_names if isinstance(row.get(k), str))
-    return f"{row['dataview']} {dims} {row['attack']}[{level}]"
+    return f"{row['attack']}[{level}]"
+
+
+def _level_names(opened: Any, rows: Any) -> list[str]:
+    return [_level_name(opened, row) for _, row in rows.iterrows()]
 
 
 @click.command()
@@ -248,8 +266,8 @@ def sanitize(
         f"Release {report.release} written to {result.folder}: {users.released:,} of "
         f"{users.in_view:,} people, {data.released:,.0f} of {data.before:,.0f} "
         f"{data.coverage}, highest risk {report.max_risk_after:.3g}{bound} ≤ {threshold:g} "
-        f"under the {len(report.levels_counted)} counted attack levels, after "
-        f"{len(report.iterations)} suppression passes.",
+        f"under {_count(len(report.levels_counted), 'counted attack level')}, after "
+        f"{_count(len(report.iterations), 'suppression pass', 'suppression passes')}.",
         err=True,
     )
     for level in report.not_covered:

@@ -244,7 +244,8 @@ def ordinal_table(frame: pd.DataFrame) -> Table:
         title_justify="left",
         caption_justify="left",
         caption="same order: no two dataviews are ranked in opposite directions "
-        "(seed 003, Lemma 4.1); Kendall's tau over every pair of dataviews.",
+        "(the thesis on disclosure analysis of mobile-phone data, Lemma 4.1); Kendall's tau over "
+        "every pair of dataviews.",
     )
     for column in ("measure", "versus", "Kendall's tau", "same order"):
         table.add_column(column, no_wrap=True)
@@ -278,7 +279,8 @@ def randomized_table(catalog: Catalog, rows: pd.DataFrame) -> Table:
         f"{options.users if options else '?'} users (seed {manifest.seed})",
         caption="error: the statistic's mean error over locations ÷ its mean (f1 visitors, "
         f"f2 mean visits); admissible when ≤ {options.max_error if options else '?'}.\n"
-        "success: share of the sample the attack succeeds on (seed 004, section V).",
+        "success: share of the sample the attack succeeds on (Olivier and Quertier, randomized "
+        "sanitization mechanisms, section V).",
     )
     labels = ["dataview", *catalog.dimension_names, "mechanism", "ε", "χ", "attack", *knowledge]
     for column in labels:

@@ -73,7 +73,7 @@ def sample(
 ) -> None:
     """Write seeded synthetic GPS fixes, call records or map-matched trips over Pisa
     (how the shipped sample data was made), or, with --null-model, random trajectories
-    like those of --like (seed 001's null model)."""
+    like those of --like (Basu et al., A risk model for privacy in trajectory data's null model)."""
     from prudence_cli.io.writers import write_csv
     from prudence_cli.sample import generate_cdr, generate_gps
     from prudence_cli.sample_network import generate_segments

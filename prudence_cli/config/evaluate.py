@@ -1,4 +1,5 @@
-"""The `evaluate` section of a config (`prudence evaluate`, seed 001): the columns of the
+"""The `evaluate` section of a config (`prudence evaluate`, Basu et al., A risk model for privacy
+in trajectory data): the columns of the
 trajectory tables and the settings of the empirical risk model."""
 
 from __future__ import annotations

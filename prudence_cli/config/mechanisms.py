@@ -1,4 +1,5 @@
-"""The randomization mechanisms a config may sweep on profiles dataviews (seed 004,
+"""The randomization mechanisms a config may sweep on profiles dataviews (Olivier and Quertier,
+randomized sanitization mechanisms,
 section III): their names, the profile kind each randomizes, and one setting's privacy
 parameters. The mechanisms themselves are in randomized/mechanisms.py."""
 

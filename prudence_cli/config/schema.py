@@ -119,7 +119,7 @@ class Aggregate:
 
 @dataclass(frozen=True)
 class RandomizeConfig:
-    """How randomized settings are assessed (seed 004): on a sample of `users` people,
+    """How randomized settings are assessed (Olivier and Quertier): on a sample of `users` people,
     with leaked shares for scenarios 2.1 (locations) and 2.2 (users), and the largest
     admissible relative error of the statistician's statistic."""
 
@@ -142,7 +142,7 @@ class Config:
     coverage: str
     output: Path
     engine: EngineConfig = field(default_factory=EngineConfig)
-    crs: str | None = None  # projected CRS for the grid; None: UTM zone of the data
+    crs: str | None = None  # projected CRS for the grid; None: chosen from the data (space.py)
     utility_scores: Path | None = None  # expert utility score per profile (CSV)
     utility_aggregate: Aggregate | None = None  # or the error of a declared aggregate
     mechanisms: tuple[Setting, ...] = ()  # randomized settings swept on profiles dataviews

@@ -46,6 +46,8 @@ class BuildSettings:
 
     timezone: str = "UTC"
     split: int | None = None
+    # the configured select.period [start, end) in UTC ns; None: the data's first / last
+    period: tuple[int | None, int | None] = (None, None)
 
 
 @dataclass(frozen=True)

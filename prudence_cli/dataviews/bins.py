@@ -1,6 +1,12 @@
-"""Spatio-temporal bins (seed 003, Table 4.1): per user, the bins (space × time) they were
+"""Spatio-temporal bins (the thesis on disclosure analysis of mobile-phone data, Table 4.1): per
+user, the bins (space × time) they were
 active in, with their activity (the number of records in the bin). A combination of a
-spatial and a temporal granularity is a generalization profile. Sparse rows only."""
+spatial and a temporal granularity is a generalization profile. Sparse rows only.
+
+The profile's dimensionality d (the thesis's number of spatio-temporal bins, which EM-
+and KL-disclosure average over) is every space unit × every time bin of the period, empty
+ones too: the time bins from the first to the last of the selected points (`period_bins`;
+it also takes a configured period's ends, so that d can count the bins of [start, end))."""
 
 from __future__ import annotations
 
@@ -44,12 +50,14 @@ class BinsView(CountedView):
         dimensions: Dimensions,
         settings: BuildSettings,
     ) -> BinsView:
-        """The activity of each user in each (space, time bin) of the profile."""
+        """The activity of each user in each (space, time bin) of the profile; the time
+        bins of d span every selected point, those outside the space units too."""
         seconds = int(dict(dimensions)["time"])
         points = selection.points
         tbin = local_bins(points[C.TIME].to_numpy(), seconds, settings.timezone)
+        period = period_bins(tbin, seconds, settings.timezone, *settings.period)
         user, location, count, table, d = bin_rows(
-            points[C.USER].to_numpy(), located.location, tbin, located.locations, seconds
+            points[C.USER].to_numpy(), located.location, tbin, located.locations, seconds, period
         )
         return cls(
             view_id,
@@ -69,15 +77,43 @@ class BinsView(CountedView):
         return PresenceView.from_table(stored)
 
 
+def period_bins(
+    tbin: np.ndarray,
+    seconds: int,
+    timezone: str,
+    start: int | None = None,
+    end: int | None = None,
+) -> tuple[int, int]:
+    """The first and the last time bin (local clock, both included) of the selected
+    period [start, end) (UTC ns): where an end is not given, the first or the last bin of
+    the selected points (`tbin`), never the epoch. Widened to hold every point's bin."""
+    first = [int(tbin.min())] if tbin.size else []
+    last = [int(tbin.max())] if tbin.size else []
+    if start is not None:
+        first.append(int(local_bins(np.array([start], dtype=np.int64), seconds, timezone)[0]))
+    if end is not None:
+        last.append(int(local_bins(np.array([end - 1], dtype=np.int64), seconds, timezone)[0]))
+    low = min(first, default=0)
+    return low, max(last, default=low)
+
+
 def bin_rows(
-    user: np.ndarray, space: np.ndarray, tbin: np.ndarray, spaces: pd.DataFrame, seconds: int
+    user: np.ndarray,
+    space: np.ndarray,
+    tbin: np.ndarray,
+    spaces: pd.DataFrame,
+    seconds: int,
+    period: tuple[int, int],
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, pd.DataFrame, int]:
     """(user, bin, activity) rows sorted by user and bin, the bins table, and the
-    profile's dimensionality d = space units × time bins from the first to the last."""
+    profile's dimensionality d = space units × time bins of the period (its first and last
+    time bin, see `period_bins`): the d of the EM- and KL-disclosure averages."""
     keep = space >= 0
     user, space, tbin = user[keep], space[keep], tbin[keep]
-    low = tbin.min(initial=0)
-    span = int(tbin.max(initial=0) - low) + 1
+    low, high = period
+    if tbin.size and (tbin.min() < low or tbin.max() > high):
+        raise ValueError(f"time bins {tbin.min()}..{tbin.max()} outside the period {period}")
+    span = high - low + 1
     key = space.astype(np.int64) * span + (tbin - low)
     bins, code = np.unique(key, return_inverse=True)
     n_bins = max(bins.shape[0], 1)

@@ -62,11 +62,12 @@ def build_dataviews(
     config: DataviewConfig,
     timezone: str = "UTC",
     split: int | None = None,
+    period: tuple[int | None, int | None] = (None, None),
 ) -> Iterator[Dataview]:
     """`split` (UTC ns) divides the period of profiles dataviews in T1 and T2; default:
     the middle of the selected points' time span."""
     view_class = format_class(config.format)
-    settings = BuildSettings(timezone=timezone, split=split)
+    settings = BuildSettings(timezone=timezone, split=split, period=period)
     names = config.dimension_names
     ids = view_ids(config)
     located: Located | None = None

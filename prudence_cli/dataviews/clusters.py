@@ -1,4 +1,4 @@
-"""Clusters of busy road segments (seed 000, section 4.3).
+"""Clusters of busy road segments (Pratesi et al., PRUDEnce, section 4.3).
 
 What is shared is not people's data but areas: per time window, the segments crossed by
 at least `frequency` distinct people, grouped into clusters of segments closer than the

@@ -1,4 +1,5 @@
-"""Presence and probability dataviews (seed 000 section 4.1; seed 002 Definitions 2-3).
+"""Presence and probability dataviews (Pratesi et al., PRUDEnce, section 4.1; Pellungrini et al.,
+Analyzing Privacy Risk in Human Mobility Data Definitions 2-3).
 
 A presence view holds per user: location → visit count, where a location is a grid cell
 (or the raw tower of a cdr input without grid) and a visit is one selected point; a
@@ -49,7 +50,8 @@ class PresenceView(CountedView):
         return np.full(self.count.shape[0], self.frequency, dtype=np.int64)
 
     def ranked(self) -> Elements:
-        """Per user: locations by descending count, ties by ascending id (seed 002's
+        """Per user: locations by descending count, ties by ascending id (Pellungrini et al.,
+        Analyzing Privacy Risk in Human Mobility Data's
         frequency vector order), values = counts."""
         order = np.lexsort((self.location, -self.count.astype(np.int64), self.user))
         return Elements(self.offsets, self.location[order], self.count[order].astype(float))

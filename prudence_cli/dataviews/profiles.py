@@ -1,5 +1,6 @@
-"""User profiles over locations (seed 004, section II.A): per user and location (a tower,
-grid cell or region: the seed's POIs), the number of visits over the observation period T.
+"""User profiles over locations (Olivier and Quertier, randomized sanitization mechanisms,
+section II.A): per user and location (a tower, grid cell or region: the paper's POIs), the
+number of visits over the observation period T.
 
 A `boolean` profile b_i records whether user i visited location j (b_ij ∈ {0, 1}); a
 `count` profile c_i how often (c_ij). Each row also keeps its visits in the first part of

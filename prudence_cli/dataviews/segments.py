@@ -1,4 +1,5 @@
-"""Trajectories over road segments (seed 000, section 4.2): per user the time-ordered
+"""Trajectories over road segments (Pratesi et al., PRUDEnce, section 4.2): per user the
+time-ordered
 sequence of (segment, t_origin, t_destination), the times a segment was entered and left
 floored to the `time` granularity (bins aligned on local midnight of `input.timezone`)."""
 

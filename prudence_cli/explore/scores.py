@@ -1,5 +1,6 @@
 """Exploring a catalog: i-RAC planes, RAC curves, dataview scores with their Pareto
-front, and policy checks (seed 000 sections 3.4 and 4; seed 003 chapter 5).
+front, and policy checks (Pratesi et al., PRUDEnce, sections 3.4 and 4; the thesis on disclosure
+analysis of mobile-phone data chapter 5).
 
 Everything here reads an open catalog and returns plain tables; rendering is elsewhere.
 """
@@ -79,7 +80,7 @@ def curve(
             + ("; ".join(options) if options else "none left")
         )
     row = rows.iloc[0].to_dict()
-    return pd.read_csv(catalog.path / row["curve"]), row
+    return catalog.read_csv(row["curve"]), row
 
 
 @dataclass(frozen=True)
@@ -178,7 +179,7 @@ def utility_scores(catalog: Catalog) -> pd.DataFrame:
             f"{catalog.path}: no utility scores; declare utility.scores in the config "
             "and assess again"
         )
-    return pd.read_csv(path, dtype={d: str for d in catalog.dimension_names})
+    return catalog.read_csv("utility.csv", dtype={d: str for d in catalog.dimension_names})
 
 
 def _with_profile_measures(catalog: Catalog, table: pd.DataFrame, levels: Levels) -> pd.DataFrame:
@@ -194,7 +195,8 @@ def _with_profile_measures(catalog: Catalog, table: pd.DataFrame, levels: Levels
 
 
 def ordinal_agreement(table: pd.DataFrame, measures: Sequence[str]) -> pd.DataFrame:
-    """Whether two measures rank the profiles in the same order (seed 003, Lemma 4.1):
+    """Whether two measures rank the profiles in the same order (the thesis on disclosure analysis
+    of mobile-phone data, Lemma 4.1):
     Kendall's tau over the profiles, and `same_order` when no pair of profiles is ranked
     in opposite directions."""
     rows = []
@@ -230,7 +232,8 @@ def check(
     catalog: Catalog, policy: Policy, levels: Levels, where: Sequence[str] = ()
 ) -> pd.DataFrame:
     """One row per (dataview, attack level assessed), counted or not, with the measures
-    the policy looks at and, for counted levels, the reasons it fails (an empty
+    the policy looks at (`max_risk` in the dataview, `max_risk_released` among the people
+    the policy releases) and, for counted levels, the reasons it fails (an empty
     `failures` column means it holds). Levels not counted never fail; their `warning`
     says when someone the policy would release is above `max_risk` under them.
 
@@ -256,6 +259,7 @@ def check(
             is_counted = level.key in counted
             risk = max_risk_over(risks, [(attack, level)], entry.id)
             _, summary = measure_view(view, risk, coverage_kind)
+            released = on_release[1][level.key] if on_release else risk
             failures, warning = [], ""
             if is_counted:
                 failures = _failures(policy, risk, summary.i_rac_u, on_release, coverage_kind)
@@ -265,7 +269,6 @@ def check(
                     else _kept(view, risk, policy.max_risk, coverage_kind)
                 )
             else:
-                released = on_release[1][level.key] if on_release else risk
                 above = int(np.count_nonzero(released > policy.max_risk))
                 if above:
                     warning = (
@@ -283,6 +286,7 @@ def check(
                     "counted": is_counted,
                     "sampled": (entry.id, level.key) in sampled,
                     "max_risk": float(risk.max(initial=0)),
+                    "max_risk_released": float(released.max(initial=0)),
                     "mean_risk": summary.mean_risk,
                     "i_rac_u": summary.i_rac_u,
                     "kept": kept,
@@ -369,7 +373,8 @@ def natural_order(values: pd.Series) -> list[str]:
 
 
 def epsilon_choice(catalog: Catalog, max_success: float, where: Sequence[str] = ()) -> pd.DataFrame:
-    """Per randomized setting of a profiles catalog (seed 004): the statistician's
+    """Per randomized setting of a profiles catalog (Olivier and Quertier, randomized sanitization
+    mechanisms): the statistician's
     relative error and whether it is admissible, the worst success rate over the counted
     attack levels (filtered by `where`) and which level reached it, and whether the
     setting is `safe` (worst success ≤ max_success). `choice` marks, per dataview,

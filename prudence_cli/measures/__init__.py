@@ -1,1 +1,2 @@
-"""Risk and quality measures: RAC curves and i-RAC indexes (seed 000, section 3.3)."""
+"""Risk and quality measures: RAC curves and i-RAC indexes (Pratesi et al., PRUDEnce, section
+3.3)."""

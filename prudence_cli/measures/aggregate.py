@@ -1,4 +1,5 @@
-"""Utility of a generalization profile as the error of a declared aggregate (seed 003,
+"""Utility of a generalization profile as the error of a declared aggregate (the thesis on
+disclosure analysis of mobile-phone data,
 chapter 5): how well the activity per (space unit, time bin) of the declared aggregate —
 e.g. records per district and hour — can be answered from the profile's bins.
 

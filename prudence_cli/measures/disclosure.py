@@ -1,8 +1,9 @@
-"""Unicity, k-disclosure, EM- and KL-disclosure (seed 003, chapter 4).
+"""Unicity, k-disclosure, EM- and KL-disclosure (the thesis on disclosure analysis of mobile-phone
+data, chapter 4).
 
 Data: the binary user × bin matrix X (X_ij = 1 when user i was active in bin j), n users
 and d bins. Adversary knowledge A_i: p of user i's bins, drawn in proportion to i's
-activity in each (the seed's model) or uniformly. E_i: the users whose record holds every
+activity in each (the thesis's model) or uniformly. E_i: the users whose record holds every
 bin of A_i (i among them).
 
 - unicity = share of users with |E_i| = 1 (equation 4.1);

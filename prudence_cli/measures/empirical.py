@@ -1,9 +1,10 @@
-"""The empirical risk of a released dataset of trajectories (seed 001).
+"""The empirical risk of a released dataset of trajectories (Basu et al., A risk model for privacy
+in trajectory data).
 
 Given original trajectories D and a release D' of them (k-anonymised, generalised, ...),
 an attacker knows a sub-trajectory t' of length h of some original trajectory. With
 N_D(t') and N_D'(t') the number of trajectories holding t' as a subsequence in each,
-the seed's case analysis (its section on the k-anonymity framework) gives
+Basu et al.'s case analysis (its section on the k-anonymity framework) gives
 
     Pr(re_id | t') = 0                            if N_D'(t') = 0
                    = 1 / max(N_D(t'), N_D'(t'))   otherwise,
@@ -11,10 +12,11 @@ the seed's case analysis (its section on the k-anonymity framework) gives
 i.e. 1/N_D'(t') for a k-harmful t' (N_D < k ≤ N_D') and 1/F when 0 < N_D' < F = N_D.
 For each h = 1..max_h the distribution of Pr(re_id | t') over the attacks is reported,
 the attacks being every distinct sub-trajectory of length h of D (the prefix-tree
-enumeration of the seed) or, with `samples`, that many sub-trajectories drawn at random
+enumeration of Basu et al.) or, with `samples`, that many sub-trajectories drawn at random
 (a random trajectory of length ≥ h, then h random positions in order; seeded).
 
-Cost (seed 001, "Risk versus cost"): Pr(t') = Pr(re_id | t') / C(t') with C the cost of
+Cost (Basu et al., A risk model for privacy in trajectory data, "Risk versus cost"): Pr(t') =
+Pr(re_id | t') / C(t') with C the cost of
 knowing |t'| observations: `log` 1 + ln|t'|, `linear` α|t'|, or `exponential` e^(β|t'|).
 The seed prints the third as e^(−β|t'|), which decreases with |t'| although the text calls
 it super-linear; Prudence uses e^(+β|t'|).
@@ -42,7 +44,7 @@ from prudence_cli.engine import (
 )
 from prudence_cli.errors import BudgetError
 
-STATEMENT_LEVELS = (0.0, 1e-5, 1e-3, 1e-2, 0.1)
+STATEMENT_LEVELS = (1e-5, 1e-3, 1e-2, 0.1)  # probabilities the summary counts successes at
 
 
 @dataclass
@@ -116,7 +118,7 @@ def evaluate(original: Elements, released: Elements, settings: EvaluationSetting
         cost_cdf=_cost_cdf(attacks),
         coverage_curve=curve,
         utility=utility,
-        statements=_statements(attacks, settings),
+        statements=statements(attacks, settings.cost),
         sampled=settings.samples is not None,
     )
 
@@ -185,24 +187,31 @@ def _cost_cdf(attacks: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"normalized": points, "share": share})
 
 
-def _statements(attacks: pd.DataFrame, settings: EvaluationSettings) -> list[str]:
+def statements(attacks: pd.DataFrame, cost: str) -> list[str]:
+    """The summary in words: per h, the share of attacks that fail, that succeed, and that
+    succeed with a probability at most each of STATEMENT_LEVELS (successes only); then
+    the 90th percentile of the cost-normalised probability over every attack."""
     out = []
     for h, group in attacks.groupby("h"):
-        prob = group["probability"].to_numpy()
-        n = prob.shape[0]
-        parts = [f"{np.mean(prob == 0):.1%} fail (probability 0)"] + [
-            f"{np.mean(prob <= p):.1%} succeed with probability ≤ {p:g}"
-            for p in STATEMENT_LEVELS[1:]
+        prob = group["probability"].to_numpy(dtype=float)
+        success = prob > 0
+        parts = [
+            f"{np.mean(~success):.1%} fail (probability 0)",
+            f"{np.mean(success):.1%} succeed",
+            *(
+                f"{np.mean(success & (prob <= p)):.1%} succeed with probability ≤ {p:g}"
+                for p in STATEMENT_LEVELS
+            ),
         ]
         out.append(
-            f"h = {h}, {n:,} attacks: "
+            f"h = {h}, {prob.shape[0]:,} attacks: "
             + "; ".join(parts)
             + f"; the most successful has probability {prob.max(initial=0):.3g}."
         )
     if len(attacks):
         q90 = float(np.quantile(attacks["normalized"], 0.9))
         out.append(
-            f"With the {settings.cost} cost model, 90% of all attacks have a "
+            f"With the {cost} cost model, 90% of all attacks have a "
             f"cost-normalised probability ≤ {q90:.3g}."
         )
     return out

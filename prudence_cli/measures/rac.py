@@ -1,4 +1,5 @@
-"""RAC_U, RAC_D and their i-RAC indexes as exact integrals (seed 000, Definitions 3-4).
+"""RAC_U, RAC_D and their i-RAC indexes as exact integrals (Pratesi et al., PRUDEnce, Definitions
+3-4).
 
 RAC(r) is a right-continuous step function of r, so its integral over [0, 1] is exact:
 ∫₀¹ 1[Risk(u) ≤ r] dr = 1 − Risk(u), hence i-RAC_U = 1 − mean risk over U, and
@@ -32,7 +33,7 @@ def summarize(risk: np.ndarray, coverage: np.ndarray, total: float | None = None
 
     risk: per user of U (0 for users absent from the view); coverage: c({u}, D) per user;
     total: c(U, D) — by default the sum of `coverage`; pass the original dataview's total
-    to measure a sanitized view against it (seed 000, end of section 3.3).
+    to measure a sanitized view against it (Pratesi et al., PRUDEnce, end of section 3.3).
     """
     n = risk.shape[0]
     denominator = float(coverage.sum()) if total is None else float(total)
@@ -106,7 +107,7 @@ def measure_view(
     view: Any, risk: np.ndarray, kind: str, total: float | None = None
 ) -> tuple[pd.DataFrame, RacSummary]:
     """RAC curve and i-RAC row of a dataview for per-user risks; `total` is c(U, D) of
-    the original dataview when measuring a sanitized one (seed 000, end of 3.3)."""
+    the original dataview when measuring a sanitized one (Pratesi et al., PRUDEnce, end of 3.3)."""
     if view.additive:
         coverage = view.coverage(kind)
         return rac_curve(risk, coverage, total), summarize(risk, coverage, total)

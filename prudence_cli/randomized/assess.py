@@ -1,4 +1,5 @@
-"""The profiles pipeline of `prudence assess` (seed 004): every randomized setting × attack
+"""The profiles pipeline of `prudence assess` (Olivier and Quertier, randomized sanitization
+mechanisms): every randomized setting × attack
 level on a seeded sample of each profiles dataview.
 
 `prudence_cli.assess` dispatches here for `dataview.format: profiles`; it owns the catalog

@@ -1,4 +1,5 @@
-"""Attacks on randomized profiles (seed 004, sections IV and V).
+"""Attacks on randomized profiles (Olivier and Quertier, randomized sanitization mechanisms,
+sections IV and V).
 
 The attacker holds the published noisy profiles ã_i (an unordered list) and true profiles
 leaked in one of three scenarios:
@@ -29,7 +30,7 @@ Attacks, each reporting a success rate:
 
 δ is an ℓ1 distance, or `P%`: P % of the noisy profile's ℓ1 norm (on J).
 The affinity matrix Aff is computed from the true profiles of every user in the view: the
-worst case of the seed's experiments, where public statistics equal the data's own.
+worst case of Olivier and Quertier's experiments, where public statistics equal the data's own.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""d_χ-private randomization of user profiles (seed 004, section III).
+"""d_χ-private randomization of user profiles (Olivier and Quertier, randomized sanitization
+mechanisms, section III).
 
 Each user's profile a_i (a row of an n × m matrix, m locations) is released as a noisy
 profile ã_i. Noise touches only the coordinates of χ_i: every location (`neighbourhood:
@@ -14,7 +15,7 @@ Mechanisms
   that ε allows.
 - `laplace` (count profiles, Proposition 9): max(0, [c_ij + d_ij]) with d_ij Laplace of
   scale 1/ε — the scale for which the proof of Proposition 9 holds (log-density ratio
-  ε|c − c'|; the seed's text states a standard deviation of 1/(√2 ε), i.e. the scale
+  ε|c − c'|; the paper's text states a standard deviation of 1/(√2 ε), i.e. the scale
   1/(2ε), which would only give 2ε-privacy; we follow the proposition). [·] rounds to the
   nearest integer: the floor would lower every count by ½ on average. Rounding and
   clamping are post-processing, so the mechanism stays ε-private.
@@ -47,7 +48,8 @@ _BLOCK_CELLS = 1 << 22  # dense cells per block when noise covers every location
 
 
 def affinity(boolean: sparse.csr_matrix) -> sparse.csr_matrix:
-    """Aff_{j1 j2} = |{i : b_ij1 = 1 and b_ij2 = 1}| / n (seed 004, section V.B), m × m."""
+    """Aff_{j1 j2} = |{i : b_ij1 = 1 and b_ij2 = 1}| / n (Olivier and Quertier, randomized
+    sanitization mechanisms, section V.B), m × m."""
     b = (boolean > 0).astype(np.float64)
     n = max(b.shape[0], 1)
     out = (b.T @ b).tocsr() / n

@@ -1,8 +1,9 @@
 """`prudence sanitize --method randomize`: release every profile of a profiles dataview
-with d_χ-private noise (seed 004), with a report of the mechanism, its parameters, the seed,
+with d_χ-private noise (Olivier and Quertier, randomized sanitization mechanisms), with a report of
+the mechanism, its parameters, the seed,
 the statistician's error and the success of the catalog's attacks on this setting.
 
-The release is the seed's unordered list of noisy profiles: rows are shuffled (the
+The release is Olivier and Quertier's unordered list of noisy profiles: rows are shuffled (the
 permutation π) and numbered `r1, r2, ...`; no mapping to the original ids is written,
 since linking them is exactly what the attacks try. The folder is written atomically.
 """

@@ -1,4 +1,5 @@
-"""Utility and attack success of randomized profiles, per privacy setting (seed 004).
+"""Utility and attack success of randomized profiles, per privacy setting (Olivier and Quertier,
+randomized sanitization mechanisms).
 
 The statistician (section II.C) compares a statistic per location on the true and the
 noisy profiles: f1(j) = Σ_i b_ij, the visitors of j, on boolean profiles; f2(j) =
@@ -6,7 +7,7 @@ noisy profiles: f1(j) = Σ_i b_ij, the visitors of j, on boolean profiles; f2(j)
 (1/m) Σ_j |f(true, j) − f(noisy, j)| (section VI.B); a setting is admissible when the mean
 error is at most `max_error` times the mean of f over the locations.
 
-`sweep` runs every setting on a seeded sample of users (the seed's n) and every
+`sweep` runs every setting on a seeded sample of users (Olivier and Quertier's n) and every
 attack level on it, one row per (setting, attack level).
 """
 

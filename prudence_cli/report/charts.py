@@ -70,7 +70,7 @@ def curve_charts(catalog: Catalog) -> Iterator[Chart]:
         figure = Figure(figsize=(9, 3.2), layout="constrained")
         axes = figure.subplots(1, 2, sharey=True)
         for _, row in rows.iterrows():
-            curve = pd.read_csv(catalog.path / row["curve"])
+            curve = catalog.read_csv(row["curve"])
             label = " ".join(f"{k}={row[k]}" for k in catalog.knowledge_names if row[k] != "")
             for ax, column in zip(axes, ("rac_u", "rac_d"), strict=True):
                 ax.step(curve["risk"], curve[column], where="post", label=label or attack)
@@ -124,7 +124,8 @@ def pareto_chart(scores: Scores) -> Chart:
 def epsilon_charts(
     catalog: Catalog, max_success: float, where: Sequence[str] = ()
 ) -> Iterator[Chart]:
-    """Profiles catalogs (seed 004, Figures 4-14): per dataview, mechanism and
+    """Profiles catalogs (Olivier and Quertier, randomized sanitization mechanisms, Figures 4-14):
+    per dataview, mechanism and
     neighbourhood, attack success against ε with the admissible ε shaded, the statistic's
     relative error on a second axis, and the tolerated success R."""
     rows = randomized_rows(catalog, where)

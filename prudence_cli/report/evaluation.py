@@ -1,6 +1,7 @@
 """The HTML report of `prudence evaluate`: distributions of the probability of
 re-identification per attacker knowledge, their cost-normalised version, and the
-coverage of the release against the risk threshold (seed 001, Figures 3, 10-12)."""
+coverage of the release against the risk threshold (Basu et al., A risk model for privacy in
+trajectory data, Figures 3, 10-12)."""
 
 from __future__ import annotations
 
@@ -20,8 +21,10 @@ def render_evaluation(summary: dict[str, Any], result: Evaluation) -> str:
         (
             "Probability of re-identification",
             "For each number h of observations the attacker knows, the share of attacks "
-            "(vertical) that succeed with at most the probability on the horizontal axis. "
-            "A curve that reaches the top at the left means almost every attack fails; the "
+            "(vertical) whose probability of success is at most the value on the horizontal "
+            "axis. An attack fails when the release does not hold the knowledge: it counts "
+            "at probability 0, so each curve starts at the share of attacks that fail. A "
+            "curve that reaches the top at the left means almost every attack fails; the "
             "theoretical guarantee of a k-anonymous release is only its right end, 1/k.",
             _cdf_figure(result),
         ),
@@ -36,7 +39,7 @@ def render_evaluation(summary: dict[str, Any], result: Evaluation) -> str:
             "Coverage against the risk threshold",
             "Share of the released origin-destination hops that remain when every released "
             "trajectory holding an attack more successful than the threshold is removed "
-            "(equation 4 of the seed).",
+            "(equation 4 of Basu et al., A risk model for privacy in trajectory data).",
             _coverage_figure(result),
         ),
     ]

@@ -42,7 +42,8 @@ READING = {
     "epsilon": (
         "Choosing ε",
         "Each chart is one mechanism on one kind of profile. Every line is an attack of "
-        "seed 004 (section V) with its knowledge: the share of the sampled people it "
+        "Olivier and Quertier, randomized sanitization mechanisms (section V) with its knowledge: "
+        "the share of the sampled people it "
         "succeeds on, for each privacy parameter ε. Green bands mark the admissible ε, where "
         "the statistician's statistic (visitors or mean visits per location) keeps its mean "
         "error within the configured share of its mean; the dashed line is that error. A safe "
@@ -57,7 +58,8 @@ READING = {
         "risk under the strongest counted attacker. "
         "Good choices are to the right and low. Green points form the Pareto front: no "
         "other dataview is at least as good on both and better on one; grey points are "
-        "dominated and never the best choice (seed 003, chapter 5).",
+        "dominated and never the best choice (the thesis on disclosure analysis of mobile-phone "
+        "data, chapter 5).",
     ),
 }
 
@@ -195,7 +197,7 @@ def _epsilon_choice(catalog: Catalog, max_success: float, where: Sequence[str]) 
         "How to read it. The chosen ε is the largest swept value whose statistic stays "
         f"admissible and on which no counted attack succeeds on more than {max_success:g} "
         "of the sample (prudence catalog best --max-risk R prints every setting). "
-        "None means the mechanism offers no trade-off on this data, as the seed found "
+        "None means the mechanism offers no trade-off on this data, as Olivier and Quertier found "
         "for count profiles."
     )
     return (
@@ -237,7 +239,8 @@ def _disclosure(catalog: Catalog) -> str:
         "How to read it. Unicity is the share of people singled out by the points an "
         "attacker knows; k-disclosure the mean of 1/(size of the group they hide in); EM- and "
         "KL-disclosure measure what the attacker learns about every other bin of the "
-        "person's record (seed 003, chapter 4), averaged over a sample of people with a 95% "
+        "person's record (the thesis on disclosure analysis of mobile-phone data, chapter 4), "
+        "averaged over a sample of people with a 95% "
         "confidence interval. Compare profiles within a column: the measures are ordinal."
     )
     return (

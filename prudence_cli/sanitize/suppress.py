@@ -5,7 +5,8 @@ data, and with it everyone's candidates: removing a person can raise the risk of
 left. Both methods therefore re-assess the whole view after every step, until nobody
 left is above the threshold. Each step removes at least one row, so they terminate.
 
-- `suppress-users` (seed 000, section 2 step 7): remove every user above the threshold.
+- `suppress-users` (Pratesi et al., PRUDEnce, section 2 step 7): remove every user above the
+threshold.
 - `suppress-locations`: from every user above the threshold, remove their rarest
   location — the one held by the fewest users of the current view (ties: smaller
   location id), the place most likely to single them out. A user whose locations are all

@@ -1,4 +1,4 @@
-"""Every attack of seed 002 (and the presence attack's relatives) against a literal
+"""Every attack of Pellungrini et al. (and the presence attack's relatives) against a literal
 reference implementation, on many random small datasets, and on hand-made examples."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The presence attack (seed 000, 4.1.1): worked examples and the reference definition."""
+"""The presence attack (Pratesi et al., PRUDEnce, 4.1.1): worked examples and the reference
+definition."""
 
 from __future__ import annotations
 

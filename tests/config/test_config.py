@@ -41,6 +41,10 @@ def replace(old: str, new: str) -> str:
         ),
         (replace("grid: [500m]", "grid: []"), "dataview.dimensions.grid: is empty"),
         (
+            replace("grid: [500m]", "grid: [1km, 40000km]"),
+            'dataview.dimensions.grid[1]: "40000km" is too large: no two places on Earth',
+        ),
+        (
             replace("frequency: [1]", "frequency: [0]"),
             "dataview.dimensions.frequency[0]: 0 is not a frequency threshold",
         ),
@@ -167,6 +171,32 @@ def test_sizes_and_durations():
             parse_size(bad)
     with pytest.raises(ValueError, match="whole number of seconds"):
         parse_duration("0.5s")
+
+
+@pytest.mark.parametrize(
+    ("written", "label"),
+    [
+        ("250m", "250m"),
+        ("12.5m", "12.5m"),
+        ("1km", "1000m"),  # sizes below 1,000 km keep the metre labels of earlier catalogs
+        ("4.35km", "4350m"),  # decimal, not 4349.999999999999m
+        ("123456.7m", "123456.7m"),
+        ("1000km", "1000km"),
+        ("5000km", "5000km"),  # was 5e+06m, which no command could read back
+        ("1234.5km", "1234500m"),
+        ("20000km", "20000km"),
+    ],
+)
+def test_size_labels_round_trip(written, label):
+    metres = parse_size(written)
+    assert format_size(metres) == label
+    assert parse_size(label) == metres
+
+
+def test_sizes_are_bounded_by_the_earth():
+    with pytest.raises(ValueError, match="no two places on Earth are more than 20000km apart"):
+        parse_size("40000km")
+    assert parse_size("5e+06m") == 5_000_000.0  # the label older catalogs wrote
 
 
 def test_the_input_builds_the_readers_spec(write_config, tmp_path):

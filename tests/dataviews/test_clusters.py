@@ -1,4 +1,5 @@
-"""Segment clusters and the cluster attack (seed 000, section 4.3; Examples 11 and 12)."""
+"""Segment clusters and the cluster attack (Pratesi et al., PRUDEnce, section 4.3; Examples 11
+and 12)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Road-segment data: the segments reader, the street-network sample, segment
-trajectories and the sub-trajectory linking attack (seed 000, section 4.2)."""
+trajectories and the sub-trajectory linking attack (Pratesi et al., PRUDEnce, section 4.2)."""
 
 from __future__ import annotations
 

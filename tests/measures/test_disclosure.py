@@ -1,4 +1,4 @@
-"""Unicity, k-disclosure, EM- and KL-disclosure (seed 003): Table 4.1, the literal
+"""Unicity, k-disclosure, EM- and KL-disclosure (the disclosure thesis): Table 4.1, the literal
 definitions on random data, seeded knowledge, and a bins catalog end to end."""
 
 from __future__ import annotations

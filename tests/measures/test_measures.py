@@ -1,4 +1,4 @@
-"""RAC curves and i-RAC indexes (seed 000, Definitions 3-4)."""
+"""RAC curves and i-RAC indexes (Pratesi et al., PRUDEnce, Definitions 3-4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Randomized profiles (seed 004): Propositions 7 and 9 checked on sampled outputs, the
+"""Randomized profiles (Olivier and Quertier): Propositions 7 and 9 checked on sampled outputs, the
 attacks on hand-made profiles, literal references, seeded reproducibility, and the sweep
 from the config to the catalog, the report and a release."""
 

@@ -1,0 +1,189 @@
+"""Integrity of what is certified: `check`, `sanitize`, `catalog best` and `report` read
+only catalog files whose sha256 is the one catalog.json records, and the ledger's copies
+only as their records say; a changed or damaged file is an exit-2 error naming it."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from prudence_cli.catalog import folder, open_catalog
+from prudence_cli.cli import main
+from tests.cli.test_cli import CONFIG
+
+
+def run(*args: str):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory, sample_gps) -> Path:
+    """One assessed catalog (4 presence dataviews of 40 people), copied by each test."""
+    root = tmp_path_factory.mktemp("integrity")
+    (root / "demo.yaml").write_text(CONFIG.format(path=sample_gps))
+    result = run("assess", str(root / "demo.yaml"), "--out", str(root / "e2e"), "--quiet")
+    assert result.exit_code == 0, result.output
+    return root
+
+
+@pytest.fixture
+def catalog(pristine, tmp_path, monkeypatch) -> Path:
+    """A copy of the assessed catalog in ./catalog/e2e, next to its config."""
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(pristine / "demo.yaml", tmp_path / "demo.yaml")
+    shutil.copytree(pristine / "e2e", tmp_path / "catalog" / "e2e")
+    return tmp_path / "catalog" / "e2e"
+
+
+def truncate(path: Path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def release(recipient: str, out: str):
+    return run(
+        "sanitize",
+        "--threshold",
+        "0.5",
+        "--dataview",
+        "d4",
+        "--method",
+        "suppress-locations",
+        "--recipient",
+        recipient,
+        "--out",
+        out,
+        "--quiet",
+    )
+
+
+def test_a_risks_file_edited_to_zeros_does_not_pass_check(catalog):
+    assert run("check", "--max-risk", "0.3").exit_code == 1  # the honest catalog fails
+    for path in sorted((catalog / "risks").glob("*.csv.gz")):
+        risks = pd.read_csv(path, dtype={"user": str})
+        risks[risks.columns[1:]] = 0.0
+        risks.to_csv(path, index=False, compression="gzip")
+    result = run("check", "--max-risk", "0.3")
+    assert result.exit_code == 2
+    assert "risks/d1.csv.gz: changed or damaged" in result.stderr
+    assert "run prudence assess again" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("check", "--max-risk", "0.3"),
+        ("sanitize", "--threshold", "0.5", "--out", "rel"),
+        ("catalog", "best", "--max-risk", "0.3"),
+        ("report", "--out", "report.html"),
+    ],
+    ids=["check", "sanitize", "best", "report"],
+)
+def test_a_truncated_file_is_an_error_naming_it(catalog, command):
+    truncate(catalog / "risks" / "d2.csv.gz")
+    result = run(*command)
+    assert result.exit_code == 2, result.output
+    assert "Aborted" not in result.output
+    assert f"{catalog / 'risks' / 'd2.csv.gz'}: changed or damaged" in result.stderr
+    assert "run prudence assess again" in result.stderr
+    assert not Path("rel").exists() and not (catalog / "ledger").exists()
+
+
+def test_a_truncated_dataview_table_is_an_error_naming_it(catalog):
+    truncate(catalog / "dataviews" / "d3.csv.gz")
+    result = run("check", "--max-risk", "0.3")
+    assert result.exit_code == 2
+    assert "dataviews/d3.csv.gz: changed or damaged" in result.stderr
+
+
+def test_a_tampered_curve_fails_the_report(catalog):
+    curve = sorted((catalog / "curves").glob("*.csv"))[0]
+    table = pd.read_csv(curve)
+    table["rac_u"] = 1.0
+    table.to_csv(curve, index=False)
+    result = run("report", "--out", "report.html")
+    assert result.exit_code == 2
+    assert f"{curve.name}: changed or damaged" in result.stderr
+    assert not Path("report.html").exists()
+
+
+def test_each_file_is_hashed_once_and_only_when_read(catalog, monkeypatch):
+    hashed: list[str] = []
+    original = folder.sha256_fresh
+
+    def counting(path: Path) -> str:
+        hashed.append(path.relative_to(catalog).as_posix())
+        return original(path)
+
+    monkeypatch.setattr(folder, "sha256_fresh", counting)
+    opened = open_catalog(catalog)
+    assert hashed == []
+    assert not opened.irac.empty
+    opened.risks("d1")
+    opened.risks("d1")
+    opened.view("d1")
+    assert hashed == [
+        "irac.csv",
+        "risks/d1.csv.gz",
+        "dataviews/d1.locations.csv",
+        "dataviews/d1.csv.gz",
+    ]
+
+
+def test_catalog_show_does_not_hash_what_it_does_not_read(catalog):
+    truncate(catalog / "risks" / "d2.csv.gz")
+    assert run("catalog", "show", "--format", "csv").exit_code == 0
+
+
+def test_two_sanitizes_in_a_row_keep_the_ledger_verifiable(catalog):
+    manifest = (catalog / "catalog.json").read_bytes()
+    first = release("acme", "r1")
+    assert first.exit_code == 0, first.stderr
+    second = release("acme", "r2")  # reads and checks the ledger's copy of r001
+    assert second.exit_code == 0, second.stderr
+    check = run("check", "--max-risk", "1")
+    assert check.exit_code == 0, check.stderr
+    # the catalog's manifest is never rewritten by a release: the reports' anchor holds
+    assert (catalog / "catalog.json").read_bytes() == manifest
+    anchor = json.loads(Path("r2/report.json").read_text())["catalog"]["manifest_sha256"]
+    assert anchor == sha256(catalog / "catalog.json")
+    records = json.loads((catalog / "ledger" / "ledger.json").read_text())["releases"]
+    assert [r["id"] for r in records] == ["r001", "r002"]
+    for record in records:
+        assert set(record["files"]) == {"dataview.csv.gz", "locations.csv"}
+        for name, recorded in record["files"].items():
+            assert sha256(catalog / "ledger" / record["id"] / name) == recorded
+
+
+def test_a_changed_ledger_copy_is_an_error_naming_it(catalog):
+    assert release("acme", "r1").exit_code == 0
+    copy = catalog / "ledger" / "r001" / "dataview.csv.gz"
+    table = pd.read_csv(copy, dtype=str)
+    copy.write_bytes(gzip.compress(table.iloc[:1].to_csv(index=False).encode(), mtime=0))
+    result = release("acme", "r2")
+    assert result.exit_code == 2
+    assert f"{copy}: changed or damaged since release r001 was recorded" in result.stderr
+    assert not Path("r2").exists()
+    assert release("zeta", "r3").exit_code == 0  # another recipient's release reads no copy
+
+
+def test_reassessing_keeps_the_ledger_out_of_the_catalog_checksums(catalog):
+    assert release("acme", "r1").exit_code == 0
+    assert run("assess", "demo.yaml", "--quiet").exit_code == 0
+    files = json.loads((catalog / "catalog.json").read_text())["files"]
+    assert (catalog / "ledger" / "r001" / "dataview.csv.gz").is_file()
+    assert not [name for name in files if name.startswith("ledger/")]
+    second = release("acme", "r2")
+    assert second.exit_code == 0, second.stderr
+    assert run("check", "--max-risk", "1").exit_code == 0

@@ -1,0 +1,143 @@
+"""The projection chooser, its scale error, and grid cells of any size."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyproj
+import pytest
+
+from prudence_cli.space import (
+    MEASURED_POSITIONS,
+    Projection,
+    choose_projection,
+    grid_cells,
+    project,
+    scale_errors,
+)
+
+# the US coasts and Hawaii: Honolulu, Hilo, San Francisco, Los Angeles, Seattle, Miami,
+# Portland (Maine), New York, Houston
+US_LON = np.array([-157.86, -155.08, -122.42, -118.24, -122.33, -80.19, -70.26, -74.0, -95.37])
+US_LAT = np.array([21.31, 19.72, 37.77, 34.05, 47.61, 25.76, 43.66, 40.71, 29.76])
+
+
+def test_data_in_one_utm_zone_keeps_that_zone():
+    """Pisa: the zone of the mean point, as before, with the UTM scale factor 0.9996."""
+    chosen = choose_projection(np.array([10.35, 10.45]), np.array([43.65, 43.75]))
+    assert (chosen.crs, chosen.rule) == ("EPSG:32632", "utm")
+    assert 0.0002 < chosen.scale_error < 0.0004
+    assert chosen.warning() is None
+
+
+def test_data_beyond_one_zone_gets_a_centred_equal_area_projection():
+    """The US coasts with Hawaii: no UTM zone; the chosen projection distorts by about
+    2 % at worst (the old zone 15 made a "1 km" cell 0.54 km wide in Hawaii)."""
+    chosen = choose_projection(US_LON, US_LAT)
+    # wide in longitude, narrow in latitude: the conic on the middle longitude wins
+    assert chosen.rule == "conic"
+    assert chosen.crs.startswith("+proj=aea +lat_1=24 +lat_2=43 +lat_0=34 +lon_0=-114 ")
+    assert 0.01 < chosen.scale_error < 0.03
+    hawaii = scale_errors(chosen.crs, US_LON[:2], US_LAT[:2])
+    assert hawaii.max() < 0.02
+    old = scale_errors("EPSG:32615", US_LON[:1], US_LAT[:1])
+    assert old[0] > 0.5
+    warning = chosen.warning()
+    assert warning is not None and f"{chosen.scale_error:.1%}" in warning
+    assert "set crs" in warning and "\n" not in warning
+
+
+def test_data_across_the_antimeridian_is_centred_on_180():
+    chosen = choose_projection(np.array([179.5, -179.5]), np.array([-17.0, -17.1]))
+    assert "+lon_0=180 " in chosen.crs
+    assert chosen.scale_error < 1e-4
+    x, _ = project(np.array([179.5, -179.5]), np.array([-17.0, -17.0]), chosen.crs)
+    assert abs(x[1] - x[0]) == pytest.approx(106_500, rel=0.01)  # 1° of longitude at 17° S
+
+
+@pytest.mark.parametrize(
+    ("lon", "lat"),
+    [
+        (np.linspace(-180, 175, 72), np.full(72, 85.0)),  # round the pole
+        (np.array([10.0, 10.2]), np.array([85.0, 85.1])),  # one place, above UTM
+        (np.array([0.0, 120.0]), np.array([90.0, 89.0])),  # the pole itself
+        (np.array([-60.0, 160.0]), np.array([-75.0, -80.0])),  # Antarctica
+    ],
+)
+def test_polar_data_is_projected(lon, lat):
+    chosen = choose_projection(lon, lat)
+    assert chosen.rule != "utm"
+    assert chosen.scale_error < 0.01
+    x, y = project(lon, lat, chosen.crs)
+    assert np.isfinite(x).all() and np.isfinite(y).all()
+
+
+def test_data_round_a_pole_is_centred_on_it():
+    chosen = choose_projection(np.linspace(-180, 175, 72), np.full(72, 85.0))
+    assert chosen.rule == "polar" and "+lat_0=90 " in chosen.crs
+
+
+def test_the_configured_crs_is_kept_and_measured():
+    chosen = choose_projection(US_LON, US_LAT, "EPSG:32615")
+    assert (chosen.crs, chosen.rule) == ("EPSG:32615", "config")
+    assert chosen.scale_error > 0.5 and chosen.worst[0] < -150  # at worst in Hawaii
+    warning = chosen.warning()
+    assert warning is not None and "choose a crs" in warning
+
+
+def test_scale_error_is_the_worst_tissot_semi_axis():
+    """On a sphere, Lambert's azimuthal equal-area projection stretches lengths across
+    the radius by 1/cos(c/2) and shrinks them along it by cos(c/2), c being the angular
+    distance from its centre: the scale error at c = 40° is 1/cos 20° − 1."""
+    sphere = "+proj=laea +lat_0=0 +lon_0=0 +R=6371000 +units=m"
+    error = scale_errors(sphere, np.array([0.0, 0.0]), np.array([0.0, 40.0]))
+    assert error[0] == pytest.approx(0.0, abs=1e-9)
+    assert error[1] == pytest.approx(1 / np.cos(np.radians(20)) - 1, rel=1e-6)
+
+
+def test_the_scale_error_is_measured_on_a_bounded_sample():
+    rng = np.random.default_rng(0)
+    lon = rng.uniform(-10, 30, 300_000)
+    lat = rng.uniform(35, 60, 300_000)
+    chosen = choose_projection(lon, lat)
+    assert chosen.rule in ("azimuthal", "conic")
+    exact = scale_errors(chosen.crs, lon, lat).max()
+    assert chosen.scale_error == pytest.approx(exact, rel=0.05)
+    assert MEASURED_POSITIONS <= 100_000
+
+
+def test_no_warning_at_or_below_one_percent():
+    assert Projection("EPSG:32632", "utm", 0.01, (0.0, 0.0)).warning() is None
+    assert Projection("EPSG:32632", "utm", 0.011, (0.0, 0.0)).warning() is not None
+
+
+@pytest.mark.parametrize("side", [1_000.0, 5_000_000.0, 20_000_000.0])
+@pytest.mark.parametrize(
+    ("lon", "lat"),
+    [
+        (np.array([10.3, 10.5]), np.array([43.6, 43.8])),
+        (np.array([179.5, -179.5]), np.array([-17.0, -17.0])),
+        (np.linspace(-180, 175, 72), np.full(72, 85.0)),
+        (US_LON, US_LAT),
+    ],
+)
+def test_cells_of_any_size_have_a_place(side, lon, lat):
+    """A cell whose centre falls off the projection's map is placed at its point nearest
+    that centre: never an infinite coordinate."""
+    crs = choose_projection(lon, lat).crs
+    x, y = project(lon, lat, crs)
+    codes, cells = grid_cells(x, y, side, crs)
+    assert np.isfinite(cells[["lon", "lat"]].to_numpy()).all()
+    assert codes.max() + 1 == len(cells)
+
+
+def test_a_1km_cell_in_hawaii_is_about_1km_wide():
+    crs = choose_projection(US_LON, US_LAT).crs
+    x, y = project(US_LON[:1], US_LAT[:1], crs)
+    x0, y0 = np.floor(x[0] / 1000) * 1000, np.floor(y[0] / 1000) * 1000
+    to_lonlat = pyproj.Transformer.from_crs(crs, "EPSG:4326", always_xy=True)
+    corners = [to_lonlat.transform(x0 + dx, y0 + dy) for dx, dy in ((0, 0), (1000, 0), (0, 1000))]
+    geod = pyproj.Geod(ellps="WGS84")
+    (lon0, lat0), (lon1, lat1), (lon2, lat2) = corners
+    width = geod.inv(lon0, lat0, lon1, lat1)[2]
+    height = geod.inv(lon0, lat0, lon2, lat2)[2]
+    assert width == pytest.approx(1000, rel=0.02) and height == pytest.approx(1000, rel=0.02)
