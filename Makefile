@@ -17,8 +17,8 @@ $(STAMP): pyproject.toml | $(BIN)/python
 demo: $(STAMP)
 	$(BIN)/prudence assess configs/demo.yaml
 	$(BIN)/prudence catalog show --catalog catalog/demo --format table
-	$(BIN)/prudence sanitize --catalog catalog/demo --threshold 0.3 --where visits=half --out release/demo
-	$(BIN)/prudence report --catalog catalog/demo --where visits=half --out demo-report.html
+	$(BIN)/prudence sanitize --threshold 0.3
+	$(BIN)/prudence report --out demo-report.html
 
 test: $(STAMP) browser
 	$(BIN)/python -m pytest

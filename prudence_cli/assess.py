@@ -30,6 +30,7 @@ from prudence_cli.catalog import (
     CatalogWriter,
     is_catalog,
 )
+from prudence_cli.catalog.folder import LEDGER, assessed_from
 from prudence_cli.catalog.records import (
     AttackEntry,
     DataviewEntry,
@@ -49,7 +50,7 @@ from prudence_cli.dataviews.restore import parse_dimensions
 from prudence_cli.engine import Engine
 from prudence_cli.engine.runner import DaskRunner, LocalRunner
 from prudence_cli.errors import BudgetError, PrudenceError
-from prudence_cli.io.atomic import atomic_folder
+from prudence_cli.io.atomic import atomic_folder, check_replaceable, check_writable
 from prudence_cli.io.checksums import sha256_file
 from prudence_cli.io.readers import read_utility_scores
 from prudence_cli.measures.aggregate import Space, aggregate_table
@@ -113,11 +114,13 @@ def assess(
     progress: ProgressCallback | None = None,
     backend: str | None = None,
     scheduler: str | None = None,
+    force: bool = False,
 ) -> AssessResult:
-    """Run the whole assessment and write the catalog; returns the i-RAC table."""
+    """Run the whole assessment and write the catalog; returns the i-RAC table. `force`
+    replaces the catalog of another config (see `claim_output`)."""
     engine = make_engine(config, jobs, backend, scheduler)
     try:
-        return run_assessment(config, output, engine, progress)
+        return run_assessment(config, output, engine, progress, force)
     finally:
         engine.runner.close()
 
@@ -127,6 +130,7 @@ def run_assessment(
     output: Path | None,
     engine: Engine,
     progress: ProgressCallback | None,
+    force: bool = False,
 ) -> AssessResult:
     """`assess` with a given engine (its runner stays open: the caller closes it). The
     steps every assessment shares are here; the dataviews are assessed by the risk
@@ -134,22 +138,51 @@ def run_assessment(
     timings: dict[str, float] = {}
     started = time.perf_counter()
     report = progress or (lambda done, total, message: None)
+    out = Path(output) if output is not None else config.output
+    inherit, warnings = claim_output(config, out, force)
     prepared = _prepare(config, report)
     selection = prepared.selection
     timings["read_and_select"] = time.perf_counter() - started
-    out = Path(output) if output is not None else config.output
     with atomic_folder(out, is_catalog) as folder:
         writer = CatalogWriter(folder)
         if config.dataview.format == "profiles":
             stage = _assess_profiles(config, selection, writer, report, timings)
         else:
-            stage = _assess_risks(config, selection, engine, writer, out, report, timings)
+            stage = _assess_risks(config, selection, engine, writer, report, timings)
+        if inherit:  # re-assessing must never forget what was released
+            carry_over(out, folder)
         timings["total"] = time.perf_counter() - started
         manifest = writer.finish(_manifest(config, prepared, stage, engine, timings), stage.irac)
     report(stage.steps, stage.steps, "done")
     projection = selection.projection
     warning = projection.warning() if projection is not None else None
-    return AssessResult(out, stage.result, manifest, (warning,) if warning else ())
+    warnings += (warning,) if warning else ()
+    return AssessResult(out, stage.result, manifest, warnings)
+
+
+def claim_output(config: Config, out: Path, force: bool) -> tuple[bool, tuple[str, ...]]:
+    """Before any work: whether `out` holds an earlier catalog of this config (same name,
+    same config file name), whose ledger then carries over, and the warnings to show.
+
+    A folder that is not a catalog, or cannot be written, is refused; so is the catalog
+    of another config unless `force`, and then it is replaced without its ledger: a
+    ledger never crosses configs."""
+    check_replaceable(out, is_catalog)
+    check_writable(out)
+    if not is_catalog(out):
+        return False, ()
+    earlier = assessed_from(out)
+    if earlier == (config.name, config.file.name):
+        return True, ()
+    who = f"config {earlier[0]!r} ({earlier[1]})" if earlier else "a config it does not name"
+    if not force:
+        raise PrudenceError(
+            f"{out} is the catalog of {who}, not of {config.name!r} ({config.file.name}): "
+            "choose another output folder, or pass --force to replace it (its ledger of "
+            "releases is then discarded, not carried over)"
+        )
+    ledger = "; its ledger of releases was discarded" if (out / LEDGER).is_dir() else ""
+    return False, (f"Replaced the catalog of {who} in {out}{ledger}.",)
 
 
 @dataclass(frozen=True)
@@ -197,7 +230,6 @@ def _assess_risks(
     selection: Selection,
     engine: Engine,
     writer: CatalogWriter,
-    out: Path,
     report: ProgressCallback,
     timings: dict[str, float],
 ) -> _Stage:
@@ -269,8 +301,6 @@ def _assess_risks(
         )
     timings["attacks"] = time.perf_counter() - mark
     folder = writer.folder
-    if is_catalog(out):  # the catalog this one replaces
-        carry_over(out, folder)
     if config.utility_scores is not None:
         _utility_table(config).to_csv(folder / "utility.csv", index=False)
     elif config.utility_aggregate is not None:
@@ -416,4 +446,5 @@ def _manifest(
         timings_seconds={k: round(v, 3) for k, v in timings.items()},
         platform={"python": platform.python_version(), "machine": platform.machine()},
         randomize=stage.randomize,
+        policy=config.policy,
     )

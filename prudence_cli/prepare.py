@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 import shapely
 
 from prudence_cli import __version__
@@ -29,7 +30,7 @@ from prudence_cli.select import Selection, select
 from prudence_cli.space import Projection
 
 CACHE_FORMAT = "prudence-prepared-points"
-CACHE_VERSION = 2  # 2: the projection's rule and scale error
+CACHE_VERSION = 3  # 2: the projection's rule and scale error; 3: ids exactly as written
 META = "meta.json"
 
 
@@ -112,9 +113,18 @@ def _store(folder: Path, selection: Selection, dropped: dict[str, int], key: str
 
 
 def _load(folder: Path, config: Config) -> tuple[Selection, dict[str, int]] | None:
+    """The cached selection; None when there is none, of another version, or a damaged
+    one (the input is then read again and the cache rewritten)."""
     meta = _meta(folder)
     if meta is None or meta.get("version") != CACHE_VERSION:
         return None
+    try:
+        return _read_cache(folder, meta)
+    except (OSError, pa.ArrowException, KeyError, ValueError, TypeError):
+        return None
+
+
+def _read_cache(folder: Path, meta: dict[str, Any]) -> tuple[Selection, dict[str, int]]:
     points = pd.read_parquet(folder / "points.parquet")
     user_ids = pd.read_parquet(folder / "users.parquet")["user"].to_numpy(dtype=object)
     locations = geometry = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 import textwrap
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -12,8 +13,11 @@ import pytest
 
 from prudence_cli.dataviews.presence import PresenceView
 
-# Seed 000, Example 8 (Figure 4), frequency threshold 3, plus "grey", a user of U whose
-# locations all fall below the threshold (absent from the dataview).
+# the `pristine` and `catalog` fixtures of one small assessed catalog (tests/assessed.py)
+pytest_plugins = ["tests.assessed"]
+
+# Pratesi et al., PRUDEnce, Example 8 (Figure 4), frequency threshold 3, plus "grey", a
+# user of U whose locations all fall below the threshold (absent from the dataview).
 EXAMPLE_8 = {
     "blue": {"B2": 5, "D2": 4, "C1": 3},
     "pink": {"C2": 3},
@@ -22,6 +26,15 @@ EXAMPLE_8 = {
     "orange": {"C2": 3},
 }
 EXAMPLE_USERS = ["blue", "pink", "purple", "green", "orange", "grey"]
+
+
+@pytest.fixture(autouse=True)
+def _private_tmpdir(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Logs of internal errors (exit 3) go to $TMPDIR when a command has no --out: keep
+    them in the test's own temporary folder, not the machine's."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path_factory.getbasetemp()))
 
 
 def presence_view(

@@ -40,7 +40,7 @@ from prudence_cli.catalog.records import DataviewEntry, Manifest
 from prudence_cli.dataviews.base import Dataview
 from prudence_cli.dataviews.restore import parse_dimensions, view_from_table
 from prudence_cli.errors import CatalogError
-from prudence_cli.io.atomic import write_text_atomic
+from prudence_cli.io.atomic import recover, write_text_atomic
 from prudence_cli.io.checksums import sha256_file, sha256_fresh
 
 CATALOG_FORMAT = "prudence-catalog"
@@ -79,6 +79,20 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9=,._-]+")
 
 def is_catalog(folder: Path) -> bool:
     return (Path(folder) / MANIFEST).is_file()
+
+
+def assessed_from(folder: Path) -> tuple[str, str] | None:
+    """The config a catalog was assessed from, as (its name, its file's name); None when
+    catalog.json does not say. Read leniently: a catalog of an older format can be
+    replaced, so it must be recognised too."""
+    try:
+        manifest = json.loads((Path(folder) / MANIFEST).read_text(encoding="utf-8"))
+        name, file = manifest["name"], manifest["config_file"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(name, str) or not isinstance(file, str):
+        return None
+    return name, Path(file).name
 
 
 class CatalogWriter:
@@ -283,6 +297,8 @@ def open_catalog(path: Path | str, kind: CatalogKind | None = None, instead: str
     folder = Path(path)
     manifest_path = folder / MANIFEST
     if not folder.is_dir():
+        recover(folder)  # a catalog a killed `assess` moved aside comes back
+    if not folder.is_dir():
         raise CatalogError(f"{folder}: no such catalog folder; run prudence assess first")
     if not manifest_path.is_file():
         raise CatalogError(
@@ -341,6 +357,8 @@ def _catalogs_of_configs(folder: Path) -> list[Path]:
             output = load_config(path).output
         except ConfigError:
             continue
+        if not is_catalog(output):
+            recover(output)
         if is_catalog(output) and output not in found:
             found.append(output)
     return found

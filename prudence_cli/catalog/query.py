@@ -3,11 +3,12 @@ i-RAC rows, per-user risks."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from prudence_cli.attacks.base import Attack, KnowledgeLevel
 from prudence_cli.attacks.registry import ATTACKS
@@ -15,6 +16,8 @@ from prudence_cli.catalog.folder import Catalog
 from prudence_cli.catalog.records import DataviewEntry
 from prudence_cli.config.dimensions import FORMATS
 from prudence_cli.config.knowledge import ATTACK_SCHEMAS
+from prudence_cli.config.loader import load_yaml
+from prudence_cli.config.policy import ReleasePolicy
 from prudence_cli.errors import CatalogError, PrudenceError
 
 
@@ -96,14 +99,46 @@ def dataview_entries(catalog: Catalog, where: Sequence[str] = ()) -> list[Datavi
     return kept
 
 
-def irac_level_keys(catalog: Catalog) -> pd.Series:
-    """Per row of the i-RAC table, the key of its attack level (`attack[h=2,visits=half]`),
-    as in the per-user risk columns."""
-    irac = catalog.irac
+def irac_level_keys(catalog: Catalog, rows: pd.DataFrame | None = None) -> pd.Series:
+    """Per row of the i-RAC table (or of `rows`, some of its rows), the key of its attack
+    level (`attack[h=2,visits=half]`), as in the per-user risk columns."""
+    irac = catalog.irac if rows is None else rows
+    if irac.empty:
+        return pd.Series([], dtype=object, index=irac.index)
     values = irac[catalog.knowledge_names].apply(
         lambda row: ",".join(f"{k}={v}" for k, v in row.items() if v != ""), axis=1
     )
     return irac["attack"] + "[" + values.astype(str) + "]"
+
+
+def catalog_policy(
+    catalog: Catalog,
+    max_risk: float | None = None,
+    attacks: Sequence[str] = (),
+    where: Sequence[str] = (),
+    min_coverage: float | None = None,
+    min_irac_u: float | None = None,
+    default_max_risk: float | None = None,
+) -> tuple[ReleasePolicy, str]:
+    """The release policy a command applies: the catalog's (the config's `policy:`) with
+    every option given in its place; and where it came from, in words."""
+    recorded = catalog.record.policy
+    policy = (recorded or ReleasePolicy()).override(
+        max_risk, attacks, where, min_coverage, min_irac_u
+    )
+    if policy.max_risk is None:
+        if default_max_risk is None:
+            raise PrudenceError(
+                "no tolerated risk: give --max-risk R (or --threshold R), or declare "
+                "policy.max_risk in the config and assess again"
+            )
+        policy = dataclasses.replace(policy, max_risk=default_max_risk)
+    given = any(v is not None for v in (max_risk, min_coverage, min_irac_u)) or attacks or where
+    if recorded is None:
+        source = "options" if given else "defaults"
+    else:
+        source = "the config's policy" + (", overridden by options" if given else "")
+    return policy, source
 
 
 def numeric_columns(catalog: Catalog) -> list[str]:
@@ -153,7 +188,7 @@ def risk_rows(catalog: Catalog, where: Sequence[str] = ()) -> Iterator[pd.DataFr
 
 
 def _normalise(catalog: Catalog, key: str, text: str) -> str:
-    value = yaml.safe_load(text) if text else text
+    value = load_yaml(text, Path("--where")) if text else text
     view_format = catalog.record.format_of_dataviews
     dims = FORMATS[view_format].dimensions
     try:

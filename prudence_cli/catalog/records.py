@@ -24,6 +24,7 @@ from prudence_cli.catalog.release_records import (
     UserCounts,
     UtilityEntry,
 )
+from prudence_cli.config.policy import ReleasePolicy
 
 
 @dataclass(frozen=True)
@@ -254,6 +255,7 @@ class Manifest:
     timings_seconds: dict[str, float]
     platform: dict[str, str]
     randomize: RandomizeEntry | None = None  # profiles catalogs
+    policy: ReleasePolicy | None = None  # the config's release policy, if it has one
     files: dict[str, str] | None = None  # path -> sha256; added when the catalog is finished
 
     @property
@@ -298,6 +300,8 @@ class Manifest:
         }
         if self.randomize is not None:
             data["randomize"] = self.randomize.to_json()
+        if self.policy is not None:
+            data["policy"] = self.policy.to_json()
         if self.files is not None:
             data["files"] = dict(self.files)
         return data
@@ -330,6 +334,7 @@ class Manifest:
             timings_seconds=dict(data["timings_seconds"]),
             platform=dict(data["platform"]),
             randomize=None if randomize is None else RandomizeEntry.from_json(randomize),
+            policy=None if "policy" not in data else ReleasePolicy.from_json(data["policy"]),
             files=None if files is None else dict(files),
         )
 

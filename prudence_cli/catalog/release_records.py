@@ -5,6 +5,7 @@ suppression release, `RandomizedReport` of a randomized one. Re-exported by
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Any
 
 Json = dict[str, Any]
@@ -16,6 +17,11 @@ class InputFile:
     sha256: str
     bytes: int
 
+    def anonymous(self) -> InputFile:
+        """The file named by its name alone: what a release, which goes to a third party,
+        says of its input (the sha256 identifies it, the folders are nobody's business)."""
+        return InputFile(PurePath(self.path).name, self.sha256, self.bytes)
+
     def to_json(self) -> Json:
         return {"path": self.path, "sha256": self.sha256, "bytes": self.bytes}
 
@@ -26,18 +32,21 @@ class InputFile:
 
 @dataclass(frozen=True)
 class CatalogRef:
-    """The catalog a suppression release comes from."""
+    """The catalog a suppression release comes from: its name and the sha256 of its
+    catalog.json, not where it is (a release goes to a third party). `path` is only
+    read, from the reports of earlier versions."""
 
-    path: str
     name: str
     manifest_sha256: str
+    path: str | None = None
 
     def to_json(self) -> Json:
-        return {"path": self.path, "name": self.name, "manifest_sha256": self.manifest_sha256}
+        place: Json = {} if self.path is None else {"path": self.path}
+        return {**place, "name": self.name, "manifest_sha256": self.manifest_sha256}
 
     @classmethod
     def from_json(cls, data: Json) -> CatalogRef:
-        return cls(data["path"], data["name"], data["manifest_sha256"])
+        return cls(data["name"], data["manifest_sha256"], data.get("path"))
 
 
 @dataclass(frozen=True)

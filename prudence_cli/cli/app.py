@@ -1,6 +1,8 @@
 """The `prudence` command line: parse, call one library function, render.
 
-Exit codes: 0 ok, 1 a check or policy failed, 2 bad usage, config, input or catalog.
+Exit codes: 0 done, 1 a policy is not met, 2 bad usage, config, input, catalog or
+environment (a path that cannot be read or written, a full disk), 3 an internal error
+(traceback in a log file), 128 + N stopped by signal N; see `common.handle_errors`.
 Data goes to stdout, messages and progress to stderr.
 
 This module holds the root group and registers the commands, one module per group;

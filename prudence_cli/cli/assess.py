@@ -31,6 +31,11 @@ from prudence_cli.cli.common import handle_errors, progress_bar
     help="With --engine dask: a running scheduler, e.g. tcp://host:8786 (default: a "
     "LocalCluster of --jobs workers).",
 )
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Replace the catalog of another config at the output folder (its ledger is discarded).",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @handle_errors
 def assess(
@@ -39,15 +44,18 @@ def assess(
     jobs: int | None,
     backend: str | None,
     scheduler: str | None,
+    force: bool,
     quiet: bool,
 ) -> None:
-    """Assess every dataview × attack × knowledge level of CONFIG and write the catalog."""
+    """Assess every dataview × attack × knowledge level of CONFIG and write the catalog.
+    An earlier catalog of the same config is replaced and keeps its ledger; the catalog
+    of another config is refused unless --force."""
     from prudence_cli.assess import assess as run
     from prudence_cli.config import load_config
 
     config = load_config(config_file)
     with progress_bar(quiet) as progress:
-        result = run(config, out, jobs, progress, backend, scheduler)
+        result = run(config, out, jobs, progress, backend, scheduler, force)
     for warning in result.warnings:
         click.echo(warning, err=True)
     manifest = result.record
@@ -81,7 +89,14 @@ def validate(config_file: Path) -> None:
 
     config = load_config(config_file)
     area = config.select.area
-    for line in check_inputs(config.input, area.path if area is not None else None):
+    checked = check_inputs(
+        config.input,
+        area.path if area is not None else None,
+        layers=[path for _, path in config.dataview.layers],
+        scores=config.utility_scores,
+        dimensions=config.dataview.dimension_names,
+    )
+    for line in checked:
         click.echo(line, err=True)
     levels = sum(len(a.levels) for a in config.attacks)
     click.echo(

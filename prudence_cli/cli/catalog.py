@@ -11,6 +11,7 @@ from prudence_cli.cli.common import (
     ATTACK_OPTION,
     CATALOG_OPTION,
     FORMAT_OPTION,
+    MAX_RISK_OPTION,
     PROFILES_HINT,
     WHERE_OPTION,
     UserError,
@@ -122,9 +123,11 @@ def catalog_curve(
 
 @catalog.command("best")
 @CATALOG_OPTION
-@click.option("--max-risk", type=float, required=True, help="Tolerated risk R in (0, 1].")
+@MAX_RISK_OPTION
 @click.option(
-    "--min-coverage", type=float, help="Mark dataviews whose release keeps less data than this."
+    "--min-coverage",
+    type=float,
+    help="Mark dataviews whose release keeps less data than this (default: the policy's).",
 )
 @click.option(
     "--measure",
@@ -153,7 +156,7 @@ def catalog_curve(
 @handle_errors
 def catalog_best(
     catalog_dir: Path | None,
-    max_risk: float,
+    max_risk: float | None,
     min_coverage: float | None,
     measure: str,
     utility: str,
@@ -169,15 +172,22 @@ def catalog_best(
     On a catalog of randomized profiles: per mechanism, which ε keeps the statistic
     admissible while no counted attack succeeds on more than R of the sample."""
     from prudence_cli.catalog import find_catalog, open_catalog
-    from prudence_cli.catalog.query import counted_levels
+    from prudence_cli.catalog.query import catalog_policy, counted_levels
     from prudence_cli.cli.render import best_table, ordinal_table
     from prudence_cli.explore import DISCLOSURE, dataview_scores
     from prudence_cli.explore import ordinal_agreement as agreement
 
-    check_share("--max-risk", max_risk, zero=False)
+    if max_risk is not None:
+        check_share("--max-risk", max_risk, zero=False)
     if min_coverage is not None:
         check_share("--min-coverage", min_coverage, zero=True)
     opened = open_catalog(find_catalog(catalog_dir))
+    policy, source = catalog_policy(opened, max_risk, attacks, where, min_coverage)
+    assert policy.max_risk is not None
+    max_risk, min_coverage = policy.max_risk, policy.min_coverage
+    attacks, where = policy.attacks, policy.where
+    if fmt == "table" or (fmt is None and sys.stdout.isatty()):
+        click.echo(f"Policy ({source}): {policy.describe()}.", err=True)
     if opened.kind == "profiles":
         from prudence_cli.cli.render import epsilon_table
         from prudence_cli.explore import epsilon_choice
@@ -274,9 +284,11 @@ def catalog_releases(catalog_dir: Path | None, fmt: str | None) -> None:
         "dimensions",
         "threshold",
         "method",
+        "epsilon",
         "users",
         "pseudonymized",
         "release",
+        "state",
     ]
     frame = pd.DataFrame(
         [

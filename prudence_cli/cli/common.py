@@ -1,10 +1,25 @@
-"""What every command shares: domain errors as exit codes, the progress bar, the
-catalog options and the table/CSV/JSON output switch."""
+"""What every command shares: errors as exit codes, the progress bar, the catalog
+options and the table/CSV/JSON output switch.
+
+Exit codes, one meaning each: 0 done; 1 a policy is not met (the commands say when);
+2 bad input, usage or environment — a domain error, or an OSError (a path that cannot
+be read or written, a full disk), with a message naming the path; 3 an internal error,
+a one-line message and the traceback in a log file; 128 + N when stopped by signal N
+(130 Ctrl-C, 143 SIGTERM, 129 SIGHUP), after the same clean-up. A closed stdout
+(`prudence catalog risks | head -1`) ends quietly with 0, as `cat` does."""
 
 from __future__ import annotations
 
+import datetime as dt
+import errno
 import functools
+import os
+import platform
+import signal
 import sys
+import tempfile
+import threading
+import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,10 +29,14 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from prudence_cli import __version__
 from prudence_cli.errors import PrudenceError
 
 F = TypeVar("F", bound=Callable[..., Any])
 INTERRUPTED = 130
+INTERNAL = 3
+# signals that stop a run the way Ctrl-C does: temporary files removed, nothing half-written
+STOPPING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
 class UserError(click.ClickException):
@@ -26,20 +45,140 @@ class UserError(click.ClickException):
     exit_code = 2
 
 
+class InternalError(click.ClickException):
+    """A bug: `Error: message` naming the command and the log of its traceback, exit 3."""
+
+    exit_code = INTERNAL
+
+
+class Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised in the main thread so that a run cleans up as on Ctrl-C."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
 def handle_errors(func: F) -> F:
-    """Turn domain errors into exit code 2 and Ctrl-C into 130, with a one-line message."""
+    """Turn errors into the exit codes of the module docstring, each with a one-line
+    message on stderr; SIGTERM and SIGHUP stop the command as Ctrl-C does."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return func(*args, **kwargs)
+            with _signals_stop():
+                return func(*args, **kwargs)
         except PrudenceError as exc:
             raise UserError(str(exc)) from None
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:  # the reader of stdout is gone: `| head`
+                _silence_stdout()
+                sys.exit(0)
+            raise UserError(os_error_message(exc, kwargs.get("out"))) from None
+        except Stopped as exc:
+            name = signal.Signals(exc.signum).name
+            click.echo(f"Stopped by {name}: nothing was written.", err=True)
+            sys.exit(128 + exc.signum)
         except KeyboardInterrupt:
             click.echo("Interrupted: nothing was written.", err=True)
             sys.exit(INTERRUPTED)
+        except Exception as exc:
+            raise InternalError(_internal_message(exc, kwargs.get("out"))) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+@contextmanager
+def _signals_stop() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise `Stopped` in the main thread while the block runs; a
+    second one during the clean-up is ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        for number in STOPPING:
+            signal.signal(number, signal.SIG_IGN)
+        raise Stopped(signum)
+
+    previous = {number: signal.signal(number, stop) for number in STOPPING}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler if handler is not None else signal.SIG_DFL)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that flushing it at exit does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+_OS_ADVICE = {
+    errno.ENOSPC: "no space left on the device; free some space, or write to another disk",
+    errno.EDQUOT: "disk quota exceeded; free some space, or write to another disk",
+    errno.EACCES: "permission denied; choose a path you may use, or change its permissions",
+    errno.EPERM: "operation not permitted; choose a path you may use, or change its permissions",
+    errno.EROFS: "read-only file system; choose a path on a writable disk",
+    errno.ENOENT: "no such file or folder; check the path",
+    errno.EISDIR: "a folder where a file is expected; give a file name",
+    errno.ENOTDIR: "a file where a folder is expected; check the path",
+}
+
+
+def os_error_message(exc: OSError, out: Any = None) -> str:
+    """One line naming the path (the command's --out when the error names none) and
+    what to do."""
+    from prudence_cli.io.atomic import shown_path
+
+    path = exc.filename if exc.filename is not None else out
+    advice = _OS_ADVICE.get(exc.errno or 0, exc.strerror or str(exc) or type(exc).__name__)
+    return f"{shown_path(path)}: {advice}" if path is not None else advice
+
+
+def _command_name() -> str:
+    context = click.get_current_context(silent=True)
+    words = context.command_path.split()[1:] if context is not None else []
+    return " ".join(["prudence", *words])
+
+
+def _internal_message(exc: Exception, out: Any) -> str:
+    """Write the traceback to a log file beside the output (else in $TMPDIR); the one
+    line that says so."""
+    command = _command_name()
+    text = (
+        f"{command} ({__version__}, Python {platform.python_version()}, "
+        f"{dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')})\n"
+        f"arguments: {sys.argv[1:]}\n\n" + "".join(traceback.format_exception(exc))
+    )
+    log = None
+    folders = [Path(out).parent] if isinstance(out, Path) else []
+    for folder in [*folders, Path(tempfile.gettempdir())]:
+        try:
+            fd, name = tempfile.mkstemp(prefix="prudence-error-", suffix=".log", dir=folder)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            log = name
+            break
+        except OSError:
+            continue
+    where = (
+        f"the traceback is in {log}: please report it with that file"
+        if log
+        else "no log could be written: please report it"
+    )
+    return f"internal error in {command}: {type(exc).__name__}: {_one_line(exc)} — a bug; {where}"
+
+
+def _one_line(exc: Exception) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= 200 else text[:199] + "…"
 
 
 CATALOG_OPTION = click.option(
@@ -57,6 +196,13 @@ WHERE_OPTION = click.option(
 )
 
 
+MAX_RISK_OPTION = click.option(
+    "--max-risk",
+    "--threshold",
+    "max_risk",
+    type=float,
+    help="Tolerated risk R in (0, 1] (default: the config's policy.max_risk).",
+)
 FORMAT_OPTION = click.option(
     "--format",
     "fmt",

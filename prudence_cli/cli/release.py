@@ -13,6 +13,7 @@ import click
 from prudence_cli.cli.common import (
     ATTACK_OPTION,
     CATALOG_OPTION,
+    MAX_RISK_OPTION,
     PROFILES_HINT,
     WHERE_OPTION,
     UserError,
@@ -23,13 +24,13 @@ from prudence_cli.cli.common import (
 
 @click.command()
 @CATALOG_OPTION
-@click.option("--max-risk", type=float, required=True, help="Tolerated risk R in (0, 1].")
+@MAX_RISK_OPTION
 @click.option("--min-irac-u", type=float, help="Fail a level whose i-RAC_U is below this.")
 @click.option(
     "--min-coverage",
     type=float,
-    help="Allow people above R, but those at or below must hold this share of the data "
-    "(else everyone must be at or below R).",
+    help="Allow people above R, but a release at R (suppressed to the fixpoint) must keep "
+    "this share of the data (else everyone must be at or below R).",
 )
 @ATTACK_OPTION
 @WHERE_OPTION
@@ -39,39 +40,41 @@ from prudence_cli.cli.common import (
 @handle_errors
 def check(
     catalog_dir: Path | None,
-    max_risk: float,
+    max_risk: float | None,
     min_irac_u: float | None,
     min_coverage: float | None,
     attacks: tuple[str, ...],
     where: tuple[str, ...],
     fmt: str,
 ) -> None:
-    """Check a catalog against a risk policy, for CI: exit 0 when every dataview and
-    attack level holds it, 1 with the list of those that fail."""
+    """Check a catalog against a release policy, for CI: exit 0 when every dataview and
+    counted attack level holds it, 1 with the list of those that fail. The policy is the
+    config's `policy:`, each option given in place of its key."""
     from prudence_cli.catalog import find_catalog, open_catalog
-    from prudence_cli.catalog.query import counted_levels
+    from prudence_cli.catalog.query import catalog_policy, counted_levels
     from prudence_cli.cli.render import to_json
-    from prudence_cli.explore import Policy
     from prudence_cli.explore import check as run_check
 
-    check_share("--max-risk", max_risk, zero=False)
     for name, value in (("--min-irac-u", min_irac_u), ("--min-coverage", min_coverage)):
         if value is not None:
             check_share(name, value, zero=True)
+    if max_risk is not None:
+        check_share("--max-risk", max_risk, zero=False)
     opened = open_catalog(find_catalog(catalog_dir), "risks", PROFILES_HINT)
-    levels = counted_levels(opened, attacks, where)
-    result = run_check(opened, Policy(max_risk, min_irac_u, min_coverage), levels, where)
+    policy, source = catalog_policy(opened, max_risk, attacks, where, min_coverage, min_irac_u)
+    assert policy.max_risk is not None
+    max_risk = policy.max_risk
+    if fmt != "json":
+        click.echo(f"Policy ({source}): {policy.describe()}.", err=True)
+    levels = counted_levels(opened, policy.attacks, policy.where)
+    result = run_check(opened, policy, levels, policy.where)
     checked = result[result["counted"]]
     failing = checked[checked["failures"] != ""]
     warnings = result[result["warning"] != ""]
     sampled = bool(checked["sampled"].any())
     if fmt == "json":
         payload = {
-            "policy": {
-                "max_risk": max_risk,
-                "min_irac_u": min_irac_u,
-                "min_coverage": min_coverage,
-            },
+            "policy": policy.to_json() | {"source": source},
             "checked": len(checked),
             "failed": len(failing),
             "ok": bool(failing.empty),
@@ -128,23 +131,27 @@ def _level_names(opened: Any, rows: Any) -> list[str]:
 @click.command()
 @click.option(
     "--threshold",
+    "--max-risk",
+    "threshold",
     type=float,
     help="Tolerated risk R in (0, 1]: every released person ends at or below it "
-    "(the suppression methods).",
+    "(the suppression methods; default: the config's policy.max_risk).",
 )
 @CATALOG_OPTION
 @click.option(
     "--dataview",
     "dataview",
     metavar="ID",
-    help="Dataview to release (default: the largest i-RAC_D that can meet R).",
+    help="Dataview to release (default: the one whose release keeps the most data, as "
+    "ranked by catalog best).",
 )
 @click.option(
     "--attack",
     "attacks",
     multiple=True,
     metavar="NAME",
-    help="Count only this assessed attack (repeatable; default: every one).",
+    help="Count only this assessed attack (repeatable; default: the config's policy, "
+    "else every one).",
 )
 @WHERE_OPTION
 @click.option(
@@ -212,28 +219,46 @@ def sanitize(
 
     Exit code 0: the release meets the threshold; 1: it cannot (nobody would be left)."""
     from prudence_cli.catalog import find_catalog, open_catalog
+    from prudence_cli.catalog.query import catalog_policy
+    from prudence_cli.io.atomic import check_writable
     from prudence_cli.sanitize.release import SanitizeRequest, run_sanitize
 
     opened = open_catalog(find_catalog(catalog_dir))
+    check_writable(out)  # before computing: a release that cannot be written is no release
     if method == "randomize":
         suppression = {
             "--attack": bool(attacks),
             "--where": bool(where),
-            "--recipient": recipient is not None,
             "--pseudonymize": pseudonymize,
         }
         for name, given in suppression.items():
             if given:
                 raise UserError(f"{name} is for the suppression methods, not randomize")
-        _randomize(opened, epsilon, neighbourhood, mechanism, dataview, seed, out, threshold)
+        _randomize(
+            opened, epsilon, neighbourhood, mechanism, dataview, seed, out, threshold, recipient
+        )
         return
     randomizing = {"--epsilon": epsilon, "--mechanism": mechanism, "--seed": seed}
     for name, value in randomizing.items():
         if value is not None:
             raise UserError(f"{name} is for --method randomize")
-    if threshold is None:
-        raise UserError("--threshold R is needed: the tolerated risk in (0, 1]")
-    request = SanitizeRequest(threshold, dataview, attacks, where, method, recipient, pseudonymize)
+    if threshold is not None:
+        check_share("--threshold", threshold, zero=False)
+    policy, source = catalog_policy(opened, threshold, attacks, where)
+    assert policy.max_risk is not None
+    threshold = policy.max_risk
+    if not quiet:
+        click.echo(f"Policy ({source}): {policy.describe()}.", err=True)
+    request = SanitizeRequest(
+        threshold,
+        dataview,
+        policy.attacks,
+        policy.where,
+        method,
+        recipient,
+        pseudonymize,
+        policy.min_coverage,
+    )
 
     def step(s: Any) -> None:
         if not quiet:
@@ -255,11 +280,15 @@ def sanitize(
         sys.exit(1)
     users, data = report.users, report.data
     if not result.met:
-        click.echo(
-            f"Cannot release: at threshold {threshold:g} nobody of "
-            f"{report.dataview.id} would be left; nothing was written.",
-            err=True,
+        short = policy.min_coverage is not None and users.released > 0
+        why = (
+            f"a release of {report.dataview.id} at threshold {threshold:g} would keep "
+            f"{data.released / data.before:.1%} of the {data.coverage}, below the policy's "
+            f"min_coverage {policy.min_coverage:.0%}"
+            if short and data.before and report.max_risk_after <= threshold
+            else f"at threshold {threshold:g} nobody of {report.dataview.id} would be left"
         )
+        click.echo(f"Cannot release: {why}; nothing was written.", err=True)
         sys.exit(1)
     bound = " (a lower bound: some levels were sampled)" if report.sampled else ""
     click.echo(
@@ -288,6 +317,7 @@ def _randomize(
     seed: int | None,
     out: Path,
     threshold: float | None,
+    recipient: str | None,
 ) -> None:
     from prudence_cli.randomized.release import RandomizeRequest, run_randomize
 
@@ -300,7 +330,7 @@ def _randomize(
         if not neighbourhood.isdigit():
             raise UserError(f"--neighbourhood {neighbourhood}: give a whole number or all")
         hood = int(neighbourhood)
-    request = RandomizeRequest(epsilon, hood, mechanism, dataview, seed)
+    request = RandomizeRequest(epsilon, hood, mechanism, dataview, seed, recipient)
     report = run_randomize(opened, request, out)
     util = report.utility
     rates = [r.success_rate for r in report.attacks]

@@ -26,6 +26,14 @@ MEASURES = {
 }
 
 
+DISCLOSURE_LABELS = {
+    "unicity": "unicity",
+    "k_disclosure": "k-disc-\nlosure",
+    "em": "EM",
+    "kl": "KL",
+}
+
+
 def _table(**options: Any) -> Table:
     """A compact, left-aligned table: the house style of every table printed here."""
     return Table(
@@ -59,6 +67,10 @@ def irac_table(catalog: Catalog, rows: pd.DataFrame) -> Table:
     table.add_column("users\nin view", justify="right", no_wrap=True)
     for label in MEASURES.values():
         table.add_column(label, justify="right", no_wrap=True)
+    # the level-wide disclosure measures, where the catalog has them (unicity attacks)
+    extra = [m for m in DISCLOSURE_LABELS if m in rows and rows[m].notna().any()]
+    for m in extra:
+        table.add_column(DISCLOSURE_LABELS[m], justify="right", no_wrap=True)
     level_columns = ["attack", *knowledge]
     best = rows.groupby(level_columns, sort=False)["i_rac_d"].transform("max")
     for index, row in rows.iterrows():
@@ -67,6 +79,7 @@ def irac_table(catalog: Catalog, rows: pd.DataFrame) -> Table:
             *[str(row[c]) for c in labels],
             f"{int(row['users_in_view']):,}",
             *[_number(row[m], percent=m == "share_at_risk_1") for m in MEASURES],
+            *[_significant(row[m]) for m in extra],
             style=style,
         )
     return table
@@ -98,6 +111,13 @@ def _number(value: float, percent: bool = False) -> str:
     return f"{value:.1%}" if percent else f"{value:.3f}"
 
 
+def _significant(value: float) -> str:
+    """Three significant digits: disclosure measures can be small."""
+    if isinstance(value, float) and math.isnan(value):
+        return "—"
+    return f"{value:.3g}"
+
+
 def _typed(value: Any) -> Any:
     if isinstance(value, str) and value.isdigit():
         return int(value)
@@ -120,7 +140,7 @@ def releases_table(frame: pd.DataFrame) -> Table:
         title="Release ledger",
         title_justify="left",
     )
-    for column in ("id", "recipient", "created (UTC)", "dataview", "R", "method", "people"):
+    for column in ("id", "recipient", "created (UTC)", "dataview", "R / ε", "method", "people"):
         table.add_column(column, no_wrap=True, min_width=len(column))
     for _, row in frame.iterrows():
         table.add_row(
@@ -128,7 +148,7 @@ def releases_table(frame: pd.DataFrame) -> Table:
             str(row["recipient"] or "—"),
             str(row["created"])[:16].replace("T", " "),
             str(row["dataview"]),
-            f"{row['threshold']:g}",
+            f"{row['threshold']:g}" if pd.notna(row["threshold"]) else f"ε={row['epsilon']:g}",
             str(row["method"]),
             f"{int(row['users']):,}",
         )
@@ -217,7 +237,15 @@ def best_table(scores: Any, dims: list[str], min_coverage: float | None) -> Tabl
     extra = [m for m in ("unicity", "k_disclosure", "em", "kl", "score") if m in frame]
     for column in ["dataview", *dims]:
         table.add_column(column, no_wrap=True)
-    heads = ("released", "people\nreleased", "before", "people\n≤ R", "mean\nrisk")
+    heads = (
+        "released",
+        "people\nreleased",
+        "before",
+        "people\n≤ R",
+        "mean\nrisk",
+        "i-RAC\nU",
+        "i-RAC\nD",
+    )
     for column in (*heads, *extra, "Pareto"):
         table.add_column(column, justify="right", no_wrap=True)
     for _, row in frame.iterrows():
@@ -230,6 +258,8 @@ def best_table(scores: Any, dims: list[str], min_coverage: float | None) -> Tabl
             f"{row['kept']:.1%}",
             f"{int(row['users_at_or_below']):,}",
             f"{row['mean_risk']:.3f}",
+            f"{row['i_rac_u']:.3f}",
+            f"{row['i_rac_d']:.3f}",
             *[_number(row[m]) for m in extra],
             str(row["pareto"]),
             style=style,

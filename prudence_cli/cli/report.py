@@ -28,10 +28,13 @@ from prudence_cli.cli.common import (
 )
 @click.option(
     "--max-risk",
+    "--threshold",
+    "max_risk",
     type=float,
-    default=0.3,
-    show_default=True,
-    help="Tolerated risk R of the Pareto chart.",
+    help="Tolerated risk R of the Pareto chart (default: the config's policy.max_risk, else 0.3).",
+)
+@click.option(
+    "--force", is_flag=True, help="Replace --out even if it is not an earlier Prudence report."
 )
 @ATTACK_OPTION
 @WHERE_OPTION
@@ -40,23 +43,43 @@ def report(
     catalog_dir: Path | None,
     out: Path,
     fmt: str,
-    max_risk: float,
+    max_risk: float | None,
+    force: bool,
     attacks: tuple[str, ...],
     where: tuple[str, ...],
 ) -> None:
-    """Write the catalog as a self-contained HTML report (planes, RAC curves, Pareto
-    front, releases, and how to read each chart), or its charts as PNG files.
-    --attack / --where choose the attack levels counted in the Pareto chart."""
+    """Write the catalog as a self-contained HTML report that opens with the answer —
+    can this data be shared under the policy, which dataview, what a release keeps, what
+    it does not cover — then a map of where the risk lies, the Pareto front, i-RAC
+    planes, RAC curves and releases, each with how to read it; or its charts as PNG
+    files. The policy is the config's, each option given in place of its key. An
+    existing --out is replaced only if it is an earlier report (or with --force)."""
     from prudence_cli.catalog import find_catalog, open_catalog
-    from prudence_cli.catalog.query import counted_levels
-    from prudence_cli.report.page import write_html, write_png
+    from prudence_cli.catalog.query import catalog_policy, counted_levels
+    from prudence_cli.io.atomic import check_writable
+    from prudence_cli.io.outputs import check_output_file
+    from prudence_cli.report.page import write_report
 
-    check_share("--max-risk", max_risk, zero=False)
+    if max_risk is not None:
+        check_share("--max-risk", max_risk, zero=False)
+    if fmt == "html":
+        check_output_file(out, force, _is_report_page)
+    else:
+        check_writable(out)
     opened = open_catalog(find_catalog(catalog_dir))
+    policy, source = catalog_policy(opened, max_risk, attacks, where, default_max_risk=0.3)
+    attacks, where = policy.attacks, policy.where
     if opened.kind == "profiles":
         where = (*where, *(f"attack={a}" for a in attacks))
         levels = []
     else:
         levels = counted_levels(opened, attacks, where)
-    count = (write_html if fmt == "html" else write_png)(opened, out, max_risk, levels, where)
+    count = write_report(opened, out, fmt, policy, source, levels, where)
     click.echo(f"Report with {count} charts written to {out}.", err=True)
+
+
+def _is_report_page(path: Path) -> bool:
+    """An HTML page `prudence report` wrote (report/page.py `render_page`)."""
+    from prudence_cli.io.outputs import head
+
+    return b"<title>Prudence report: " in head(path)

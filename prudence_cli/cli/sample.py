@@ -9,6 +9,15 @@ import click
 
 from prudence_cli.cli.common import handle_errors
 
+# the columns of each file `prudence sample` writes: how it knows an earlier sample
+SAMPLE_COLUMNS = {
+    "gps": ("uid", "datetime", "lat", "lng"),
+    "cdr": ("caller", "timestamp", "cell"),
+    "towers": ("tower", "lat", "lon"),
+    "segments": ("uid", "trip", "segment", "entered", "left"),
+    "streets": ("segment", "wkt"),
+}
+
 
 @click.command()
 @click.argument("kind", required=False, type=click.Choice(["gps", "cdr", "segments"]))
@@ -33,6 +42,11 @@ from prudence_cli.cli.common import handle_errors
     type=click.Path(path_type=Path),
     required=True,
     help="CSV file to write (.gz to compress).",
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Replace existing files even if they are not earlier samples of the same kind.",
 )
 @click.option(
     "--towers", type=click.Path(path_type=Path), help="cdr only: where to write the tower table."
@@ -65,6 +79,7 @@ def sample(
     seed: int,
     start: dt.datetime,
     out: Path,
+    force: bool,
     towers: Path | None,
     segments: Path | None,
     null_model: bool,
@@ -73,7 +88,10 @@ def sample(
 ) -> None:
     """Write seeded synthetic GPS fixes, call records or map-matched trips over Pisa
     (how the shipped sample data was made), or, with --null-model, random trajectories
-    like those of --like (Basu et al., A risk model for privacy in trajectory data's null model)."""
+    like those of --like (Basu et al., A risk model for privacy in trajectory data's null model).
+    An existing file is replaced only if it is an earlier sample of the same kind (a null
+    model only with --force)."""
+    from prudence_cli.io.outputs import check_output_file, has_header
     from prudence_cli.io.writers import write_csv
     from prudence_cli.sample import generate_cdr, generate_gps
     from prudence_cli.sample_network import generate_segments
@@ -85,6 +103,7 @@ def sample(
 
         if like is None:
             raise click.UsageError("--null-model needs --like FILE, the trajectories to imitate")
+        check_output_file(out, force, lambda path: False)
         columns = load_evaluate_config(config_file)[0] if config_file else TrajectoryColumns()
         table = read_trajectories(
             like, columns.trajectory, columns.location, columns.time, columns.order
@@ -106,6 +125,9 @@ def sample(
         raise click.UsageError("--towers is for cdr samples only")
     if segments is not None and kind != "segments":
         raise click.UsageError("--segments is for segments samples only")
+    for path, written in ((out, kind), (towers, "towers"), (segments, "streets")):
+        if path is not None:
+            check_output_file(path, force, has_header(SAMPLE_COLUMNS[written]))
     extra: Path | None = None
     if kind == "gps":
         write_csv(generate_gps(users, days, seed, start.date()), out)

@@ -22,8 +22,12 @@ class DimensionSpec:
 
 @dataclass(frozen=True)
 class FormatSpec:
+    """A dataview format: its data dimensions, and its class as `module:Class` of the
+    package `prudence_cli.dataviews` (imported only when a dataview is built or read)."""
+
     name: str
     dimensions: dict[str, DimensionSpec]
+    view: str
 
 
 def parse_frequency(value: object) -> int:
@@ -56,23 +60,37 @@ REGIONS = DimensionSpec(parse=parse_layer, label=str, default=None)
 WINDOW = DimensionSpec(parse=parse_duration, label=format_duration, default=(3600,))
 TOLERANCE = DimensionSpec(parse=parse_size, label=format_size, default=(100.0,))
 
+# The registry of dataview formats: a new format is its module in dataviews/ (a Dataview
+# class with build, table, from_table and concat) and one line here.
 FORMATS: dict[str, FormatSpec] = {
-    "presence": FormatSpec("presence", {"grid": GRID, "frequency": FREQUENCY}),
-    "trajectory": FormatSpec("trajectory", {"grid": GRID, "time": TIME, "frequency": FREQUENCY}),
-    "probability": FormatSpec("probability", {"grid": GRID, "frequency": FREQUENCY}),
-    "segments": FormatSpec("segments", {"time": TIME}),
-    "bins": FormatSpec("bins", {"grid": GRID, "regions": REGIONS, "time": TIME}),
-    "profiles": FormatSpec(
-        "profiles",
-        {
-            "grid": GRID,
-            "regions": REGIONS,
-            "profile": DimensionSpec(parse=parse_profile_kind, label=str, default=("boolean",)),
-        },
-    ),
-    "clusters": FormatSpec(
-        "clusters", {"window": WINDOW, "frequency": FREQUENCY, "tolerance": TOLERANCE}
-    ),
+    spec.name: spec
+    for spec in (
+        FormatSpec("presence", {"grid": GRID, "frequency": FREQUENCY}, "presence:PresenceView"),
+        FormatSpec(
+            "trajectory",
+            {"grid": GRID, "time": TIME, "frequency": FREQUENCY},
+            "trajectory:TrajectoryView",
+        ),
+        FormatSpec(
+            "probability", {"grid": GRID, "frequency": FREQUENCY}, "presence:ProbabilityView"
+        ),
+        FormatSpec("segments", {"time": TIME}, "segments:SegmentView"),
+        FormatSpec("bins", {"grid": GRID, "regions": REGIONS, "time": TIME}, "bins:BinsView"),
+        FormatSpec(
+            "profiles",
+            {
+                "grid": GRID,
+                "regions": REGIONS,
+                "profile": DimensionSpec(parse=parse_profile_kind, label=str, default=("boolean",)),
+            },
+            "profiles:ProfilesView",
+        ),
+        FormatSpec(
+            "clusters",
+            {"window": WINDOW, "frequency": FREQUENCY, "tolerance": TOLERANCE},
+            "clusters:ClusterView",
+        ),
+    )
 }
 # formats built from map-matched road segments (input.format: segments)
 SEGMENT_FORMATS = ("segments", "clusters")

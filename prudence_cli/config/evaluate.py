@@ -7,11 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
+from prudence_cli.config.loader import read_yaml
 from prudence_cli.config.reader import Reader
 from prudence_cli.config.schema import DEFAULT_MAX_INSTANCES
-from prudence_cli.errors import ConfigError
 
 COST_MODELS = ("log", "linear", "exponential")
 
@@ -38,12 +36,7 @@ class EvaluationSettings:
 def load_evaluate_config(path: Path | str) -> tuple[TrajectoryColumns, EvaluationSettings]:
     """The `evaluate` section of a config: (TrajectoryColumns, EvaluationSettings)."""
     file = Path(path)
-    try:
-        data = yaml.safe_load(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(file, "", "no such config file") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(file, "", f"not valid YAML: {exc}") from None
+    data = read_yaml(file)
     r = Reader(file)
     top = r.mapping(data, "", required={"evaluate"}, allowed=None)
     m = r.mapping(

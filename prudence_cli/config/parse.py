@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import shapely
-import yaml
 
 from prudence_cli.config.dimensions import FORMATS, SEGMENT_FORMATS
 from prudence_cli.config.knowledge import ATTACK_SCHEMAS, KnowledgeLevel
+from prudence_cli.config.loader import read_yaml
 from prudence_cli.config.mechanisms import MECHANISMS, Setting
+from prudence_cli.config.policy import parse_policy
 from prudence_cli.config.reader import Reader
 from prudence_cli.config.schema import (
     BACKENDS,
@@ -36,7 +37,7 @@ from prudence_cli.config.schema import (
     SelectConfig,
     TowersConfig,
 )
-from prudence_cli.errors import ConfigError
+from prudence_cli.errors import shown
 from prudence_cli.io.specs import ColumnMap
 from prudence_cli.space import check_projected_crs
 from prudence_cli.units import parse_bytes, parse_duration, parse_size
@@ -47,20 +48,7 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 def load_config(path: Path | str) -> Config:
     """Read and validate a config file; raise ConfigError naming the key path."""
     file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(file, "", "no such config file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(file, "", f"cannot read the config: {exc}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigError(file, "", f"not valid YAML{where}: {problem}") from None
-    return parse_config(data, file)
+    return parse_config(read_yaml(file), file)
 
 
 def parse_config(data: object, file: Path) -> Config:
@@ -69,7 +57,7 @@ def parse_config(data: object, file: Path) -> Config:
     top = r.mapping(data, "", required={"input", "dataview", "attacks"}, allowed=_TOP_KEYS)
     name = top.get("name", file.stem)
     if not isinstance(name, str) or not _NAME.match(name):
-        r.fail("name", f"{name!r} is not a name of letters, digits, '.', '_' or '-'")
+        r.fail("name", f"{shown(name)} is not a name of letters, digits, '.', '_' or '-'")
     input_config = _parse_input(r, top["input"])
     select = _parse_select(r, top.get("select", {}), input_config.timezone)
     dataview = _parse_dataview(r, top["dataview"], input_config.format)
@@ -102,6 +90,9 @@ def parse_config(data: object, file: Path) -> Config:
         utility_aggregate=_parse_aggregate(r, top.get("utility"), dataview),
         mechanisms=mechanisms,
         randomize=_parse_randomize(r, top.get("randomize", {}), input_config.timezone),
+        policy=parse_policy(
+            r, top.get("policy"), [lv for a in attacks for lv in a.levels], dataview.dimension_names
+        ),
         raw=top,
     )
 
@@ -120,6 +111,7 @@ _TOP_KEYS = {
     "utility",
     "mechanisms",
     "randomize",
+    "policy",
 }
 
 
@@ -166,11 +158,11 @@ def _parse_input(r: Reader, data: object) -> InputConfig:
     timezone = r.string(m.get("timezone", "UTC"), "input.timezone")
     try:
         zoneinfo.ZoneInfo(timezone)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        r.fail("input.timezone", f"{timezone!r} is not an IANA time zone like Europe/Rome")
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a name too long
+        r.fail("input.timezone", f"{shown(timezone)} is not an IANA time zone like Europe/Rome")
     delimiter = r.string(m.get("delimiter", ","), "input.delimiter")
     if len(delimiter) != 1:
-        r.fail("input.delimiter", f"{delimiter!r} must be a single character")
+        r.fail("input.delimiter", f"{shown(delimiter)} must be a single character")
     return InputConfig(
         path=r.path(m["path"], "input.path"),
         format=fmt,
@@ -301,7 +293,7 @@ def _parse_dataview(r: Reader, data: object, input_format: str) -> DataviewConfi
         if layer not in layers_data:
             r.fail(
                 f"dataview.dimensions.regions[{i}]",
-                f"{layer!r} is not a layer of dataview.layers "
+                f"{shown(layer)} is not a layer of dataview.layers "
                 f"({', '.join(layers_data) or 'none declared'})",
             )
     if "grid" in names and "regions" in names:
@@ -373,7 +365,7 @@ def _parse_aggregate(r: Reader, data: object, dataview: DataviewConfig) -> Aggre
     if "regions" in m:
         layer = r.string(m["regions"], f"{key}.regions")
         if layer not in dict(dataview.layers):
-            r.fail(f"{key}.regions", f"{layer!r} is not a layer of dataview.layers")
+            r.fail(f"{key}.regions", f"{shown(layer)} is not a layer of dataview.layers")
     grid = r.convert(m["grid"], f"{key}.grid", parse_size) if "grid" in m else None
     seconds = r.convert(m["time"], f"{key}.time", parse_duration)
     return Aggregate(grid=grid, layer=layer, seconds=seconds)

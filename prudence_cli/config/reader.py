@@ -1,4 +1,8 @@
-"""Typed accessors over a loaded YAML document that fail with the file and key path."""
+"""Typed accessors over a loaded YAML document that fail with the file and key path.
+
+The document comes from config/loader.py. Every message quotes a value through
+`errors.shown`: one line at most, whatever the config holds.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from typing import Any, NoReturn, TypeVar
 
 import pandas as pd
 
-from prudence_cli.errors import ConfigError
+from prudence_cli.errors import SHOWN_WIDTH, ConfigError, shown
 
 T = TypeVar("T")
 
@@ -38,7 +42,7 @@ class Reader:
             self.fail(key, f"{where} must be a mapping of keys to values")
         for k in value:
             if not isinstance(k, str):
-                self.fail(key, f"key {k!r} must be text")
+                self.fail(key, f"key {shown(k)} must be text")
             if allowed is not None and k not in allowed:
                 self.fail(_join(key, k), f"unknown key; known keys: {', '.join(sorted(allowed))}")
         for k in sorted(required or ()):
@@ -48,24 +52,24 @@ class Reader:
 
     def string(self, value: object, key: str) -> str:
         if not isinstance(value, str) or not value:
-            self.fail(key, f"{value!r} must be non-empty text")
+            self.fail(key, f"{shown(value)} must be non-empty text")
         return value
 
     def choice(self, value: object, key: str, options: Sequence[str]) -> str:
         if not isinstance(value, str) or value not in options:
-            self.fail(key, f"{value!r} is not one of: {', '.join(options)}")
+            self.fail(key, f"{shown(value)} is not one of: {', '.join(options)}")
         return value
 
     def integer(self, value: object, key: str, minimum: int | None = None) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
-            self.fail(key, f"{value!r} must be a whole number")
+            self.fail(key, f"{shown(value)} must be a whole number")
         if minimum is not None and value < minimum:
             self.fail(key, f"{value} must be at least {minimum}")
         return value
 
     def number(self, value: object, key: str) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            self.fail(key, f"{value!r} must be a number")
+            self.fail(key, f"{shown(value)} must be a number")
         return float(value)
 
     def path(self, value: object, key: str) -> Path:
@@ -77,26 +81,42 @@ class Reader:
         try:
             return parse(value)
         except ValueError as exc:
-            self.fail(key, str(exc))
+            self.fail(key, _quoted_once(str(exc), value))
 
     def timestamp(self, value: object, key: str, timezone: str) -> pd.Timestamp:
-        if isinstance(value, dt.datetime):
-            ts = pd.Timestamp(value)
-        elif isinstance(value, dt.date):
-            ts = pd.Timestamp(value.isoformat())
-        elif isinstance(value, str):
-            try:
-                ts = pd.Timestamp(value)
-            except ValueError:
-                self.fail(key, f"{value!r} is not an ISO-8601 date or time")
-        else:
-            self.fail(key, f"{value!r} is not an ISO-8601 date or time")
+        """A date or time (naive ones in `timezone`) as a UTC Timestamp. An impossible
+        date such as 2011-13-45 reaches here as text (config/loader.py) and fails here,
+        naming its key."""
+        if not isinstance(value, (dt.date, str)):
+            self.fail(key, f"{shown(value)} is not an ISO-8601 date or time")
+        try:
+            ts = pd.Timestamp(value.isoformat() if type(value) is dt.date else value)
+            if ts is not pd.NaT and ts.tzinfo is None:
+                ts = ts.tz_localize(timezone, ambiguous=True, nonexistent="shift_forward")
+        except (ValueError, OverflowError) as exc:
+            reason = str(exc).split(": ")[0] if isinstance(value, str) else str(exc)
+            self.fail(
+                key,
+                f"{shown(value)} is not a date or time ({_quoted_once(reason, value)}); "
+                "write it as ISO-8601, e.g. 2011-06-01 or 2011-06-01T08:00",
+            )
         if ts is pd.NaT:
-            self.fail(key, f"{value!r} is not an ISO-8601 date or time")
-        if ts.tzinfo is None:
-            ts = ts.tz_localize(timezone, ambiguous=True, nonexistent="shift_forward")
+            self.fail(key, f"{shown(value)} is not an ISO-8601 date or time")
         return ts.tz_convert("UTC")
 
 
 def _join(prefix: str, key: str) -> str:
+    if len(key) > SHOWN_WIDTH or not key.isprintable():
+        key = shown(key)
     return f"{prefix}.{key}" if prefix else key
+
+
+def _quoted_once(message: str, value: object) -> str:
+    """A parser's message with the value it quotes in full (repr or "text") shortened
+    by `shown`: the parsers (units, knowledge, dimensions) quote what they were given."""
+    if len(message) <= 2 * SHOWN_WIDTH:
+        return message
+    for full in (repr(value), f'"{value}"', str(value)):
+        if len(full) > SHOWN_WIDTH and full in message:
+            message = message.replace(full, shown(value))
+    return message

@@ -12,6 +12,7 @@ import pandas as pd
 
 from prudence_cli.config.knowledge import KnowledgeLevel
 from prudence_cli.config.mechanisms import Setting
+from prudence_cli.config.policy import ReleasePolicy
 from prudence_cli.io.specs import ColumnMap, PointsSpec, SegmentsSpec, TowersSpec
 
 INPUT_FORMATS = ("gps", "cdr", "segments")
@@ -147,6 +148,7 @@ class Config:
     utility_aggregate: Aggregate | None = None  # or the error of a declared aggregate
     mechanisms: tuple[Setting, ...] = ()  # randomized settings swept on profiles dataviews
     randomize: RandomizeConfig = field(default_factory=RandomizeConfig)
+    policy: ReleasePolicy | None = None  # the release policy, the default of sanitize etc.
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property

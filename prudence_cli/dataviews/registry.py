@@ -1,33 +1,27 @@
-"""The registry of dataview formats by name: a new format is one new module (its dataview
-class: build, table, from_table, concat), one line here, and its data dimensions in
-config/dimensions.py."""
+"""Dataview classes by format name, from the registry of formats in config/dimensions.py
+(where a new format is one line: its dimensions and `module:Class`)."""
 
 from __future__ import annotations
 
+import importlib
+from functools import cache
+
+from prudence_cli.config.dimensions import FORMATS
 from prudence_cli.dataviews.base import Dataview
-from prudence_cli.dataviews.bins import BinsView
-from prudence_cli.dataviews.clusters import ClusterView
-from prudence_cli.dataviews.presence import PresenceView, ProbabilityView
-from prudence_cli.dataviews.profiles import ProfilesView
-from prudence_cli.dataviews.segments import SegmentView
-from prudence_cli.dataviews.trajectory import TrajectoryView
 
-__all__ = ["DATAVIEW_FORMATS", "format_class"]
-
-DATAVIEW_FORMATS: dict[str, type[Dataview]] = {
-    cls.format: cls
-    for cls in (
-        PresenceView,
-        ProbabilityView,
-        TrajectoryView,
-        SegmentView,
-        ClusterView,
-        BinsView,
-        ProfilesView,
-    )
-}
+__all__ = ["format_class", "format_classes"]
 
 
+@cache
 def format_class(name: str) -> type[Dataview]:
     """The dataview class of the format `name` (KeyError when there is none)."""
-    return DATAVIEW_FORMATS[name]
+    module, _, class_name = FORMATS[name].view.partition(":")
+    cls = getattr(importlib.import_module(f"prudence_cli.dataviews.{module}"), class_name)
+    if not (isinstance(cls, type) and issubclass(cls, Dataview) and cls.format == name):
+        raise TypeError(f"FORMATS[{name!r}].view = {FORMATS[name].view!r} is not its Dataview")
+    return cls
+
+
+def format_classes() -> dict[str, type[Dataview]]:
+    """Every registered format's class (importing every format module)."""
+    return {name: format_class(name) for name in FORMATS}

@@ -24,6 +24,7 @@ from prudence_cli.catalog.query import (
     max_risk_over,
     randomized_rows,
 )
+from prudence_cli.config.policy import ReleasePolicy
 from prudence_cli.errors import PrudenceError
 from prudence_cli.measures.rac import measure_view
 from prudence_cli.sanitize.forecast import catalog_engine, forecast, suppress_dataview
@@ -221,11 +222,7 @@ def ordinal_agreement(table: pd.DataFrame, measures: Sequence[str]) -> pd.DataFr
     return pd.DataFrame(rows, columns=["measure", "versus", "kendall_tau", "same_order"])
 
 
-@dataclass(frozen=True)
-class Policy:
-    max_risk: float
-    min_irac_u: float | None = None
-    min_coverage: float | None = None
+Policy = ReleasePolicy
 
 
 def check(
@@ -243,6 +240,8 @@ def check(
     that share of the data (`kept`); the levels not counted are then assessed on that
     released data. `min_irac_u` adds a floor on i-RAC_U.
     """
+    if policy.max_risk is None:
+        raise PrudenceError("the policy has no max_risk: give --max-risk R")
     coverage_kind = catalog.record.coverage
     counted = {level.key for _, level in levels}
     every = counted_levels(catalog)
@@ -305,7 +304,7 @@ def _released_risks(
     """With a minimum coverage: the share of data the release at `max_risk` keeps and,
     per assessed level, the risks of the released people on the released data (0 for
     the people suppressed). None without one (the release is the whole dataview)."""
-    if policy.min_coverage is None:
+    if policy.min_coverage is None or policy.max_risk is None:
         return None
     result = suppress_dataview(catalog, view_id, counted, policy.max_risk)
     per_level = dict(result.outcome.per_level)

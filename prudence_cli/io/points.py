@@ -4,11 +4,15 @@ Rows are parsed in chunks with pandas' C parser and vectorised checks. An invali
 stops the run naming the file, line and reason, or, with `on_invalid: drop`, is dropped
 and counted by reason. Line numbers count the header as line 1; a quoted field that holds
 a line break shifts the numbers of the rows after it.
+
+User and trip ids are kept exactly as written: `A17`, ` A17` and `A17 ` are three
+people (an id of spaces only is an empty user). Tower and segment ids are looked up in
+their tables with surrounding spaces ignored; those tables refuse two ids that differ
+only by them.
 """
 
 from __future__ import annotations
 
-import gzip
 import warnings
 from collections import Counter
 from collections.abc import Iterator
@@ -25,8 +29,14 @@ from prudence_cli import columns as C
 from prudence_cli.errors import InputError
 from prudence_cli.io.geojson import read_area_geojson
 from prudence_cli.io.specs import PointsSpec
-from prudence_cli.io.tables import read_segments, read_towers, segments_columns, towers_columns
-from prudence_cli.io.text import check_columns, parser_error, read_csv_chunks, read_header
+from prudence_cli.io.tables import read_segments, read_towers, segments_columns
+from prudence_cli.io.text import (
+    check_columns,
+    check_gzip,
+    read_csv_chunks,
+    read_header,
+    reading,
+)
 from prudence_cli.io.values import Check, coordinates, parse_times, raise_first_failure
 
 CHUNK_ROWS = 1_000_000
@@ -69,19 +79,20 @@ def read_points(spec: PointsSpec) -> RawPoints:
     parts = []
     users, places = _Labels(), _Labels()
     read = _parquet_chunks if spec.is_parquet else _chunks
-    for first_line, chunk in read(spec.path, spec, list(needed.values()), result):
-        chunk = chunk.rename(columns={v: k for k, v in needed.items()})
-        if towers is not None:
-            part = _parse_cdr_chunk(chunk, first_line, spec, towers, result)
-        elif segments is not None:
-            part = _parse_segments_chunk(chunk, first_line, spec, segments, result)
-        else:
-            part = _parse_gps_chunk(chunk, first_line, spec, result)
-        # compact: ids become int32 codes as they come; the strings are kept once
-        part[C.USER] = users.codes(part[C.USER].to_numpy())
-        if C.LOCATION in part:
-            part[C.LOCATION] = places.codes(part[C.LOCATION].to_numpy())
-        parts.append(part)
+    with reading(spec.path):  # a damaged .gz is reported as such, not as a bad row
+        for first_line, chunk in read(spec.path, spec, list(needed.values()), result):
+            chunk = chunk.rename(columns={v: k for k, v in needed.items()})
+            if towers is not None:
+                part = _parse_cdr_chunk(chunk, first_line, spec, towers, result)
+            elif segments is not None:
+                part = _parse_segments_chunk(chunk, first_line, spec, segments, result)
+            else:
+                part = _parse_gps_chunk(chunk, first_line, spec, result)
+            # compact: ids become int32 codes as they come; the strings are kept once
+            part[C.USER] = users.codes(part[C.USER].to_numpy())
+            if C.LOCATION in part:
+                part[C.LOCATION] = places.codes(part[C.LOCATION].to_numpy())
+            parts.append(part)
     if parts:
         result.table = _concat_columns(parts)
         result.table[C.USER] = users.categorical(result.table[C.USER].to_numpy())
@@ -141,16 +152,15 @@ def _parse_segments_chunk(
     segments: pd.DataFrame,
     result: RawPoints,
 ) -> pd.DataFrame:
-    user = chunk["user"].str.strip()
-    trip = chunk["trip"].str.strip()
+    user, trip = chunk["user"], chunk["trip"]  # exactly as written
     enter = parse_times(chunk["enter"], spec.timezone, spec.time_format)
     leave = parse_times(chunk["leave"], spec.timezone, spec.time_format)
     position = pd.Index(segments["segment"]).get_indexer(chunk["segment"].str.strip())
     table = spec.segments.path.name if spec.segments else "the segments table"
     backwards = ~np.isnat(enter) & ~np.isnat(leave) & (leave < enter)
     checks = [
-        Check(user.eq("").to_numpy(dtype=bool), "empty user"),
-        Check(trip.eq("").to_numpy(dtype=bool), "empty trip"),
+        Check(_blank(user), "empty user"),
+        Check(_blank(trip), "empty trip"),
         Check(np.isnat(enter), "time entered is not ISO-8601 or epoch seconds", chunk["enter"]),
         Check(np.isnat(leave), "time left is not ISO-8601 or epoch seconds", chunk["leave"]),
         Check(backwards, "time left is before time entered", chunk["leave"]),
@@ -174,13 +184,19 @@ def _parse_segments_chunk(
 def _user_and_time(
     chunk: pd.DataFrame, spec: PointsSpec
 ) -> tuple[np.ndarray, np.ndarray, list[Check]]:
-    user = chunk["user"].str.strip()
+    user = chunk["user"]  # exactly as written
     time = parse_times(chunk["time"], spec.timezone, spec.time_format)
     checks = [
-        Check(user.eq("").to_numpy(dtype=bool), "empty user"),
+        Check(_blank(user), "empty user"),
         Check(np.isnat(time), "time is not ISO-8601 or epoch seconds", chunk["time"]),
     ]
     return user.to_numpy(dtype=object), time, checks
+
+
+def _blank(ids: pd.Series) -> np.ndarray:
+    """Ids that are empty or spaces only."""
+    blank: np.ndarray = ids.str.strip().eq("").to_numpy(dtype=bool)
+    return blank
 
 
 def _screen(
@@ -222,7 +238,7 @@ def _chunks(
     """
     reader = read_csv_chunks(path, spec.delimiter, CHUNK_ROWS, spec.on_invalid == "drop")
     line = 2
-    with reader:
+    with reader:  # read errors are turned into InputErrors by the caller's `reading`
         while True:
             try:
                 with warnings.catch_warnings(record=True) as caught:
@@ -230,10 +246,6 @@ def _chunks(
                     chunk = next(reader)
             except StopIteration:
                 return
-            except pd.errors.ParserError as exc:
-                raise parser_error(path, exc) from None
-            except (UnicodeDecodeError, gzip.BadGzipFile, EOFError) as exc:
-                raise InputError(path, f"is not a UTF-8 CSV file ({exc})") from None
             skipped = sum(str(w.message).count("Skipping line") for w in caught)
             if skipped:
                 result.dropped["wrong number of fields"] += skipped
@@ -322,7 +334,9 @@ def _empty_points() -> pd.DataFrame:
 
 
 def check_inputs(spec: PointsSpec, area_path: Path | None = None) -> list[str]:
-    """Check the input files' headers (and a GeoJSON area) without reading the data.
+    """Check the input's header (and that a .gz input is whole), read the towers or
+    segments table and a GeoJSON area as `read_points` does; the input's rows are
+    checked only as they are read.
 
     Returns one line per checked file; raises InputError on the first problem.
     """
@@ -330,18 +344,20 @@ def check_inputs(spec: PointsSpec, area_path: Path | None = None) -> list[str]:
     needed = input_columns(spec)
     header = read_header(spec.path, spec.delimiter)
     check_columns(spec.path, header, needed, "input.columns")
+    check_gzip(spec.path)
     lines.append(f"{spec.path}: columns {', '.join(needed.values())} present")
     if spec.towers is not None:
         towers = spec.towers
-        tower_columns = towers_columns(towers)
-        check_columns(towers.path, read_header(towers.path), tower_columns, "input.towers.columns")
-        lines.append(f"{towers.path}: columns {', '.join(tower_columns.values())} present")
+        table = read_towers(towers)
+        lines.append(f"{towers.path}: {len(table):,} towers, columns present and valid")
     if spec.segments is not None:
         segs = spec.segments
-        header = read_header(segs.path)
-        wanted = segments_columns(segs, header)
-        check_columns(segs.path, header, wanted, "input.segments.columns")
-        lines.append(f"{segs.path}: columns {', '.join(wanted.values())} present")
+        wanted = segments_columns(segs, read_header(segs.path))
+        table = read_segments(segs)
+        lines.append(
+            f"{segs.path}: {len(table):,} segments, columns {', '.join(wanted.values())} "
+            "present and valid"
+        )
     if area_path is not None:
         read_area_geojson(area_path)
         lines.append(f"{area_path}: polygon area readable")

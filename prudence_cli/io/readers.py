@@ -8,6 +8,7 @@ take what builds a spec (the config's InputConfig, through its `spec()`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from prudence_cli.io import points
@@ -58,7 +59,21 @@ def read_points(source: PointsSpec | PointsSource) -> RawPoints:
     return points.read_points(points_spec(source))
 
 
-def check_inputs(source: PointsSpec | PointsSource, area_path: Path | None = None) -> list[str]:
-    """Check the input files' headers (and a GeoJSON area) without reading the data
-    (see io.points.check_inputs)."""
-    return points.check_inputs(points_spec(source), area_path)
+def check_inputs(
+    source: PointsSpec | PointsSource,
+    area_path: Path | None = None,
+    layers: Sequence[Path] = (),
+    scores: Path | None = None,
+    dimensions: Sequence[str] = (),
+) -> list[str]:
+    """Check every input file the way an assessment reads it, except the rows of the
+    points input (see io.points.check_inputs): also the GeoJSON region `layers` and the
+    utility `scores` CSV (with a column per dataview dimension). One line per file."""
+    lines = points.check_inputs(points_spec(source), area_path)
+    for path in layers:
+        regions = read_region_layer(path)
+        lines.append(f"{path}: {len(regions):,} regions readable")
+    if scores is not None:
+        table = read_utility_scores(scores, list(dimensions))
+        lines.append(f"{scores}: {len(table):,} utility scores readable")
+    return lines

@@ -108,8 +108,9 @@ def read_segments(spec: SegmentsSpec) -> pd.DataFrame:
 def read_trajectories(
     path: Path, trajectory: str, location: str, time: str | None, order: str | None
 ) -> pd.DataFrame:
-    """A table of trajectories (one row per point): trajectory (str), element (str: the
-    location, with its time label when a time column is given), in order."""
+    """A table of trajectories (one row per point): trajectory (str, exactly as written,
+    as the user ids of `read_points`), element (str: the location, with its time label
+    when a time column is given), in order."""
     needed = {"trajectory": trajectory, "location": location}
     if time:
         needed["time"] = time
@@ -121,8 +122,9 @@ def read_trajectories(
     frame = frame[list(needed.values())].rename(columns={v: k for k, v in needed.items()})
     if frame.empty:
         raise InputError(path, "holds a header but no points")
+    ids = frame["trajectory"]
     checks = [
-        Check(frame["trajectory"].str.strip().eq("").to_numpy(dtype=bool), "empty trajectory"),
+        Check(ids.str.strip().eq("").to_numpy(dtype=bool), "empty trajectory"),
         Check(frame["location"].str.strip().eq("").to_numpy(dtype=bool), "empty location"),
     ]
     if order:
@@ -132,12 +134,12 @@ def read_trajectories(
     element = frame["location"].str.strip()
     if time:
         element = element + "@" + frame["time"].str.strip()
-    codes = pd.factorize(frame["trajectory"].str.strip())[0]
+    codes = pd.factorize(ids)[0]
     within = pd.to_numeric(frame["order"]).to_numpy() if order else np.arange(len(frame))
     rows = np.lexsort((within, codes))
     out = pd.DataFrame(
         {
-            "trajectory": frame["trajectory"].str.strip().to_numpy(dtype=object)[rows],
+            "trajectory": ids.to_numpy(dtype=object)[rows],
             "element": element.to_numpy(dtype=object)[rows],
             "location": frame["location"].str.strip().to_numpy(dtype=object)[rows],
         }

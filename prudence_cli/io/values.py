@@ -12,7 +12,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from prudence_cli.errors import InputError
+from prudence_cli.errors import InputError, shown
 
 _EPOCH = re.compile(r"^-?\d+(?:\.\d+)?$")
 _OFFSET = re.compile(r"(?:Z|[+-]\d\d(?::?\d\d)?)$")
@@ -34,8 +34,8 @@ def raise_first_failure(path: Path, checks: list[Check], first_line: int, hint: 
         return
     row = int(np.flatnonzero(bad_any)[0])
     check = next(c for c in checks if c.bad[row])
-    shown = f" (got {check.values.iloc[row]!r})" if check.values is not None else ""
-    raise InputError(path, f"{check.reason}{shown}{hint}", line=first_line + row)
+    got = f" (got {shown(check.values.iloc[row])})" if check.values is not None else ""
+    raise InputError(path, f"{check.reason}{got}{hint}", line=first_line + row)
 
 
 def parse_times(values: pd.Series, timezone: str, time_format: str = "auto") -> np.ndarray:

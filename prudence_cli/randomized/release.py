@@ -5,7 +5,10 @@ the statistician's error and the success of the catalog's attacks on this settin
 
 The release is Olivier and Quertier's unordered list of noisy profiles: rows are shuffled (the
 permutation π) and numbered `r1, r2, ...`; no mapping to the original ids is written,
-since linking them is exactly what the attacks try. The folder is written atomically.
+since linking them is exactly what the attacks try. The folder is written atomically and
+recorded in the catalog's release ledger (method, mechanism, ε, recipient, the sha256 of
+the released files), as suppressed releases are (see sanitize/ledger.py); the ledger
+keeps no copy of the noisy profiles.
 """
 
 from __future__ import annotations
@@ -32,7 +35,6 @@ from prudence_cli.catalog.records import (
 from prudence_cli.config.mechanisms import DEFAULT_MECHANISM, MECHANISMS, Setting
 from prudence_cli.dataviews.profiles import ProfilesView
 from prudence_cli.errors import PrudenceError
-from prudence_cli.io.atomic import atomic_folder
 from prudence_cli.randomized.sweep import (
     STATISTIC,
     Bench,
@@ -45,6 +47,7 @@ from prudence_cli.randomized.sweep import (
     setting_rng,
     utility,
 )
+from prudence_cli.sanitize.ledger import open_ledger
 from prudence_cli.sanitize.release import RELEASE_FORMAT, REPORT, is_release
 
 _GZIP = {"method": "gzip", "compresslevel": 6, "mtime": 0}
@@ -57,6 +60,7 @@ class RandomizeRequest:
     mechanism: str | None = None  # default: by the profile kind
     dataview: str | None = None
     seed: int | None = None  # default: the catalog's seed
+    recipient: str | None = None  # who receives it, as recorded in the ledger
 
 
 def run_randomize(catalog: Catalog, request: RandomizeRequest, out: Path) -> RandomizedReport:
@@ -105,7 +109,7 @@ def run_randomize(catalog: Catalog, request: RandomizeRequest, out: Path) -> Ran
         tool_version=__version__,
         created=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         catalog_name=catalog.record.name,
-        catalog_path=str(catalog.path),
+        catalog_path=catalog.path.resolve().name,
         dataview_id=view_id,
         dataview_format=view.format,
         profile=view.kind,
@@ -137,13 +141,30 @@ def run_randomize(catalog: Catalog, request: RandomizeRequest, out: Path) -> Ran
         leak={"users": options.leak_users, "locations": options.leak_locations},
         attacks=tuple(attacks),
     )
-    with atomic_folder(out, is_release) as folder:
-        table.to_csv(folder / "profiles.csv.gz", index=False, compression=_GZIP)
-        view.locations.to_csv(folder / "locations.csv", index=False)
-        (folder / "report.md").write_text(render_report(report), encoding="utf-8")
-        (folder / REPORT).write_text(
-            json.dumps(report.to_json(), indent=2, default=str) + "\n", encoding="utf-8"
-        )
+    record = {
+        "recipient": request.recipient,
+        "created": report.created,
+        "dataview": view_id,
+        "format": view.format,
+        "dimensions": catalog.dataview_entry(view_id).dimensions,
+        "threshold": None,
+        "method": "randomize",
+        "mechanism": setting.mechanism,
+        "epsilon": setting.epsilon,
+        "neighbourhood": "all" if request.neighbourhood is None else request.neighbourhood,
+        "seed": seed,
+        "users": report.profiles.released,
+        "pseudonymized": True,  # rows renumbered, no mapping kept
+    }
+    with open_ledger(catalog) as ledger:
+        record = {"id": ledger.next_id(), **record}
+        with ledger.release(out, is_release, record, None) as folder:
+            table.to_csv(folder / "profiles.csv.gz", index=False, compression=_GZIP)
+            view.locations.to_csv(folder / "locations.csv", index=False)
+            (folder / "report.md").write_text(render_report(report), encoding="utf-8")
+            (folder / REPORT).write_text(
+                json.dumps(report.to_json(), indent=2, default=str) + "\n", encoding="utf-8"
+            )
     return report
 
 

@@ -4,7 +4,7 @@ and the Pareto front of the dataviews. Each chart comes with a plain-language te
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 
 import matplotlib
@@ -14,18 +14,19 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from prudence_cli.catalog import Catalog
-from prudence_cli.catalog.query import randomized_rows
+from prudence_cli.catalog.query import irac_level_keys, irac_rows, randomized_rows
 from prudence_cli.explore import Scores, natural_order
 
-matplotlib.rcParams.update({"svg.hashsalt": "prudence", "font.size": 9})
+matplotlib.rcParams.update({"svg.hashsalt": "prudence", "svg.fonttype": "none", "font.size": 9})
 
 
 @dataclass(frozen=True)
 class Chart:
     name: str  # file-safe id
-    section: str  # planes | curves | pareto
+    section: str  # map | pareto | planes | curves | epsilon
     title: str
     figure: Figure
+    folded: bool = False  # an attack level that is not counted: shown below, folded
 
     def svg(self) -> bytes:
         return figure_bytes(self.figure, "svg")
@@ -34,13 +35,17 @@ class Chart:
         return figure_bytes(self.figure, "png")
 
 
-def plane_charts(catalog: Catalog) -> Iterator[Chart]:
-    """One chart per attack level (and value of any further dimension): i-RAC_U and
-    i-RAC_D over the first two data dimensions, or along the only one."""
-    irac = catalog.irac
+def plane_charts(
+    catalog: Catalog, counted: Collection[str], where: Sequence[str] = ()
+) -> Iterator[Chart]:
+    """One chart per attack level (and value of any further dimension) of the rows kept
+    by `where`: i-RAC_U and i-RAC_D over the first two data dimensions, or along the only
+    one. Levels whose key is not in `counted` are folded."""
+    irac = irac_rows(catalog, _on_dimensions(catalog, where))
     dims = catalog.dimension_names
-    if not dims:
+    if not dims or irac.empty:
         return
+    level_of = dict(zip(irac.index, irac_level_keys(catalog, irac), strict=True))
     level_columns = ["attack", *catalog.knowledge_names]
     extra = dims[2:]
     for keys, rows in irac.groupby(level_columns + extra, sort=False, dropna=False):
@@ -57,12 +62,23 @@ def plane_charts(catalog: Catalog) -> Iterator[Chart]:
             else:
                 _heatmap(figure, ax, rows, dims[0], dims[1], measure, name)
         figure.suptitle(title)
-        yield Chart(f"plane-{_safe(title)}", "planes", title, figure)
+        folded = level_of[rows.index[0]] not in counted
+        yield Chart(f"plane-{_safe(title)}", "planes", title, figure, folded)
 
 
-def curve_charts(catalog: Catalog) -> Iterator[Chart]:
-    """One chart per dataview and attack: RAC_U and RAC_D, one step line per level."""
-    irac = catalog.irac
+def curve_charts(
+    catalog: Catalog,
+    counted: Collection[str],
+    where: Sequence[str] = (),
+    dataviews: Collection[str] | None = None,
+) -> Iterator[Chart]:
+    """One chart per dataview (of `dataviews`, default all) and attack of the rows kept
+    by `where`: RAC_U and RAC_D, one step line per counted level (the curves of the
+    others: prudence catalog curve)."""
+    irac = irac_rows(catalog, _on_dimensions(catalog, where))
+    irac = irac[irac_level_keys(catalog, irac).isin(set(counted))]
+    if dataviews is not None:
+        irac = irac[irac["dataview"].isin(set(dataviews))]
     for (view_id, attack), rows in irac.groupby(["dataview", "attack"], sort=False):
         entry = catalog.dataview_entry(str(view_id))
         dims = entry.show()
@@ -95,8 +111,8 @@ def pareto_chart(scores: Scores) -> Chart:
     front = table[table["pareto"] == "front"].sort_values("mean_risk")
     dominated = table[table["pareto"] == "dominated"]
     ax.scatter(dominated[x], dominated["mean_risk"], color="#999999", label="dominated")
-    ax.plot(front[x], front["mean_risk"], "o-", color="#1b7837", label="Pareto front")
-    for _, row in table.iterrows():
+    ax.plot(front[x], front["mean_risk"], "o-", color="#0072B2", label="Pareto front")
+    for _, row in front.iterrows():  # dominated points stay unlabelled: no overlaps
         ax.annotate(
             str(row["dataview"]),
             (row[x], row["mean_risk"]),
@@ -187,7 +203,7 @@ def _heatmap(
 ) -> None:
     table = rows.pivot_table(index=row_dim, columns=col_dim, values=measure, aggfunc="first")
     table = table.reindex(index=natural_order(rows[row_dim]), columns=natural_order(rows[col_dim]))
-    image = ax.imshow(table.to_numpy(dtype=float), cmap="RdYlGn", vmin=0, vmax=1, aspect="auto")
+    image = ax.imshow(table.to_numpy(dtype=float), cmap="viridis", vmin=0, vmax=1, aspect="auto")
     ax.set_xticks(range(len(table.columns)), [str(c) for c in table.columns])
     ax.set_yticks(range(len(table.index)), [str(i) for i in table.index])
     ax.set_xlabel(col_dim)
@@ -195,7 +211,8 @@ def _heatmap(
     ax.set_title(name)
     for (i, j), value in np.ndenumerate(table.to_numpy(dtype=float)):
         if not np.isnan(value):
-            ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=7)
+            colour = "white" if value < 0.55 else "black"  # readable on viridis
+            ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=7, color=colour)
     figure.colorbar(image, ax=ax, shrink=0.8)
 
 
@@ -214,6 +231,13 @@ def figure_bytes(figure: Figure, fmt: str) -> bytes:
     metadata = {"Date": None} if fmt == "svg" else {"Software": None}
     figure.savefig(buffer, format=fmt, dpi=110, metadata=metadata)
     return buffer.getvalue()
+
+
+def _on_dimensions(catalog: Catalog, where: Sequence[str]) -> list[str]:
+    """The filters of `where` on dataviews and their dimensions: the knowledge filters
+    chose the counted levels, and the other levels are drawn folded."""
+    keys = {"dataview", *catalog.dimension_names}
+    return [w for w in where if w.partition("=")[0].strip() in keys]
 
 
 def _safe(text: str) -> str:

@@ -6,11 +6,15 @@ from __future__ import annotations
 import base64
 import html
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+
+import pandas as pd
 
 from prudence_cli.catalog import Catalog, Manifest
 from prudence_cli.catalog.query import Levels
-from prudence_cli.explore import dataview_scores, epsilon_choice
+from prudence_cli.config.policy import ReleasePolicy
+from prudence_cli.explore import Scores, dataview_scores, epsilon_choice, natural_order
 from prudence_cli.io.atomic import atomic_folder, write_text_atomic
 from prudence_cli.report.charts import (
     Chart,
@@ -19,17 +23,30 @@ from prudence_cli.report.charts import (
     pareto_chart,
     plane_charts,
 )
+from prudence_cli.report.maps import risk_map
+from prudence_cli.report.verdict import Verdict, render_verdict, verdict
 from prudence_cli.sanitize.ledger import read_ledger
 
 READING = {
+    "map": (
+        "Where the risk lies",
+        "The recommended dataview's places (grid cells drawn at their size; towers, "
+        "regions and segments as points) in the projected coordinates of the data. Left: "
+        "the share of each place's records held by people above the tolerated risk R, "
+        "before the release (bright: the records of at-risk people concentrate there). "
+        "Right: the share of each place's records the release keeps (dark: the release "
+        "removes most of the place). The colour scale is readable with every kind of "
+        "colour vision.",
+    ),
     "planes": (
         "i-RAC planes",
         "Each square is one dataview, placed by its data dimensions, for one attacker. "
         "i-RAC_U is the area under the RAC_U curve: 1 means nobody can be singled out, 0 "
         "that everyone can. i-RAC_D is the same weighted by how much data each person holds: "
-        "it says how much of the data could be shared with only low-risk people. Green is "
-        "safe and useful, red is risky. Coarser dimensions usually move towards green "
-        "(PRUDEnce, Figure 5).",
+        "it says how much of the data could be shared with only low-risk people. Bright "
+        "(yellow) is safe and useful, dark (purple) is risky. Coarser dimensions usually "
+        "move towards bright (Pratesi et al., PRUDEnce, Figure 5). The counted attack "
+        "levels are shown; the others are folded at the end of the page.",
     ),
     "curves": (
         "RAC curves",
@@ -37,7 +54,9 @@ READING = {
         "people whose risk is at most r and RAC_D (right) the share of the data they hold. "
         "A curve that climbs early means most people are safe at a low threshold; a curve "
         "that stays flat until r = 1 means most people are unique. One line per attacker "
-        "knowledge level: more knowledge pushes the curves down and to the right.",
+        "counted knowledge level: more knowledge pushes the curves down and to the right. "
+        "Drawn for the dataviews of the Pareto front and the recommended one; prudence "
+        "catalog curve --dataview ID draws any other.",
     ),
     "epsilon": (
         "Choosing ε",
@@ -56,57 +75,90 @@ READING = {
         "the tolerated risk R keeps (after suppressing risky people and re-assessing those "
         "left until nobody is above R, as prudence sanitize does); vertically, the mean "
         "risk under the strongest counted attacker. "
-        "Good choices are to the right and low. Green points form the Pareto front: no "
-        "other dataview is at least as good on both and better on one; grey points are "
+        "Good choices are to the right and low. The blue, labelled points form the Pareto "
+        "front: no other dataview is at least as good on both and better on one; grey points are "
         "dominated and never the best choice (the thesis on disclosure analysis of mobile-phone "
         "data, chapter 5).",
     ),
 }
 
 
+@dataclass(frozen=True)
+class Page:
+    charts: list[Chart]
+    head: Callable[[], list[str]]  # the sections before the charts (the verdict)
+    tail: Callable[[], list[str]]  # the sections after them
+
+
 def page_parts(
-    catalog: Catalog, max_risk: float, levels: Levels, where: Sequence[str] = ()
-) -> tuple[list[Chart], Callable[[], list[str]]]:
-    """The charts of the catalog's kind, and how to render the sections that follow them."""
+    catalog: Catalog,
+    policy: ReleasePolicy,
+    source: str,
+    levels: Levels,
+    where: Sequence[str] = (),
+) -> Page:
+    """The charts and sections of the catalog's kind."""
     manifest = catalog.record
+    max_risk = policy.max_risk if policy.max_risk is not None else 0.3
     if catalog.kind == "profiles":
-        charts = list(epsilon_charts(catalog, max_risk, where))
-        return charts, lambda: [
-            _epsilon_choice(catalog, max_risk, where),
-            _releases(catalog),
-            _profiles_footer(manifest, max_risk),
-        ]
-    scores = dataview_scores(catalog, levels, max_risk)
-    charts = [*plane_charts(catalog), *curve_charts(catalog), pareto_chart(scores)]
-    return charts, lambda: [
-        _disclosure(catalog),
-        _releases(catalog),
-        _footer(manifest, max_risk, levels),
+        return Page(
+            list(epsilon_charts(catalog, max_risk, where)),
+            lambda: [],
+            lambda: [
+                _epsilon_choice(catalog, max_risk, where),
+                _releases(catalog),
+                _profiles_footer(manifest, max_risk),
+            ],
+        )
+    scores = dataview_scores(catalog, levels, max_risk, where)
+    found = verdict(catalog, scores, levels, policy, source)
+    counted = {level.key for _, level in levels}
+    shown = risk_map(catalog, found.chosen, max_risk) if found.chosen is not None else None
+    charts = [
+        *([shown] if shown is not None else []),
+        pareto_chart(scores),
+        *plane_charts(catalog, counted, where),
+        *curve_charts(catalog, counted, where, _worth_a_curve(scores, found)),
     ]
+    return Page(
+        charts,
+        lambda: [render_verdict(catalog, found)],
+        lambda: [_disclosure(catalog), _releases(catalog), _footer(manifest, max_risk, levels)],
+    )
 
 
-def write_html(
-    catalog: Catalog, out: Path, max_risk: float, levels: Levels, where: Sequence[str] = ()
+def _worth_a_curve(scores: Scores, found: Verdict) -> set[str]:
+    """The dataviews whose RAC curves the page draws: the Pareto front and the
+    recommended one (the others: prudence catalog curve --dataview ID)."""
+    front = scores.table.loc[scores.table["pareto"] == "front", "dataview"]
+    chosen = {found.chosen.before.id} if found.chosen is not None else set()
+    return {str(v) for v in front} | chosen
+
+
+def write_report(
+    catalog: Catalog,
+    out: Path,
+    fmt: str,
+    policy: ReleasePolicy,
+    source: str,
+    levels: Levels,
+    where: Sequence[str] = (),
 ) -> int:
-    """Write the report page; returns the number of charts."""
-    charts, tail = page_parts(catalog, max_risk, levels, where)
-    write_text_atomic(out, render_page(catalog, charts, tail()))
-    return len(charts)
-
-
-def write_png(
-    catalog: Catalog, out: Path, max_risk: float, levels: Levels, where: Sequence[str] = ()
-) -> int:
-    """Write every chart as `<name>.png` into the folder `out` (atomically)."""
-    charts, _ = page_parts(catalog, max_risk, levels, where)
-    with atomic_folder(out, _is_chart_folder) as folder:
-        for chart in charts:
+    """Write the report page (`fmt` html) or every chart as `<name>.png` into the folder
+    `out` (png), atomically; returns the number of charts."""
+    page = page_parts(catalog, policy, source, levels, where)
+    if fmt == "html":
+        write_text_atomic(out, render_page(catalog, page))
+        return len(page.charts)
+    with atomic_folder(out, _is_chart_folder, private=False) as folder:
+        for chart in page.charts:
             (folder / f"{chart.name}.png").write_bytes(chart.png())
-    return len(charts)
+    return len(page.charts)
 
 
-def render_page(catalog: Catalog, charts: list[Chart], tail: list[str]) -> str:
-    """The page: title and summary, the charts by section, then `tail`."""
+def render_page(catalog: Catalog, page: Page) -> str:
+    """The page: the verdict, the summary, the charts by section, the folded charts of
+    the levels not counted, then the closing sections."""
     manifest = catalog.record
     parts = [
         "<!doctype html>",
@@ -114,26 +166,39 @@ def render_page(catalog: Catalog, charts: list[Chart], tail: list[str]) -> str:
         f"<title>Prudence report: {_e(manifest.name)}</title>",
         f"<style>{_STYLE}</style></head><body>",
         f"<h1>Privacy risk and data quality: {_e(manifest.name)}</h1>",
+        *page.head(),
         _summary(catalog),
     ]
-    for section in ("epsilon", "pareto", "planes", "curves"):
+    shown = [c for c in page.charts if not c.folded]
+    for section in ("map", "epsilon", "pareto", "planes", "curves"):
         title, text = READING[section]
-        members = [c for c in charts if c.section == section]
+        members = [c for c in shown if c.section == section]
         if not members:
             continue
         parts += [
             f'<section id="{section}"><h2>{_e(title)}</h2>',
             f'<p class="how">How to read it. {_e(text)}</p>',
+            *map(_figure, members),
+            "</section>",
         ]
-        for chart in members:
-            data = base64.b64encode(chart.svg()).decode("ascii")
-            parts.append(
-                f'<figure><img class="chart" alt="{_e(chart.title)}" '
-                f'src="data:image/svg+xml;base64,{data}"><figcaption>{_e(chart.title)}'
-                "</figcaption></figure>"
-            )
-        parts.append("</section>")
-    return "\n".join([*parts, *tail, "</body></html>"]) + "\n"
+    folded = [c for c in page.charts if c.folded]
+    if folded:
+        parts += [
+            '<section id="not-counted"><details><summary>The attack levels that are not '
+            f"counted ({len(folded)} charts)</summary>",
+            *map(_figure, folded),
+            "</details></section>",
+        ]
+    return "\n".join([*parts, *page.tail(), "</body></html>"]) + "\n"
+
+
+def _figure(chart: Chart) -> str:
+    data = base64.b64encode(chart.svg()).decode("ascii")
+    return (
+        f'<figure><img class="chart" alt="{_e(chart.title)}" '
+        f'src="data:image/svg+xml;base64,{data}"><figcaption>{_e(chart.title)}'
+        "</figcaption></figure>"
+    )
 
 
 def _summary(catalog: Catalog) -> str:
@@ -141,7 +206,8 @@ def _summary(catalog: Catalog) -> str:
     selection = m.selection.stats
     dims = (
         "; ".join(
-            f"{name}: {', '.join(sorted({str(v.dimensions[name]) for v in catalog.dataviews}))}"
+            f"{name}: "
+            + ", ".join(natural_order(pd.Series([v.dimensions[name] for v in catalog.dataviews])))
             for name in catalog.dimension_names
         )
         or "none (raw locations)"
@@ -170,7 +236,8 @@ def _summary(catalog: Catalog) -> str:
         rows.append(("sampled levels", f"{len(m.sampling)} (their risks are lower bounds)"))
     table = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in rows)
     return (
-        f'<section id="summary"><table class="summary">{table}</table><ul>{inputs}</ul></section>'
+        '<section id="summary"><h2>The data assessed</h2>'
+        f'<table class="summary">{table}</table><ul>{inputs}</ul></section>'
     )
 
 
@@ -269,7 +336,7 @@ def _releases(catalog: Catalog) -> str:
                 r.get("recipient") or "—",
                 r["created"],
                 r["dataview"],
-                f"{r['threshold']:g}",
+                _bound(r),
                 r["method"],
                 f"{r['users']:,}",
             )
@@ -278,6 +345,13 @@ def _releases(catalog: Catalog) -> str:
         for r in records
     )
     return f'<section id="releases"><h2>Releases</h2><table><tr>{head}</tr>{body}</table></section>'
+
+
+def _bound(record: dict[str, object]) -> str:
+    """R of a suppression release, ε of a randomized one."""
+    if record.get("threshold") is None:
+        return f"ε = {record['epsilon']:g}"
+    return f"{record['threshold']:g}"
 
 
 def _footer(manifest: Manifest, max_risk: float, levels: Levels) -> str:
@@ -305,4 +379,9 @@ border-bottom:1px solid #eee}
 p.how{background:#f4f7fa;padding:.6em .9em;border-left:3px solid #4575b4}
 figure{margin:1.2em 0}img.chart{max-width:100%}figcaption{color:#555;font-size:.9em}
 footer{margin-top:3em;color:#777;font-size:.85em}
+div.verdict{padding:.2em 1em;margin:1em 0;border-left:6px solid;border-radius:3px}
+div.verdict.yes{border-color:#0072B2;background:#eef5fb}
+div.verdict.no{border-color:#D55E00;background:#fdf1e9}
+table.dataviews tr.chosen td{font-weight:bold;background:#eef5fb}
+details summary{cursor:pointer;font-weight:bold;margin:1em 0}
 """

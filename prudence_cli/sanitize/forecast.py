@@ -16,10 +16,24 @@ import numpy as np
 import pandas as pd
 
 from prudence_cli.catalog import Catalog
-from prudence_cli.catalog.query import Levels, dataview_entries, irac_level_keys, max_risk_over
+from prudence_cli.catalog.query import (
+    Levels,
+    counted_levels,
+    dataview_entries,
+    irac_level_keys,
+    max_risk_over,
+)
+from prudence_cli.catalog.release_records import LevelRisk
 from prudence_cli.dataviews.base import Dataview
 from prudence_cli.engine import Engine
-from prudence_cli.sanitize.suppress import Assessment, Joiner, Outcome, Step, sanitize
+from prudence_cli.sanitize.suppress import (
+    Assessment,
+    Joiner,
+    Outcome,
+    Step,
+    assess_levels,
+    sanitize,
+)
 
 
 @dataclass(frozen=True)
@@ -70,6 +84,39 @@ def suppress_dataview(
         view, levels, catalog_engine(catalog), threshold, method, join, progress, start
     )
     return Suppressed(view, user_ids, outcome)
+
+
+def every_level(
+    catalog: Catalog,
+    outcome: Outcome,
+    counted: Levels,
+    threshold: float,
+    join: Joiner | None = None,
+) -> tuple[LevelRisk, ...]:
+    """Every attack level assessed in the catalog, counted or not, on the released data
+    of `outcome`: the counted ones from the fixpoint's last pass, the others counted
+    now (on the data joined with earlier releases, with `join`)."""
+    counted_keys = {level.key for _, level in counted}
+    assessed = counted_levels(catalog)
+    others = [(a, lv) for a, lv in assessed if lv.key not in counted_keys]
+    per_level = dict(outcome.per_level)
+    if others:
+        _, more, _ = assess_levels(outcome.view, others, catalog_engine(catalog), join)
+        per_level.update(more)
+    released = np.diff(outcome.view.offsets) > 0
+    rows = []
+    for _, level in assessed:
+        risk = per_level[level.key][released]
+        rows.append(
+            LevelRisk(
+                level=level.key,
+                counted=level.key in counted_keys,
+                max_risk=float(risk.max(initial=0.0)),
+                mean_risk=float(risk.mean()) if risk.size else 0.0,
+                users_above=int(np.count_nonzero(risk > threshold)),
+            )
+        )
+    return tuple(rows)
 
 
 def forecast(

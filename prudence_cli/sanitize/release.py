@@ -1,9 +1,15 @@
 """`prudence sanitize`: choose a dataview, suppress to the threshold, write the release.
 
 The release folder is written atomically (all or nothing) and holds the sanitized
-dataview, `locations.csv`, `report.json` and `report.md`. The release is recorded in the
-catalog's ledger before the folder appears, and the record is withdrawn if the folder
-cannot be written: the ledger may over-state what a recipient holds, never under-state.
+dataview, `locations.csv`, `report.json` and `report.md`. It is recorded in the catalog's
+ledger under the ledger's lock, pending just before the folder is put in place and
+complete once it is, so the ledger never under-states what a recipient holds (see
+sanitize/ledger.py for kills and concurrent runs).
+
+With a recipient who already holds releases, the view is assessed joined with them, over
+their universe: the catalog's U followed by the people only the earlier releases hold
+(an earlier assessment may have selected others). If another release to them is
+recorded while this one is assessed, it is assessed again, under the lock, with that one.
 """
 
 from __future__ import annotations
@@ -32,22 +38,33 @@ from prudence_cli.catalog.records import (
     ReleaseReport,
     UserCounts,
 )
-from prudence_cli.catalog.release_records import LevelRisk
 from prudence_cli.dataviews.base import Dataview
 from prudence_cli.errors import PrudenceError
-from prudence_cli.io.atomic import atomic_folder
 from prudence_cli.io.checksums import sha256_file
 from prudence_cli.measures.rac import RacSummary, measure_view
-from prudence_cli.sanitize.forecast import Suppressed, catalog_engine, suppress_dataview
+from prudence_cli.sanitize.forecast import (
+    Suppressed,
+    catalog_engine,
+    every_level,
+    suppress_dataview,
+)
 from prudence_cli.sanitize.ledger import (
-    forget_release,
+    Copy,
+    Ledger,
     join_views,
+    narrow,
     next_release_id,
-    record_release,
+    open_ledger,
     released_views,
+    widen,
 )
 from prudence_cli.sanitize.report import render_markdown
-from prudence_cli.sanitize.suppress import METHODS, Joiner, Outcome, Step, assess_levels
+from prudence_cli.sanitize.suppress import (
+    METHODS,
+    Outcome,
+    Step,
+    sanitize,
+)
 
 RELEASE_FORMAT = "prudence-release"
 REPORT = "report.json"
@@ -62,6 +79,7 @@ class SanitizeRequest:
     method: str = "suppress-users"
     recipient: str | None = None
     pseudonymize: bool = False
+    min_coverage: float | None = None  # the least share of the data the release must keep
 
 
 @dataclass(frozen=True)
@@ -199,22 +217,71 @@ def run_sanitize(
         announce(choice)
     user_ids = catalog.view(view_id)[1] if chosen is None else chosen.user_ids
     earlier = released_views(catalog, request.recipient, user_ids) if request.recipient else []
+    draft = _draft(catalog, request, levels, view_id, chosen, earlier, progress)
+    if not draft.met:
+        return ReleaseResult(False, draft.report, None, choice)
+    with open_ledger(catalog) as ledger:
+        if ledger.held_by(request.recipient) - {v.id for v in earlier}:
+            # released to them while this release was assessed: assess it with those too
+            earlier = released_views(catalog, str(request.recipient), user_ids)
+            draft = _draft(catalog, request, levels, view_id, None, earlier, progress)
+            if not draft.met:
+                return ReleaseResult(False, draft.report, None, choice)
+        report = _write(ledger, request, draft, out)
+    return ReleaseResult(True, report, out, choice)
+
+
+@dataclass(frozen=True)
+class _Draft:
+    """A release before it is numbered and written."""
+
+    chosen: Suppressed
+    report: ReleaseReport
+    met: bool  # every released user at or below the threshold, and someone released
+
+
+def _draft(
+    catalog: Catalog,
+    request: SanitizeRequest,
+    levels: Levels,
+    view_id: str,
+    chosen: Suppressed | None,
+    earlier: list[Dataview],
+    progress: Callable[[Step], None] | None,
+) -> _Draft:
+    """The fixpoint (`chosen`, when already run without earlier releases) and its report."""
     join = (lambda v: join_views(v, earlier)) if earlier else None
     if chosen is not None and join is None and progress is not None:
         for step in chosen.outcome.steps:
             progress(step)
-    if chosen is None or join is not None:
-        chosen = suppress_dataview(
-            catalog, view_id, levels, request.threshold, request.method, join, progress
+    if join is not None:
+        view, user_ids = catalog.view(view_id)
+        outcome = sanitize(
+            widen(view, earlier),
+            levels,
+            catalog_engine(catalog),
+            request.threshold,
+            request.method,
+            join,
+            progress,
         )
+        wide = Suppressed(view, user_ids, outcome)
+    elif chosen is None:
+        wide = suppress_dataview(
+            catalog, view_id, levels, request.threshold, request.method, None, progress
+        )
+    else:
+        wide = chosen
+    chosen = _narrow(wide)
     view, outcome = chosen.before, chosen.outcome
     released = chosen.released
     met = bool(released.any()) and bool((outcome.risk <= request.threshold).all())
-    release_id = next_release_id(catalog)
+    if request.min_coverage is not None:
+        met = met and chosen.share_released(catalog.record.coverage) >= request.min_coverage
     report = _report(
         catalog,
         request,
-        release_id,
+        next_release_id(catalog),  # provisional: numbered under the ledger's lock
         view,
         outcome.view,
         levels,
@@ -226,76 +293,63 @@ def run_sanitize(
         met,
     )
     if met:
-        every = _every_level(catalog, outcome, levels, request.threshold, join)
+        every = every_level(catalog, wide.outcome, levels, request.threshold, join)
         report = dataclasses.replace(report, levels_assessed=every)
-    if not met:
-        return ReleaseResult(False, report, None, choice)
-    table = outcome.view.release_table(user_ids)
+    return _Draft(chosen, report, met)
+
+
+def _narrow(wide: Suppressed) -> Suppressed:
+    """The fixpoint on a widened view (see `widen`) back on the view's universe U."""
+    n = wide.before.n_users
+    o = wide.outcome
+    if o.view.n_users == n:
+        return wide
+    outcome = Outcome(
+        narrow(o.view, n),
+        o.risk[:n],
+        o.initial_risk[:n],
+        {key: risk[:n] for key, risk in o.per_level.items()},
+        o.steps,
+        o.sampled,
+    )
+    return Suppressed(wide.before, wide.user_ids, outcome)
+
+
+def _write(ledger: Ledger, request: SanitizeRequest, draft: _Draft, out: Path) -> ReleaseReport:
+    """Number the release, write its folder and record it in the ledger."""
+    catalog = ledger.catalog
+    release_id = ledger.next_id()
+    report = dataclasses.replace(draft.report, release=release_id)
+    view, user_ids = draft.chosen.outcome.view, draft.chosen.user_ids
+    table = view.release_table(user_ids)
     mapping = None
     if request.pseudonymize and "user" in table:  # an aggregate release has no ids
         table, mapping = _pseudonymize(table, catalog, release_id)
-    locations = outcome.view.used_locations()
-    ledger_table = outcome.view.table(user_ids)
+    locations = view.used_locations()
     record = {
         "id": release_id,
         "recipient": request.recipient,
         "created": report.created,
-        "dataview": view.id,
-        "format": view.format,
+        "dataview": report.dataview.id,
+        "format": report.dataview.format,
         "dimensions": report.dataview.dimensions,
         "threshold": request.threshold,
         "method": request.method,
         "levels": list(report.levels_counted),
-        "users": int(released.sum()),
-        "release": str(out.resolve()),
+        "users": report.users.released,
         "pseudonymized": request.pseudonymize,
     }
-    record_release(catalog, record, ledger_table, locations, mapping)
-    try:
-        with atomic_folder(out, is_release) as folder:
-            table.to_csv(folder / "dataview.csv", index=False)
-            locations.to_csv(folder / "locations.csv", index=False)
-            files = {name: sha256_file(folder / name) for name in ("dataview.csv", "locations.csv")}
-            report = dataclasses.replace(report, files=files)
-            (folder / "report.md").write_text(render_markdown(report), encoding="utf-8")
-            (folder / REPORT).write_text(
-                json.dumps(report.to_json(), indent=2, default=str) + "\n", encoding="utf-8"
-            )
-    except BaseException:
-        forget_release(catalog, release_id)
-        raise
-    return ReleaseResult(True, report, out, choice)
-
-
-def _every_level(
-    catalog: Catalog,
-    outcome: Outcome,
-    counted: Levels,
-    threshold: float,
-    join: Joiner | None,
-) -> tuple[LevelRisk, ...]:
-    """Every attack level assessed in the catalog, counted or not, on the released data:
-    the counted ones from the fixpoint's last pass, the others counted now."""
-    counted_keys = {level.key for _, level in counted}
-    others = [(a, lv) for a, lv in counted_levels(catalog) if lv.key not in counted_keys]
-    per_level = dict(outcome.per_level)
-    if others:
-        _, more, _ = assess_levels(outcome.view, others, catalog_engine(catalog), join)
-        per_level.update(more)
-    released = np.diff(outcome.view.offsets) > 0
-    rows = []
-    for _, level in counted_levels(catalog):
-        risk = per_level[level.key][released]
-        rows.append(
-            LevelRisk(
-                level=level.key,
-                counted=level.key in counted_keys,
-                max_risk=float(risk.max(initial=0.0)),
-                mean_risk=float(risk.mean()) if risk.size else 0.0,
-                users_above=int(np.count_nonzero(risk > threshold)),
-            )
+    copy = Copy(view.table(user_ids), locations, mapping)
+    with ledger.release(out, is_release, record, copy) as folder:
+        table.to_csv(folder / "dataview.csv", index=False)
+        locations.to_csv(folder / "locations.csv", index=False)
+        files = {name: sha256_file(folder / name) for name in ("dataview.csv", "locations.csv")}
+        report = dataclasses.replace(report, files=files)
+        (folder / "report.md").write_text(render_markdown(report), encoding="utf-8")
+        (folder / REPORT).write_text(
+            json.dumps(report.to_json(), indent=2, default=str) + "\n", encoding="utf-8"
         )
-    return tuple(rows)
+    return report
 
 
 def _report(
@@ -333,7 +387,6 @@ def _report(
         threshold=request.threshold,
         method=request.method,
         catalog=CatalogRef(
-            path=str(catalog.path.resolve()),
             name=manifest.name,
             manifest_sha256=hashlib.sha256(
                 (catalog.path / "catalog.json").read_bytes()
@@ -367,7 +420,7 @@ def _report(
             "before": curve_before.to_dict(orient="list"),
             "after": curve_after.to_dict(orient="list"),
         },
-        inputs=manifest.inputs,
+        inputs=tuple(i.anonymous() for i in manifest.inputs),
         seed=manifest.seed,
         pseudonymized=request.pseudonymize,
     )

@@ -97,7 +97,7 @@ RELEASE = ReleaseReport(
     met=True,
     threshold=0.5,
     method="suppress-users",
-    catalog=CatalogRef("/x/catalog", "demo", "ef" * 32),
+    catalog=CatalogRef("demo", "ef" * 32),
     dataview=ReleasedView("v001", "presence", {"frequency": "1"}),
     levels_counted=("presence[h=1,visits=exact]",),
     combined_with=("r000",),

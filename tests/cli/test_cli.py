@@ -37,22 +37,8 @@ output: catalog/e2e
 """
 
 
-@pytest.fixture
-def project(tmp_path, sample_gps, monkeypatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "demo.yaml").write_text(CONFIG.format(path=sample_gps))
-    return tmp_path
-
-
 def run(*args: str):
     return CliRunner().invoke(main, list(args), catch_exceptions=False)
-
-
-@pytest.fixture
-def assessed(project) -> Path:
-    result = run("assess", "demo.yaml", "--quiet")
-    assert result.exit_code == 0, result.output
-    return project / "catalog" / "e2e"
 
 
 def test_assess_writes_a_complete_catalog(assessed):

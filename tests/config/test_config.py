@@ -145,6 +145,12 @@ def replace(old: str, new: str) -> str:
         ("input: [1, 2]\ndataview: {}\nattacks: []\n", "input: input must be a mapping"),
         ("[1, 2]\n", "config.yaml: the config must be a mapping"),
         ("name: x\n  bad: indentation\n", "config.yaml: not valid YAML at line 2"),
+        (MINIMAL_CONFIG + "attacks: []\n", "attacks: is given twice (lines 11 and 15)"),
+        (
+            replace("output: out", "output: out\nselect: {period: {end: 2011-13-45}}"),
+            "select.period.end: '2011-13-45' is not a date or time (month must be in 1..12)",
+        ),
+        ("seed: " + "[" * 5000 + "]" * 5000, "seed[0][0]…: is nested more than 32 levels deep"),
     ],
 )
 def test_config_errors_name_file_and_key(write_config, text, message):

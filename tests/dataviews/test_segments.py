@@ -18,7 +18,7 @@ from prudence_cli.catalog import open_catalog
 from prudence_cli.cli import main
 from prudence_cli.config import load_config
 from prudence_cli.config.dimensions import FORMATS
-from prudence_cli.dataviews.registry import DATAVIEW_FORMATS
+from prudence_cli.dataviews.registry import format_classes
 from prudence_cli.dataviews.restore import view_from_table
 from prudence_cli.dataviews.segments import SegmentView
 from prudence_cli.engine import Engine
@@ -203,8 +203,8 @@ def test_sample_segments_command(tmp_path):
 
 
 def test_every_format_has_one_registered_class():
-    assert set(DATAVIEW_FORMATS) == set(FORMATS)
-    for name, cls in DATAVIEW_FORMATS.items():
+    assert set(format_classes()) == set(FORMATS)
+    for name, cls in format_classes().items():
         assert cls.format == name
 
 

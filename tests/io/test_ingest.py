@@ -108,12 +108,16 @@ def test_cache_skips_parsing_and_gives_the_same_catalog(tmp_path, monkeypatch):
     # a second run must not parse the input: make parsing fail loudly
     import prudence_cli.prepare as prepare
 
+    parsed = []
+
     def no_parsing(*args, **kwargs):
+        parsed.append(args)
         raise AssertionError("the input was parsed again")
 
     monkeypatch.setattr(prepare, "read_points", no_parsing)
     second = runner.invoke(main, ["assess", "c.yaml", "-q", "--out", "second"])
     assert second.exit_code == 0, second.output
+    assert not parsed
     manifests = [
         json.loads((tmp_path / f / "catalog.json").read_text()) for f in ("first", "second")
     ]
@@ -130,8 +134,7 @@ def test_cache_skips_parsing_and_gives_the_same_catalog(tmp_path, monkeypatch):
         base.replace("{cache}", "  cache: parquet\n").replace("trip_ends", "all")
     )
     again = runner.invoke(main, ["assess", "c.yaml", "-q", "--out", "third"])
-    assert isinstance(again.exception, AssertionError)
-    assert "parsed again" in str(again.exception)
+    assert again.exit_code != 0 and parsed  # the CLI may report the AssertionError as a bug
 
 
 def test_cache_config_errors(write_config, tmp_path):

@@ -195,13 +195,17 @@ def test_bad_tower_table(write_config, tmp_path):
         read_points(load_config(write_config(CDR_CONFIG)).input)
 
 
-def test_check_inputs_reads_headers_only(write_config, tmp_path):
-    (tmp_path / "towers.csv").write_text("tower,lat,lon\n")
-    (tmp_path / "events.csv").write_text("caller,ts,cell\n")
+def test_check_inputs_reads_the_header_and_the_towers_table(write_config, tmp_path):
+    (tmp_path / "towers.csv").write_text("tower,lat,lon\nT1,43.7,10.4\n")
+    (tmp_path / "events.csv").write_text("caller,ts,cell\nx,never,T9\n")  # rows: unread
     lines = check_inputs(load_config(write_config(CDR_CONFIG)).input)
     assert len(lines) == 2
     (tmp_path / "towers.csv").write_text("id,lat,lon\n")
     with pytest.raises(InputError, match="input.towers.columns.tower"):
+        check_inputs(load_config(write_config(CDR_CONFIG)).input)
+    # what assess would refuse in the towers table, validate refuses too
+    (tmp_path / "towers.csv").write_text("tower,lat,lon\nT1,43.7,10.4\nT1,43.8,10.4\n")
+    with pytest.raises(InputError, match=r"towers.csv:3: tower id listed twice"):
         check_inputs(load_config(write_config(CDR_CONFIG)).input)
 
 

@@ -1,8 +1,10 @@
-"""The HTML report: self-contained, every chart present, opened in a real headless
-browser (Debian's chromium, driven by Playwright) with no console error; PNG export."""
+"""The HTML report: the verdict first, self-contained, every chart present, opened in a
+real headless browser (Debian's chromium, driven by Playwright) with no console error and
+the verdict and the map on screen; PNG export."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 
@@ -26,41 +28,94 @@ def catalog(tmp_path_factory, sample_gps):
     return folder / "cat"
 
 
-# 6 dataviews: 5 attack levels → 5 plane charts, 6 × 2 attacks curve charts, 1 Pareto
-CHARTS = 5 + 12 + 1
+ARGS = ("--max-risk", "0.5", "--where", "visits=half")
+
+
+def front_and_chosen(catalog) -> tuple[set[str], str]:
+    """The Pareto front of `catalog best` under the report's policy, and its top dataview
+    whose release keeps anyone."""
+    result = CliRunner().invoke(
+        main, ["catalog", "best", "--catalog", str(catalog), *ARGS, "--format", "json"]
+    )
+    rows = json.loads(result.stdout)
+    chosen = next(r["dataview"] for r in rows if r["users_released"] > 0)
+    return {r["dataview"] for r in rows if r["pareto"] == "front"}, chosen
+
+
+def expected_charts(catalog) -> int:
+    """1 map, 1 Pareto chart, 5 planes (one per attack level: 3 counted, 2 folded), and
+    RAC curves per attack for the front's dataviews and the recommended one."""
+    front, chosen = front_and_chosen(catalog)
+    return 1 + 1 + 5 + 2 * len(front | {chosen})
 
 
 @pytest.fixture(scope="module")
 def report(catalog, tmp_path_factory):
     out = tmp_path_factory.mktemp("html") / "report.html"
     result = CliRunner().invoke(
-        main, ["report", "--catalog", str(catalog), "--out", str(out), "--where", "visits=half"]
+        main, ["report", "--catalog", str(catalog), "--out", str(out), *ARGS]
     )
     assert result.exit_code == 0, result.output
-    assert f"Report with {CHARTS} charts" in result.stderr
+    assert f"Report with {expected_charts(catalog)} charts" in result.stderr
     return out
 
 
-def test_report_is_self_contained(report):
+def test_report_opens_with_the_verdict(report, catalog):
     page = report.read_text()
-    assert page.count('<img class="chart"') == CHARTS
+    _, chosen = front_and_chosen(catalog)
+    verdict = page[page.index('id="verdict"') : page.index('id="summary"')]
+    assert page.index('id="verdict"') < page.index('id="summary"') < page.index('id="map"')
+    assert "tolerated risk <b>R = 0.5</b> against 3 counted attack levels" in verdict
+    assert f"Recommended dataview <b>{chosen}</b>" in verdict
+    assert f"prudence sanitize --dataview {chosen} --threshold 0.5" in verdict
+    # the levels assessed but not counted are named when they single people out
+    release = CliRunner().invoke(
+        main,
+        [
+            "sanitize",
+            "--catalog",
+            str(catalog),
+            "--dataview",
+            chosen,
+            *ARGS,
+            "--out",
+            str(report.parent / "rel"),
+        ],
+    )
+    report_json = json.loads((report.parent / "rel" / "report.json").read_text())
+    listed = verdict.partition("Not covered by this release")[2].partition("</ul>")[0]
+    if all(level["covered"] for level in report_json["levels_assessed"]):
+        assert "stays at or below 0.5 on the released data" in verdict
+    for level in report_json["levels_assessed"]:
+        assert (f"<code>{level['level']}</code>" in listed) == (not level["covered"]), level
+    assert release.exit_code == 0
+    people = f"{report_json['users']['released']:,} of {report_json['users']['in_view']:,} people"
+    assert people in verdict
+    assert report.stat().st_size < 1_000_000
+
+
+def test_report_is_self_contained(report, catalog):
+    page = report.read_text()
+    assert page.count('<img class="chart"') == expected_charts(catalog)
     # nothing fetched from elsewhere: every src is a data URI, no external link or script
     assert all(src.startswith("data:") for src in re.findall(r'src="([^"]+)"', page))
     assert "http://" not in page.replace("http://www.w3.org", "")
     assert "<script" not in page
-    for section in ("summary", "pareto", "planes", "curves", "releases"):
+    for section in ("verdict", "summary", "map", "pareto", "planes", "curves", "releases"):
         assert f'id="{section}"' in page
-    assert page.count('class="how"') == 3
+    assert page.count('class="how"') == 4
+    assert '<section id="not-counted"><details>' in page
+    assert "RdYlGn" not in page
 
 
 def test_png_export(catalog, tmp_path):
     out = tmp_path / "charts"
     result = CliRunner().invoke(
-        main, ["report", "--catalog", str(catalog), "--format", "png", "--out", str(out)]
+        main, ["report", "--catalog", str(catalog), "--format", "png", "--out", str(out), *ARGS]
     )
     assert result.exit_code == 0
     files = sorted(p.name for p in out.iterdir())
-    assert len(files) == CHARTS and all(f.endswith(".png") for f in files)
+    assert len(files) == expected_charts(catalog) and all(f.endswith(".png") for f in files)
     assert (out / "pareto.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -69,7 +124,7 @@ def test_png_export(catalog, tmp_path):
     reason="no chromium: `make test` installs Debian's "
     "chromium where apt-get can (apt-get install chromium)",
 )
-def test_report_in_a_headless_browser(report, tmp_path):
+def test_report_in_a_headless_browser(report, catalog, tmp_path):
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
     problems: list[str] = []
     with sync_api.sync_playwright() as playwright:
@@ -100,9 +155,18 @@ def test_report_in_a_headless_browser(report, tmp_path):
         loaded = page.eval_on_selector_all(
             "img.chart", "imgs => imgs.map(i => i.complete && i.naturalWidth > 0)"
         )
+        # the answer is on the first screen; the map is drawn and visible once scrolled to
+        verdict_box = page.locator("div.verdict").bounding_box()
         shot = tmp_path / "report.png"
         page.screenshot(path=str(shot), full_page=False)
+        the_map = page.locator("#map img.chart")
+        the_map.scroll_into_view_if_needed()
+        map_visible = the_map.is_visible()
+        map_box = the_map.bounding_box()
+        page.screenshot(path=str(tmp_path / "map.png"), full_page=False)
         browser.close()
     assert problems == []
-    assert len(loaded) == CHARTS and all(loaded)
+    assert len(loaded) == expected_charts(catalog) and all(loaded)
+    assert verdict_box is not None and verdict_box["y"] + verdict_box["height"] < 900
+    assert map_visible and map_box is not None and map_box["width"] > 400
     assert shot.stat().st_size > 10_000

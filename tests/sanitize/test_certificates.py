@@ -143,4 +143,10 @@ def test_a_weak_counted_level_never_stands_alone_unseen(tmp_path, sample_gps_150
         ).stdout
     )
     assert payload["ok"] and payload["checked"] == 2  # 2 grids × 1 counted level
+    # the report's verdict names it too
+    args = ["--max-risk", "0.3", "--attack", "presence", "--where", "visits=none"]
+    assert run("report", *args, "--out", "r.html").exit_code == 0
+    verdict = Path("r.html").read_text().partition('id="verdict"')[2].partition("</section>")[0]
+    listed = verdict.partition("Not covered by this release")[2].partition("</ul>")[0]
+    assert "<code>unique_location[h=2]</code>" in listed
     assert {w["attack"] for w in payload["not_covered"]} == {"unique_location"}

@@ -1,0 +1,176 @@
+"""The report's first section: can this data be shared? The policy, whether each
+dataview meets it, the recommended dataview with what a release keeps (the figures of the
+suppression fixpoint that `sanitize` runs), and what the release does not cover."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+
+import numpy as np
+
+from prudence_cli.catalog import Catalog
+from prudence_cli.catalog.query import Levels
+from prudence_cli.catalog.release_records import LevelRisk
+from prudence_cli.config.policy import ReleasePolicy
+from prudence_cli.explore import Scores
+from prudence_cli.sanitize.forecast import Suppressed, every_level, suppress_dataview
+
+
+@dataclass(frozen=True)
+class Verdict:
+    policy: ReleasePolicy
+    source: str  # where the policy came from, in words
+    scores: Scores
+    levels: Levels
+    chosen: Suppressed | None  # the recommended dataview's release, if any keeps anyone
+    coverage: tuple[LevelRisk, ...]  # every assessed level on that release
+
+    @property
+    def threshold(self) -> float:
+        return self.scores.max_risk
+
+    @property
+    def not_covered(self) -> list[LevelRisk]:
+        return [lv for lv in self.coverage if not lv.covered]
+
+
+def verdict(
+    catalog: Catalog, scores: Scores, levels: Levels, policy: ReleasePolicy, source: str
+) -> Verdict:
+    """The recommended dataview (the first of `scores` whose release keeps anyone) and
+    its release re-assessed by every level of the catalog."""
+    table = scores.table
+    eligible = table[table["users_released"] > 0]
+    if eligible.empty:
+        return Verdict(policy, source, scores, levels, None, ())
+    best = eligible.sort_values("released", ascending=False, kind="stable")
+    view_id = str(best["dataview"].iloc[0])
+    chosen = suppress_dataview(catalog, view_id, levels, scores.max_risk)
+    coverage = every_level(catalog, chosen.outcome, levels, scores.max_risk)
+    return Verdict(policy, source, scores, levels, chosen, coverage)
+
+
+def render_verdict(catalog: Catalog, v: Verdict) -> str:
+    """The verdict box and the per-dataview table, as HTML."""
+    r = v.threshold
+    kind = catalog.record.coverage
+    counted = ", ".join(level.key for _, level in v.levels)
+    parts = [
+        '<section id="verdict"><h2>Can this data be shared?</h2>',
+        f'<p class="policy">Policy ({_e(v.source)}): tolerated risk <b>R = {r:g}</b> against '
+        f"{len(v.levels)} counted attack level{'s' if len(v.levels) != 1 else ''}: "
+        f"<code>{_e(counted)}</code>"
+        + (
+            f"; a release must keep at least {v.policy.min_coverage:.0%} of the {_e(kind)}"
+            if v.policy.min_coverage is not None
+            else ""
+        )
+        + ".</p>",
+    ]
+    if v.chosen is None:
+        parts.append(
+            '<div class="verdict no"><p><b>No.</b> No dataview keeps anyone after suppression '
+            f"to risk ≤ {r:g} under the counted attack levels: removing the people above it "
+            "makes others unique, pass after pass. Try <code>prudence sanitize --method "
+            "suppress-locations</code>, fewer counted levels, or coarser dataviews.</p></div>"
+        )
+    else:
+        parts.append(_answer(catalog, v))
+    parts.append(_table(catalog, v))
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def _answer(catalog: Catalog, v: Verdict) -> str:
+    assert v.chosen is not None
+    r = v.threshold
+    kind = catalog.record.coverage
+    entry = catalog.dataview_entry(v.chosen.before.id)
+    in_view = int(np.count_nonzero(np.diff(v.chosen.before.offsets)))
+    released = int(v.chosen.released.sum())
+    share = v.chosen.share_released(kind)
+    passes = len(v.chosen.outcome.steps)
+    enough = v.policy.min_coverage is None or share >= v.policy.min_coverage
+    yes = "Yes, as it is" if passes == 0 else "Yes, with suppression"
+    head = (
+        f"<b>{yes}.</b>"
+        if enough
+        else f"<b>Not under this policy:</b> the best release keeps {share:.1%} of the "
+        f"{_e(kind)}, below the policy's {v.policy.min_coverage:.0%}."
+    )
+    command = f"prudence sanitize --dataview {entry.id} --threshold {r:g}"
+    lines = [
+        f'<div class="verdict {"yes" if enough else "no"}"><p>{head} Recommended dataview '
+        f"<b>{_e(entry.id)}</b> ({_e(entry.show())}): a release at risk ≤ {r:g} keeps "
+        f"<b>{released:,} of {in_view:,} people</b> and <b>{share:.1%} of the {_e(kind)}</b>"
+        + (
+            f" after {passes} suppression pass{'es' if passes != 1 else ''}"
+            if passes
+            else ", nobody removed"
+        )
+        + f". <code>{_e(command)}</code></p>"
+    ]
+    missing = v.not_covered
+    if missing:
+        items = "".join(
+            f"<li><code>{_e(lv.level)}</code>: {lv.users_above:,} released people above "
+            f"{r:g} (highest {lv.max_risk:.3g})</li>"
+            for lv in missing
+        )
+        lines.append(
+            "<p><b>Not covered by this release</b> — attack levels assessed but not counted "
+            f"that still single people out above {r:g} on the released data:</p><ul>"
+            f"{items}</ul><p>The release is safe only against the counted attackers.</p>"
+        )
+    else:
+        lines.append(
+            f"<p>Every attack level assessed ({len(v.coverage)}) stays at or below {r:g} on "
+            "the released data.</p>"
+        )
+    if any(lv.counted for lv in v.coverage) and catalog.record.sampling:
+        lines.append("<p>Some levels were sampled: their risks are lower bounds.</p>")
+    lines.append("</div>")
+    return "\n".join(lines)
+
+
+def _table(catalog: Catalog, v: Verdict) -> str:
+    """Per dataview: people at ≤ R before suppression, what a release keeps, as is?"""
+    dims = catalog.dimension_names
+    kind = catalog.record.coverage
+    head = "".join(
+        f"<th>{_e(c)}</th>"
+        for c in [
+            "dataview",
+            *dims,
+            "meets R as it is",
+            "people released",
+            f"{kind} released",
+            f"{kind} held at ≤ R before suppression",
+        ]
+    )
+    rows = []
+    for _, row in v.scores.table.iterrows():
+        as_is = row["passes"] == 0 and row["users_released"] > 0
+        cells = [
+            row["dataview"],
+            *(row[d] for d in dims),
+            "yes" if as_is else "no",
+            f"{int(row['users_released']):,} of {int(row['users_in_view']):,}",
+            f"{row['released']:.1%}",
+            f"{row['kept']:.1%}",
+        ]
+        chosen = v.chosen is not None and row["dataview"] == v.chosen.before.id
+        mark = ' class="chosen"' if chosen else ""
+        rows.append(f"<tr{mark}>" + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>")
+    return (
+        '<table class="dataviews"><thead><tr>'
+        + head
+        + "</tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table>"
+    )
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value))
