@@ -2,7 +2,8 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
+RUN    := $(VENV)/.installed-run
+DEV    := $(VENV)/.installed-dev
 
 .PHONY: demo test browser lint bench bench-scale sample clean
 
@@ -10,17 +11,22 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[test,lint]'
-	touch $(STAMP)
+# `make demo` installs what the tool needs to run; `make test` adds the test and lint tools.
+$(RUN): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $(RUN)
 
-demo: $(STAMP)
+$(DEV): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[test,lint]'
+	touch $(RUN) $(DEV)
+
+demo: $(RUN)
 	$(BIN)/prudence assess configs/demo.yaml
 	$(BIN)/prudence catalog show --catalog catalog/demo --format table
 	$(BIN)/prudence sanitize --threshold 0.3
 	$(BIN)/prudence report --out demo-report.html
 
-test: $(STAMP) browser
+test: $(DEV) browser
 	$(BIN)/python -m pytest
 
 # The report's browser test needs Debian's chromium; installed where apt-get can, else the
@@ -31,24 +37,24 @@ browser:
 	  && echo "installed chromium for the browser test"; } \
 	  || echo "chromium is not installable here: the browser test will be skipped"
 
-lint: $(STAMP)
+lint: $(DEV)
 	$(BIN)/ruff check prudence_cli tests benchmarks
 	$(BIN)/ruff format --check prudence_cli tests benchmarks
 	$(BIN)/mypy prudence_cli
 
 # Speed against scikit-mobility and fastmob (installed in benchmarks/.peers), and at scale.
 # Not part of CI; results land in benchmarks/out/results.json (see benchmarks/RESULTS.md).
-bench: $(STAMP)
+bench: $(DEV)
 	bash benchmarks/peers_setup.sh
 	$(BIN)/python benchmarks/run.py
 
 # Ingestion of 50M rows and the Dask backend against the local engine (needs ~8 GB of
 # disk for a while and ~15 minutes). Results in benchmarks/out/scale_out.{json,md}.
-bench-scale: $(STAMP)
+bench-scale: $(DEV)
 	$(BIN)/python benchmarks/scale_out.py
 
 # Regenerates the shipped sample data (seeded: the files do not change).
-sample: $(STAMP)
+sample: $(RUN)
 	$(BIN)/prudence sample gps --users 400 --days 21 --seed 7 --out sample_data/pisa_gps.csv.gz
 	$(BIN)/prudence sample cdr --users 400 --days 21 --seed 7 --out sample_data/pisa_cdr.csv.gz --towers sample_data/pisa_towers.csv
 	$(BIN)/prudence sample segments --users 200 --days 7 --seed 7 --out sample_data/pisa_trips.csv.gz --segments sample_data/pisa_streets.csv.gz
