@@ -55,9 +55,9 @@ bench-scale: $(DEV)
 
 # Regenerates the shipped sample data (seeded: the files do not change).
 sample: $(RUN)
-	$(BIN)/prudence sample gps --users 400 --days 21 --seed 7 --out sample_data/pisa_gps.csv.gz
-	$(BIN)/prudence sample cdr --users 400 --days 21 --seed 7 --out sample_data/pisa_cdr.csv.gz --towers sample_data/pisa_towers.csv
-	$(BIN)/prudence sample segments --users 200 --days 7 --seed 7 --out sample_data/pisa_trips.csv.gz --segments sample_data/pisa_streets.csv.gz
+	$(BIN)/prudence sample gps --users 400 --days 21 --seed 7 --force --out sample_data/pisa_gps.csv.gz
+	$(BIN)/prudence sample cdr --users 400 --days 21 --seed 7 --force --out sample_data/pisa_cdr.csv.gz --towers sample_data/pisa_towers.csv
+	$(BIN)/prudence sample segments --users 200 --days 7 --seed 7 --force --out sample_data/pisa_trips.csv.gz --segments sample_data/pisa_streets.csv.gz
 
 clean:
 	rm -rf $(VENV) catalog .pytest_cache

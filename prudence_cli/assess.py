@@ -13,10 +13,9 @@ import itertools
 import os
 import platform
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numba
 import numpy as np
@@ -60,7 +59,12 @@ from prudence_cli.randomized.assess import assess_profiles
 from prudence_cli.sanitize.ledger import carry_over
 from prudence_cli.select import Selection
 
-ProgressCallback = Callable[[int, int, str], None]
+
+class ProgressCallback(Protocol):
+    """What the pipelines report: `done` of `total` (0: not known yet) and what is being
+    done; `unit` "bytes" when reading a file (done: bytes read, total: its size)."""
+
+    def __call__(self, done: int, total: int, message: str, unit: str = "") -> None: ...
 
 
 @dataclass(frozen=True)
@@ -137,7 +141,7 @@ def run_assessment(
     pipeline, or by the randomized wing for profiles dataviews."""
     timings: dict[str, float] = {}
     started = time.perf_counter()
-    report = progress or (lambda done, total, message: None)
+    report = progress or _silent
     out = Path(output) if output is not None else config.output
     inherit, warnings = claim_output(config, out, force)
     prepared = _prepare(config, report)
@@ -197,9 +201,14 @@ class _Stage:
     randomize: RandomizeEntry | None = None  # the randomized wing's manifest entry
 
 
+def _silent(done: int, total: int, message: str, unit: str = "") -> None:
+    """No progress is shown."""
+
+
 def _prepare(config: Config, report: ProgressCallback) -> Prepared:
-    report(0, 0, f"reading {config.input.path.name}")
-    prepared = prepare(config)
+    name = config.input.path.name
+    report(0, 0, f"reading {name}")
+    prepared = prepare(config, lambda done, size: report(done, size, f"reading {name}", "bytes"))
     selection = prepared.selection
     if selection.n_users == 0:
         raise PrudenceError(

@@ -13,6 +13,7 @@ failed attacks too; that share is the cumulative distribution the report draws.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -48,12 +49,18 @@ def run_evaluation(
     columns: TrajectoryColumns,
     settings: EvaluationSettings,
     out: Path,
-) -> Evaluation:
+    progress: Callable[[int, int, str], None] | None = None,
+) -> tuple[Evaluation, dict[str, Any]]:
+    """Evaluate the release, write the folder `out`; the evaluation and its summary
+    (evaluation.json). `progress` hears each step: reading, each h, writing."""
+    report = progress or (lambda done, total, message: None)
     args = (columns.trajectory, columns.location, columns.time, columns.order)
+    report(0, 0, f"reading {original_path.name}")
     original = read_trajectories(original_path, *args)
+    report(0, 0, f"reading {released_path.name}")
     released = read_trajectories(released_path, *args)
     a, b, labels = encode(original, released)
-    result = evaluate(a, b, settings)
+    result = evaluate(a, b, settings, progress)
     attacks = result.attacks.assign(
         knowledge=[
             " → ".join(labels[int(c)] for c in k.split()) for k in result.attacks["knowledge"]
@@ -83,6 +90,7 @@ def run_evaluation(
     }
     from prudence_cli.report.evaluation import render_evaluation
 
+    report(0, 0, f"writing {out}")
     with atomic_folder(out, _is_evaluation) as folder:
         attacks.to_csv(
             folder / "attacks.csv.gz", index=False, compression={"method": "gzip", "mtime": 0}
@@ -94,7 +102,7 @@ def run_evaluation(
         (folder / "evaluation.json").write_text(
             json.dumps(summary, indent=2, default=_plain) + "\n", encoding="utf-8"
         )
-    return result
+    return result, summary
 
 
 def _lists(trajectory: pd.Series, codes: np.ndarray) -> Elements:

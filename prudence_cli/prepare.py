@@ -25,7 +25,7 @@ from prudence_cli import __version__
 from prudence_cli.config import Config
 from prudence_cli.io.atomic import atomic_folder
 from prudence_cli.io.checksums import sha256_file
-from prudence_cli.io.points import read_points
+from prudence_cli.io.points import ReadProgress, read_points
 from prudence_cli.select import Selection, select
 from prudence_cli.space import Projection
 
@@ -41,17 +41,18 @@ class Prepared:
     cache: dict[str, Any]  # what the catalog records about the cache (empty: none)
 
 
-def prepare(config: Config) -> Prepared:
-    """Read and select the config's input, through the cache when it asks for one."""
+def prepare(config: Config, progress: ReadProgress | None = None) -> Prepared:
+    """Read and select the config's input, through the cache when it asks for one.
+    `progress` hears the bytes of the input read so far and its size."""
     if config.input.cache != "parquet":
-        raw = read_points(config.input.spec())
+        raw = read_points(config.input.spec(), progress)
         return Prepared(select(raw, config), dict(raw.dropped), {})
     key = cache_key(config)
     folder = (config.input.cache_dir or config.file.parent / ".prudence-cache") / key
     found = _load(folder, config)
     if found is not None:
         return Prepared(found[0], found[1], {"key": key, "folder": str(folder), "used": True})
-    raw = read_points(config.input.spec())
+    raw = read_points(config.input.spec(), progress)
     selection = select(raw, config)
     _store(folder, selection, dict(raw.dropped), key)
     return Prepared(

@@ -20,6 +20,7 @@ Everything derives from one `numpy.random.Generator` seeded by the caller.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
@@ -139,14 +140,31 @@ def local_start(start: dt.date) -> pd.Timestamp:
     return pd.Timestamp(start.isoformat()).tz_localize(ZoneInfo(TIMEZONE))
 
 
+Progress = Callable[[int, int, str], None]  # people made so far, of how many, what
+
+
+def people(
+    users: int, rng: np.random.Generator, progress: Progress | None
+) -> Iterator[tuple[int, Person]]:
+    """(index, person) of the population; `progress` hears each before it is made."""
+    for index, person in enumerate(population(users, rng)):
+        if progress is not None:
+            progress(index, users, "making the sample's people")
+        yield index, person
+
+
 def generate_gps(
-    users: int, days: int, seed: int, start: dt.date = dt.date(2011, 6, 1)
+    users: int,
+    days: int,
+    seed: int,
+    start: dt.date = dt.date(2011, 6, 1),
+    progress: Progress | None = None,
 ) -> pd.DataFrame:
     """GPS fixes while driving: uid, datetime (naive, Europe/Rome), lat, lng."""
     rng = np.random.default_rng(seed)
     t0 = local_start(start)
     rows_user, rows_t, rows_xy = [], [], []
-    for index, person in enumerate(population(users, rng)):
+    for index, person in people(users, rng, progress):
         stays = stays_of(person, days, start, rng)
         for before, after in zip(stays, stays[1:], strict=False):
             depart, arrive = before.end, after.start
@@ -191,7 +209,11 @@ def generate_towers(seed: int, spacing: float = 750.0) -> pd.DataFrame:
 
 
 def generate_cdr(
-    users: int, days: int, seed: int, start: dt.date = dt.date(2011, 6, 1)
+    users: int,
+    days: int,
+    seed: int,
+    start: dt.date = dt.date(2011, 6, 1),
+    progress: Progress | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Network events at places (user, timestamp in epoch seconds, cell) and the towers."""
     towers = generate_towers(seed)
@@ -204,7 +226,7 @@ def generate_cdr(
     rng = np.random.default_rng(seed)
     t0 = local_start(start).timestamp()
     rows_user, rows_t, rows_tower = [], [], []
-    for index, person in enumerate(population(users, rng)):
+    for index, person in people(users, rng, progress):
         for stay in stays_of(person, days, start, rng):
             awake = _awake_seconds(stay.start, stay.end)
             n = rng.poisson(awake / 3600 * 0.35 * person.activity)

@@ -20,8 +20,9 @@ from scipy.sparse.csgraph import dijkstra
 from prudence_cli.sample import (
     HALF_HEIGHT,
     HALF_WIDTH,
+    Progress,
     local_start,
-    population,
+    people,
     stays_of,
     to_lonlat,
 )
@@ -71,7 +72,11 @@ def street_network(seed: int) -> Network:
 
 
 def generate_segments(
-    users: int, days: int, seed: int, start: dt.date = dt.date(2011, 6, 1)
+    users: int,
+    days: int,
+    seed: int,
+    start: dt.date = dt.date(2011, 6, 1),
+    progress: Progress | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Map-matched trips (uid, trip, segment, entered, left; naive Europe/Rome times) and
     the segments table."""
@@ -85,7 +90,7 @@ def generate_segments(
     rng = np.random.default_rng(seed)
     t0 = local_start(start)
     rows: list[tuple[int, int, int, float, float]] = []
-    for index, person in enumerate(population(users, rng)):
+    for index, person in people(users, rng, progress):
         stays = stays_of(person, days, start, rng)
         ends = np.array([_nearest(network.nodes, stay.place) for stay in stays])
         sources = np.unique(ends)

@@ -261,6 +261,19 @@ def grid_cells(
     return codes.astype(np.int32), cells
 
 
+def cell_squares(lon: np.ndarray, lat: np.ndarray, side: float, crs: str) -> np.ndarray:
+    """The corners, in lon/lat, of the grid cell of side `side` (metres, in `crs`) that
+    holds each point: shape (n, 5, 2), a closed ring counter-clockwise from the cell's
+    south-west corner (as GeoJSON wants an outer ring). A cell is a square in the
+    projected CRS (see `grid_cells`), so its corners are found there and unprojected."""
+    x, y = project(np.asarray(lon, dtype=float), np.asarray(lat, dtype=float), crs)
+    x0, y0 = np.floor(x / side) * side, np.floor(y / side) * side
+    corners_x = np.stack([x0, x0 + side, x0 + side, x0, x0], axis=1)
+    corners_y = np.stack([y0, y0, y0 + side, y0 + side, y0], axis=1)
+    ring_lon, ring_lat = unproject(corners_x.ravel(), corners_y.ravel(), crs)
+    return np.stack([ring_lon, ring_lat], axis=1).reshape(len(x), 5, 2)
+
+
 def _nearest_points(
     codes: np.ndarray, dx: np.ndarray, dy: np.ndarray, cells: np.ndarray
 ) -> np.ndarray:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -44,12 +45,12 @@ def parse_where(catalog: Catalog, where: Sequence[str]) -> dict[str, set[str]]:
     return filters
 
 
-Levels = Sequence[tuple[Attack, KnowledgeLevel]]
+Levels = Sequence[tuple[Attack[Any], KnowledgeLevel]]
 
 
 def counted_levels(
     catalog: Catalog, attacks: Sequence[str] = (), where: Sequence[str] = ()
-) -> list[tuple[Attack, KnowledgeLevel]]:
+) -> list[tuple[Attack[Any], KnowledgeLevel]]:
     """The assessed attack levels kept by `attacks` (names) and `where` (knowledge and
     attack filters); all of them by default."""
     filters = parse_where(catalog, where)
@@ -81,7 +82,9 @@ def max_risk_over(risks: pd.DataFrame, levels: Levels, where: str) -> np.ndarray
     missing = [level.key for _, level in levels if level.key not in risks]
     if missing:
         raise CatalogError(f"{where}: the per-user risks lack {', '.join(missing)}")
-    return np.max([risks[level.key].to_numpy() for _, level in levels], axis=0)
+    columns = [risks[level.key].to_numpy(dtype=float) for _, level in levels]
+    highest: np.ndarray = np.max(columns, axis=0)
+    return highest
 
 
 def dataview_entries(catalog: Catalog, where: Sequence[str] = ()) -> list[DataviewEntry]:

@@ -232,6 +232,7 @@ class ReleaseReport:
     pseudonymized: bool
     # every level assessed on the dataview, counted or not, on the released data
     levels_assessed: tuple[LevelRisk, ...] = ()
+    notes: tuple[str, ...] = ()  # counted levels that cannot single anyone out, and why
     files: dict[str, str] | None = None  # name -> sha256, once the files are written
 
     @property
@@ -266,6 +267,7 @@ class ReleaseReport:
             "seed": self.seed,
             "pseudonymized": self.pseudonymized,
             "levels_assessed": [level.to_json() for level in self.levels_assessed],
+            "notes": list(self.notes),
         }
         if self.files is not None:
             data["files"] = dict(self.files)
@@ -303,6 +305,7 @@ class ReleaseReport:
             levels_assessed=tuple(
                 LevelRisk.from_json(level) for level in data.get("levels_assessed", [])
             ),
+            notes=tuple(data.get("notes", [])),
             files=None if files is None else dict(files),
         )
 

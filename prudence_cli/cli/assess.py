@@ -6,7 +6,13 @@ from pathlib import Path
 
 import click
 
-from prudence_cli.cli.common import handle_errors, progress_bar
+from prudence_cli.cli.common import (
+    QUIET_OPTION,
+    SUMMARY_FORMAT_OPTION,
+    echo_json,
+    handle_errors,
+    progress_bar,
+)
 
 
 @click.command()
@@ -36,7 +42,7 @@ from prudence_cli.cli.common import handle_errors, progress_bar
     is_flag=True,
     help="Replace the catalog of another config at the output folder (its ledger is discarded).",
 )
-@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@QUIET_OPTION
 @handle_errors
 def assess(
     config_file: Path,
@@ -80,9 +86,12 @@ def assess(
 
 @click.command()
 @click.argument("config_file", metavar="CONFIG", type=click.Path(path_type=Path))
+@SUMMARY_FORMAT_OPTION
+@QUIET_OPTION
 @handle_errors
-def validate(config_file: Path) -> None:
-    """Check CONFIG and its input files' headers without running anything."""
+def validate(config_file: Path, fmt: str | None, quiet: bool) -> None:
+    """Check CONFIG and its input files' headers without running anything. Exit 0 when
+    it is valid, 2 with what to fix."""
     from prudence_cli.config import load_config
     from prudence_cli.dataviews.build import count_dataviews
     from prudence_cli.io.readers import check_inputs
@@ -96,11 +105,27 @@ def validate(config_file: Path) -> None:
         scores=config.utility_scores,
         dimensions=config.dataview.dimension_names,
     )
-    for line in checked:
-        click.echo(line, err=True)
+    views = count_dataviews(config.dataview)
     levels = sum(len(a.levels) for a in config.attacks)
-    click.echo(
-        f"{config_file}: valid — {count_dataviews(config.dataview)} dataviews × {levels} "
-        f"attack levels, output {config.output}",
-        err=True,
-    )
+    if fmt == "json":
+        echo_json(
+            {
+                "config": str(config_file),
+                "valid": True,
+                "name": config.name,
+                "files": [c.to_json() for c in checked],
+                "dataviews": views,
+                "attack_levels": levels,
+                "output": str(config.output),
+            }
+        )
+    if quiet:
+        return
+    for line in checked:
+        click.echo(str(line), err=True)
+    if fmt != "json":
+        click.echo(
+            f"{config_file}: valid — {views} dataviews × {levels} attack levels, output "
+            f"{config.output}",
+            err=True,
+        )

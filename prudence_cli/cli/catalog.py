@@ -13,11 +13,13 @@ from prudence_cli.cli.common import (
     FORMAT_OPTION,
     MAX_RISK_OPTION,
     PROFILES_HINT,
+    QUIET_OPTION,
     WHERE_OPTION,
     UserError,
     check_share,
     handle_errors,
     output,
+    progress_bar,
 )
 
 
@@ -153,6 +155,7 @@ def catalog_curve(
 @ATTACK_OPTION
 @WHERE_OPTION
 @FORMAT_OPTION
+@QUIET_OPTION
 @handle_errors
 def catalog_best(
     catalog_dir: Path | None,
@@ -164,6 +167,7 @@ def catalog_best(
     attacks: tuple[str, ...],
     where: tuple[str, ...],
     fmt: str | None,
+    quiet: bool,
 ) -> None:
     """Rank the dataviews by the data kept at risk ≤ R (or by utility score), with
     their Pareto front of (disclosure, utility); a person's risk is the max over the
@@ -172,7 +176,7 @@ def catalog_best(
     On a catalog of randomized profiles: per mechanism, which ε keeps the statistic
     admissible while no counted attack succeeds on more than R of the sample."""
     from prudence_cli.catalog import find_catalog, open_catalog
-    from prudence_cli.catalog.query import catalog_policy, counted_levels
+    from prudence_cli.catalog.query import catalog_policy, counted_levels, numeric_columns
     from prudence_cli.cli.render import best_table, ordinal_table
     from prudence_cli.explore import DISCLOSURE, dataview_scores
     from prudence_cli.explore import ordinal_agreement as agreement
@@ -186,7 +190,7 @@ def catalog_best(
     assert policy.max_risk is not None
     max_risk, min_coverage = policy.max_risk, policy.min_coverage
     attacks, where = policy.attacks, policy.where
-    if fmt == "table" or (fmt is None and sys.stdout.isatty()):
+    if not quiet and (fmt == "table" or (fmt is None and sys.stdout.isatty())):
         click.echo(f"Policy ({source}): {policy.describe()}.", err=True)
     if opened.kind == "profiles":
         from prudence_cli.cli.render import epsilon_table
@@ -198,11 +202,12 @@ def catalog_best(
             choice,
             fmt,
             lambda: epsilon_table(choice, opened.dimension_names, max_risk),
-            opened.dimension_names,
+            numeric_columns(opened),
         )
         return
     levels = counted_levels(opened, attacks, where)
-    scores = dataview_scores(opened, levels, max_risk, where, measure, utility)
+    with progress_bar(quiet) as progress:
+        scores = dataview_scores(opened, levels, max_risk, where, measure, utility, progress)
     if ordinal:
         measures = ["mean_risk", *[m for m in DISCLOSURE if m in scores.table]]
         if len(measures) < 2:
@@ -217,7 +222,7 @@ def catalog_best(
         table,
         fmt,
         lambda: best_table(scores, opened.dimension_names, min_coverage),
-        opened.dimension_names,
+        numeric_columns(opened),
     )
     if not (table["users_released"] > 0).any():
         click.echo(
@@ -258,19 +263,15 @@ def catalog_risks(catalog_dir: Path | None, where: tuple[str, ...], fmt: str) ->
 
 @catalog.command("releases")
 @CATALOG_OPTION
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["table", "csv", "json"]),
-    help="Output format (default: table on a terminal, csv otherwise).",
-)
+@FORMAT_OPTION
+@QUIET_OPTION
 @handle_errors
-def catalog_releases(catalog_dir: Path | None, fmt: str | None) -> None:
+def catalog_releases(catalog_dir: Path | None, fmt: str | None, quiet: bool) -> None:
     """List the release ledger: what was released, to whom, when."""
     import pandas as pd
 
     from prudence_cli.catalog import find_catalog, open_catalog
-    from prudence_cli.cli.render import print_table, releases_table, to_csv, to_json
+    from prudence_cli.cli.render import releases_table
     from prudence_cli.sanitize.ledger import read_ledger
 
     opened = open_catalog(find_catalog(catalog_dir))
@@ -297,12 +298,6 @@ def catalog_releases(catalog_dir: Path | None, fmt: str | None) -> None:
         ],
         columns=columns,
     )
-    fmt = fmt or ("table" if sys.stdout.isatty() else "csv")
-    if fmt == "table":
-        print_table(releases_table(frame))
-    elif fmt == "csv":
-        click.echo(to_csv(frame), nl=False)
-    else:
-        click.echo(to_json(frame), nl=False)
-    if not records:
+    output(frame, fmt, lambda: releases_table(frame), [])
+    if not records and not quiet:
         click.echo("No release recorded in this catalog yet.", err=True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import errno
 import functools
+import json
 import os
 import platform
 import signal
@@ -23,14 +24,26 @@ import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+from rich import filesize
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.text import Text
 
 from prudence_cli import __version__
 from prudence_cli.errors import PrudenceError
+
+if TYPE_CHECKING:
+    from prudence_cli.assess import ProgressCallback
 
 F = TypeVar("F", bound=Callable[..., Any])
 INTERRUPTED = 130
@@ -196,11 +209,22 @@ WHERE_OPTION = click.option(
 )
 
 
+def one_value(ctx: click.Context, param: click.Parameter, values: tuple[float, ...]) -> Any:
+    """A repeatable option's single value: `--threshold 0.3 --max-risk 0.9` (synonyms) is
+    an error, not a silent choice of the last."""
+    if len(set(values)) > 1:
+        given = ", ".join(f"{v:g}" for v in values)
+        raise click.BadParameter(f"given with different values ({given}): give one")
+    return values[0] if values else None
+
+
 MAX_RISK_OPTION = click.option(
     "--max-risk",
     "--threshold",
     "max_risk",
     type=float,
+    multiple=True,
+    callback=one_value,
     help="Tolerated risk R in (0, 1] (default: the config's policy.max_risk).",
 )
 FORMAT_OPTION = click.option(
@@ -209,6 +233,50 @@ FORMAT_OPTION = click.option(
     type=click.Choice(["table", "csv", "json"]),
     help="Output format (default: table on a terminal, csv otherwise).",
 )
+QUIET_OPTION = click.option(
+    "--quiet",
+    "-q",
+    is_flag=True,
+    help="Only warnings and errors on stderr: no progress bar, no messages.",
+)
+# commands that write files print a summary of what they did: words on stderr, or JSON
+SUMMARY_FORMAT_OPTION = click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["json"]),
+    help="json: the summary as JSON on stdout (default: in words on stderr).",
+)
+
+
+class FormatChoice(click.Choice):
+    """A --format choice that also takes an older word for one of its choices, unlisted
+    (`check --format text`, now `table`)."""
+
+    def __init__(self, choices: list[str], aliases: dict[str, str]) -> None:
+        super().__init__(choices)
+        self.aliases = aliases
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        return super().convert(self.aliases.get(value, value), param, ctx)
+
+
+def echo_json(payload: Any) -> None:
+    """A JSON document on stdout (a number that is not one, NaN, as null)."""
+    click.echo(json.dumps(_finite(payload), indent=2, default=str, allow_nan=False))
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    if hasattr(value, "item"):  # a numpy number
+        value = value.item()
+    if isinstance(value, float) and value != value:
+        return None
+    return value
+
+
 ATTACK_OPTION = click.option(
     "--attack",
     "attacks",
@@ -245,22 +313,54 @@ def check_share(name: str, value: float, zero: bool) -> None:
         raise UserError(f"{name} {value:g} must be in {'[0, 1]' if zero else '(0, 1]'}")
 
 
+class _Count(ProgressColumn):
+    """`done/total` of a step with a known total: counts, or sizes when reading bytes."""
+
+    def render(self, task: Task) -> Text:
+        if task.total is None:
+            return Text("")
+        if task.fields.get("unit") == "bytes":
+            done, total = filesize.decimal(int(task.completed)), filesize.decimal(int(task.total))
+            return Text(f"{done}/{total}")
+        return Text(f"{int(task.completed):,}/{int(task.total):,}")
+
+
+_live: list[Console] = []  # the console of the progress bar on screen, if one is
+
+
+def message(text: str) -> None:
+    """A line on stderr; above the progress bar while one is on screen (a plain write
+    would land inside it)."""
+    if _live:
+        _live[-1].print(text, markup=False, highlight=False, emoji=False, soft_wrap=True)
+    else:
+        click.echo(text, err=True)
+
+
 @contextmanager
-def progress_bar(quiet: bool) -> Iterator[Callable[[int, int, str], None] | None]:
-    if quiet:
+def progress_bar(quiet: bool) -> Iterator[ProgressCallback | None]:
+    """A rich progress bar on stderr, as a callback `(done, total, message, unit="")`
+    (total 0: not known; unit "bytes": sizes are shown); None with --quiet or when stderr
+    is not a terminal (a log file or CI gets no bar, and the library skips the updates).
+    Messages meanwhile go through `message`."""
+    console = Console(stderr=True)
+    if quiet or not console.is_terminal:
         yield None
         return
-    console = Console(stderr=True)
     columns = (
-        TextColumn("{task.description}"),
+        TextColumn("{task.description}", markup=False),
         BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
+        _Count(),
         TimeElapsedColumn(),
     )
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task("starting", total=None)
 
-        def update(done: int, total: int, message: str) -> None:
-            bar.update(task, completed=done, total=total or None, description=message)
+        def update(done: int, total: int, message: str, unit: str = "") -> None:
+            bar.update(task, completed=done, total=total or None, description=message, unit=unit)
 
-        yield update
+        _live.append(console)
+        try:
+            yield update
+        finally:
+            _live.remove(console)

@@ -7,7 +7,13 @@ from typing import Any
 
 import click
 
-from prudence_cli.cli.common import handle_errors
+from prudence_cli.cli.common import (
+    QUIET_OPTION,
+    SUMMARY_FORMAT_OPTION,
+    echo_json,
+    handle_errors,
+    progress_bar,
+)
 
 
 @click.command()
@@ -48,6 +54,8 @@ from prudence_cli.cli.common import handle_errors
     type=click.Choice(["log", "linear", "exponential"]),
     help="Cost model of the attacker's knowledge.",
 )
+@SUMMARY_FORMAT_OPTION
+@QUIET_OPTION
 @handle_errors
 def evaluate(
     original: Path,
@@ -58,6 +66,8 @@ def evaluate(
     samples: int | None,
     seed: int | None,
     cost: str | None,
+    fmt: str | None,
+    quiet: bool,
 ) -> None:
     """The empirical risk of a released set of trajectories against the original: the
     distribution of the probability of re-identification per attacker knowledge, its
@@ -82,7 +92,15 @@ def evaluate(
         for k, v in (("max_h", max_h), ("samples", samples), ("seed", seed), ("cost", cost))
         if v is not None
     }
-    result = run_evaluation(original, released, columns, replace(settings, **changes), out)
+    with progress_bar(quiet) as progress:
+        result, summary = run_evaluation(
+            original, released, columns, replace(settings, **changes), out, progress
+        )
+    if fmt == "json":
+        echo_json({"folder": str(out), **summary})
+        return
+    if quiet:
+        return
     for line in result.statements:
         click.echo(line, err=True)
     u = result.utility

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +16,17 @@ from prudence_cli.cli.common import (
     CATALOG_OPTION,
     MAX_RISK_OPTION,
     PROFILES_HINT,
+    QUIET_OPTION,
+    SUMMARY_FORMAT_OPTION,
     WHERE_OPTION,
+    FormatChoice,
     UserError,
     check_share,
+    echo_json,
     handle_errors,
+    message,
+    one_value,
+    progress_bar,
 )
 
 
@@ -35,8 +43,15 @@ from prudence_cli.cli.common import (
 @ATTACK_OPTION
 @WHERE_OPTION
 @click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+    "--format",
+    "fmt",
+    type=FormatChoice(["table", "json"], {"text": "table"}),
+    default="table",
+    show_default=True,
+    help="table: a FAIL line per failing level on stdout, the verdict on stderr; json: "
+    "the verdict, the failures and the levels not covered on stdout.",
 )
+@QUIET_OPTION
 @handle_errors
 def check(
     catalog_dir: Path | None,
@@ -46,12 +61,13 @@ def check(
     attacks: tuple[str, ...],
     where: tuple[str, ...],
     fmt: str,
+    quiet: bool,
 ) -> None:
     """Check a catalog against a release policy, for CI: exit 0 when every dataview and
     counted attack level holds it, 1 with the list of those that fail. The policy is the
     config's `policy:`, each option given in place of its key."""
     from prudence_cli.catalog import find_catalog, open_catalog
-    from prudence_cli.catalog.query import catalog_policy, counted_levels
+    from prudence_cli.catalog.query import catalog_policy, counted_levels, numeric_columns
     from prudence_cli.cli.render import to_json
     from prudence_cli.explore import check as run_check
 
@@ -64,7 +80,7 @@ def check(
     policy, source = catalog_policy(opened, max_risk, attacks, where, min_coverage, min_irac_u)
     assert policy.max_risk is not None
     max_risk = policy.max_risk
-    if fmt != "json":
+    if not quiet:
         click.echo(f"Policy ({source}): {policy.describe()}.", err=True)
     levels = counted_levels(opened, policy.attacks, policy.where)
     result = run_check(opened, policy, levels, policy.where)
@@ -72,6 +88,7 @@ def check(
     failing = checked[checked["failures"] != ""]
     warnings = result[result["warning"] != ""]
     sampled = bool(checked["sampled"].any())
+    typed = numeric_columns(opened)
     if fmt == "json":
         payload = {
             "policy": policy.to_json() | {"source": source},
@@ -79,21 +96,22 @@ def check(
             "failed": len(failing),
             "ok": bool(failing.empty),
             "lower_bound": sampled,
-            "failures": json.loads(to_json(failing, opened.dimension_names)),
-            "not_covered": json.loads(to_json(warnings, opened.dimension_names)),
+            "failures": json.loads(to_json(failing, typed)),
+            "not_covered": json.loads(to_json(warnings, typed)),
         }
-        click.echo(json.dumps(payload, indent=2))
+        echo_json(payload)
     else:
         for _, row in failing.iterrows():
             click.echo(f"FAIL {_row_name(opened, row)}: {row['failures']}")
-        for level, rows in warnings.groupby(_level_names(opened, warnings), sort=False):
-            views = ", ".join(rows["dataview"])
-            click.echo(
-                f"Warning: {level} (not counted) puts people the policy releases above "
-                f"{max_risk:g} in {_count(len(rows), 'dataview')} ({views}; highest "
-                f"{rows['max_risk_released'].max():.3g}): not covered by this policy.",
-                err=True,
-            )
+    for level, rows in warnings.groupby(_level_names(opened, warnings), sort=False):
+        views = ", ".join(rows["dataview"])
+        click.echo(
+            f"Warning: {level} (not counted) puts people the policy releases above "
+            f"{max_risk:g} in {_count(len(rows), 'dataview')} ({views}; highest "
+            f"{rows['max_risk_released'].max():.3g}): not covered by this policy.",
+            err=True,
+        )
+    if fmt != "json" and not quiet:
         click.echo(
             f"{len(checked) - len(failing)} of {len(checked)} dataview × counted attack levels "
             "hold the policy"
@@ -134,6 +152,8 @@ def _level_names(opened: Any, rows: Any) -> list[str]:
     "--max-risk",
     "threshold",
     type=float,
+    multiple=True,
+    callback=one_value,
     help="Tolerated risk R in (0, 1]: every released person ends at or below it "
     "(the suppression methods; default: the config's policy.max_risk).",
 )
@@ -192,7 +212,15 @@ def _level_names(opened: Any, rows: Any) -> list[str]:
     is_flag=True,
     help="Replace user ids by fresh seeded pseudonyms (mapping kept in the catalog).",
 )
-@click.option("--quiet", "-q", is_flag=True, help="No progress messages.")
+@click.option(
+    "--as",
+    "file_format",
+    type=click.Choice(["csv", "parquet"]),
+    help="File format of the released tables, dataview and locations (default: csv). "
+    "--format is what the command prints.",
+)
+@SUMMARY_FORMAT_OPTION
+@QUIET_OPTION
 @handle_errors
 def sanitize(
     threshold: float | None,
@@ -208,10 +236,14 @@ def sanitize(
     out: Path,
     recipient: str | None,
     pseudonymize: bool,
+    file_format: str | None,
+    fmt: str | None,
     quiet: bool,
 ) -> None:
     """Release a dataview with every person at risk above R suppressed, re-assessed to a
-    fixpoint; writes the release folder and records it in the catalog's ledger.
+    fixpoint; writes the release folder (the dataview and its locations as CSV or
+    Parquet, a GeoJSON of the places released, the certificate) and records it in the
+    catalog's ledger.
 
     With --method randomize (a catalog of profiles dataviews): release every profile with
     d_χ-private noise of parameter --epsilon, with a report of its utility and of the
@@ -220,6 +252,7 @@ def sanitize(
     Exit code 0: the release meets the threshold; 1: it cannot (nobody would be left)."""
     from prudence_cli.catalog import find_catalog, open_catalog
     from prudence_cli.catalog.query import catalog_policy
+    from prudence_cli.cli.render import release_summary
     from prudence_cli.io.atomic import check_writable
     from prudence_cli.sanitize.release import SanitizeRequest, run_sanitize
 
@@ -230,12 +263,23 @@ def sanitize(
             "--attack": bool(attacks),
             "--where": bool(where),
             "--pseudonymize": pseudonymize,
+            "--as": file_format is not None,
         }
         for name, given in suppression.items():
             if given:
                 raise UserError(f"{name} is for the suppression methods, not randomize")
         _randomize(
-            opened, epsilon, neighbourhood, mechanism, dataview, seed, out, threshold, recipient
+            opened,
+            epsilon,
+            neighbourhood,
+            mechanism,
+            dataview,
+            seed,
+            out,
+            threshold,
+            recipient,
+            fmt,
+            quiet,
         )
         return
     randomizing = {"--epsilon": epsilon, "--mechanism": mechanism, "--seed": seed}
@@ -247,8 +291,8 @@ def sanitize(
     policy, source = catalog_policy(opened, threshold, attacks, where)
     assert policy.max_risk is not None
     threshold = policy.max_risk
-    if not quiet:
-        click.echo(f"Policy ({source}): {policy.describe()}.", err=True)
+    say = _say(quiet)
+    say(f"Policy ({source}): {policy.describe()}.")
     request = SanitizeRequest(
         threshold,
         dataview,
@@ -258,47 +302,44 @@ def sanitize(
         recipient,
         pseudonymize,
         policy.min_coverage,
+        file_format or "csv",
     )
+    with progress_bar(quiet) as bar:
 
-    def step(s: Any) -> None:
-        if not quiet:
-            click.echo(
+        def step(s: Any) -> None:
+            say(
                 f"pass {s.iteration}: {s.users_above:,} above {threshold:g} "
                 f"(highest {s.max_risk:.3g}); removed {s.users_removed:,} people, "
-                f"{s.rows_removed:,} rows",
-                err=True,
+                f"{s.rows_removed:,} rows"
             )
+            if bar is not None:
+                bar(0, 0, f"suppression pass {s.iteration + 1}")
 
-    def announce(choice: str) -> None:
-        if not quiet:
-            click.echo(f"Dataview {choice}.", err=True)
+        def announce(choice: str) -> None:
+            say(f"Dataview {choice}.")
+            if bar is not None:
+                bar(0, 0, "suppressing to the fixpoint")
 
-    result = run_sanitize(opened, request, out, step, announce)
+        result = run_sanitize(opened, request, out, step, announce, bar)
     report = result.report
-    if report is None:
-        click.echo(f"Cannot release: {result.choice}; nothing was written.", err=True)
-        sys.exit(1)
-    users, data = report.users, report.data
-    if not result.met:
-        short = policy.min_coverage is not None and users.released > 0
-        why = (
-            f"a release of {report.dataview.id} at threshold {threshold:g} would keep "
-            f"{data.released / data.before:.1%} of the {data.coverage}, below the policy's "
-            f"min_coverage {policy.min_coverage:.0%}"
-            if short and data.before and report.max_risk_after <= threshold
-            else f"at threshold {threshold:g} nobody of {report.dataview.id} would be left"
-        )
+    if report is None or not result.met:
+        why = _why_not(result, policy.min_coverage, threshold)
+        if fmt == "json":
+            echo_json(release_summary(result, why))
         click.echo(f"Cannot release: {why}; nothing was written.", err=True)
         sys.exit(1)
+    users, data = report.users, report.data
     bound = " (a lower bound: some levels were sampled)" if report.sampled else ""
-    click.echo(
-        f"Release {report.release} written to {result.folder}: {users.released:,} of "
-        f"{users.in_view:,} people, {data.released:,.0f} of {data.before:,.0f} "
-        f"{data.coverage}, highest risk {report.max_risk_after:.3g}{bound} ≤ {threshold:g} "
-        f"under {_count(len(report.levels_counted), 'counted attack level')}, after "
-        f"{_count(len(report.iterations), 'suppression pass', 'suppression passes')}.",
-        err=True,
-    )
+    if fmt == "json":
+        echo_json(release_summary(result))
+    else:
+        say(
+            f"Release {report.release} written to {result.folder}: {users.released:,} of "
+            f"{users.in_view:,} people, {data.released:,.0f} of {data.before:,.0f} "
+            f"{data.coverage}, highest risk {report.max_risk_after:.3g}{bound} ≤ {threshold:g} "
+            f"under {_count(len(report.levels_counted), 'counted attack level')}, after "
+            f"{_count(len(report.iterations), 'suppression pass', 'suppression passes')}."
+        )
     for level in report.not_covered:
         click.echo(
             f"Warning: not covered by this release: {level.level} (not counted) puts "
@@ -306,6 +347,34 @@ def sanitize(
             f"{level.max_risk:.3g}); the release is safe only against the counted levels.",
             err=True,
         )
+    for note in report.notes:
+        click.echo(f"Note: {note}", err=True)
+
+
+def _say(quiet: bool) -> Callable[[str], None]:
+    """A message on stderr, unless --quiet."""
+
+    def say(text: str) -> None:
+        if not quiet:
+            message(text)
+
+    return say
+
+
+def _why_not(result: Any, min_coverage: float | None, threshold: float) -> str:
+    """Why a suppression release was not written, in words."""
+    report = result.report
+    if report is None:
+        return str(result.choice)
+    users, data = report.users, report.data
+    short = min_coverage is not None and users.released > 0
+    if short and data.before and report.max_risk_after <= threshold:
+        return (
+            f"a release of {report.dataview.id} at threshold {threshold:g} would keep "
+            f"{data.released / data.before:.1%} of the {data.coverage}, below the policy's "
+            f"min_coverage {min_coverage:.0%}"
+        )
+    return f"at threshold {threshold:g} nobody of {report.dataview.id} would be left"
 
 
 def _randomize(
@@ -318,7 +387,11 @@ def _randomize(
     out: Path,
     threshold: float | None,
     recipient: str | None,
+    fmt: str | None,
+    quiet: bool,
 ) -> None:
+    from prudence_cli.catalog.query import numeric_columns
+    from prudence_cli.cli.render import randomized_summary
     from prudence_cli.randomized.release import RandomizeRequest, run_randomize
 
     if epsilon is None:
@@ -332,15 +405,17 @@ def _randomize(
         hood = int(neighbourhood)
     request = RandomizeRequest(epsilon, hood, mechanism, dataview, seed, recipient)
     report = run_randomize(opened, request, out)
+    if fmt == "json":
+        echo_json(randomized_summary(report, out, numeric_columns(opened)))
+        return
     util = report.utility
     rates = [r.success_rate for r in report.attacks]
     worst = max((r for r in rates if r == r), default=float("nan"))
-    click.echo(
+    _say(quiet)(
         f"Release written to {out}: {report.profiles.released:,} "
         f"{report.profile} profiles, {report.mechanism.name} "
         f"ε={epsilon:g} on χ={report.mechanism.chi}; {util.statistic} relative "
         f"error {util.relative_error:.3f} ("
         f"{'admissible' if util.admissible else 'NOT admissible'}); worst attack success "
-        f"{worst:.3f} over {len(rates)} attack levels (see report.md).",
-        err=True,
+        f"{worst:.3f} over {len(rates)} attack levels (see report.md)."
     )

@@ -93,7 +93,7 @@ def to_csv(frame: pd.DataFrame, header: bool = True) -> str:
 
 def to_json(frame: pd.DataFrame, typed: Sequence[str] = ()) -> str:
     """Records as JSON; in the `typed` text columns (dimension and knowledge values),
-    whole numbers are written as numbers."""
+    numbers written as text (h=2, delta=0.1) are written as numbers."""
     records: list[dict[str, Any]] = [
         {k: _typed(v) if k in typed else _plain(v) for k, v in row.items()}
         for row in frame.to_dict(orient="records")
@@ -118,9 +118,16 @@ def _significant(value: float) -> str:
     return f"{value:.3g}"
 
 
+_DECIMAL = re.compile(r"[-+]?(\d+\.\d*|\.\d+)([eE][-+]?\d+)?|[-+]?\d+[eE][-+]?\d+")
+
+
 def _typed(value: Any) -> Any:
+    """A number written as text (h=2, delta=0.1) as that number; anything else (500m,
+    all, exact) as it is."""
     if isinstance(value, str) and value.isdigit():
         return int(value)
+    if isinstance(value, str) and _DECIMAL.fullmatch(value):
+        return float(value)
     return _plain(value)
 
 
@@ -357,3 +364,70 @@ def epsilon_table(frame: pd.DataFrame, dims: list[str], max_success: float) -> T
             style="bold" if row["choice"] else None,
         )
     return table
+
+
+def typed_values(values: dict[str, Any], typed: Sequence[str] | None = None) -> dict[str, Any]:
+    """Dimension or knowledge values as `to_json` writes them: numbers as numbers (in
+    the `typed` keys; default every key)."""
+    return {k: _typed(v) if typed is None or k in typed else v for k, v in values.items()}
+
+
+def release_summary(result: Any, why: str | None = None) -> dict[str, Any]:
+    """`sanitize --format json`: what was released (or why nothing was), in the types of
+    the other commands' JSON (dimension values that are numbers as numbers)."""
+    report = result.report
+    if report is None or not result.met:
+        return {
+            "met": False,
+            "release": None,
+            "folder": None,
+            "dataview": None if report is None else report.dataview.id,
+            "reason": why,
+        }
+    data = report.data
+    share = data.released / data.before if data.before else 0.0
+    return {
+        "met": True,
+        "release": report.release,
+        "folder": str(result.folder),
+        "recipient": report.recipient,
+        "dataview": {
+            "id": report.dataview.id,
+            "format": report.dataview.format,
+            "dimensions": typed_values(report.dataview.dimensions),
+        },
+        "choice": result.choice,
+        "threshold": report.threshold,
+        "method": report.method,
+        "people": report.users.to_json(),
+        "data": data.to_json() | {"share_released": share},
+        "max_risk": report.max_risk_after,
+        "lower_bound": report.sampled,
+        "passes": len(report.iterations),
+        "levels_counted": list(report.levels_counted),
+        "not_covered": [level.to_json() for level in report.not_covered],
+        "notes": list(report.notes),
+        "combined_with": list(report.combined_with),
+        "files": dict(report.files or {}),
+    }
+
+
+def randomized_summary(report: Any, folder: Any, typed: Sequence[str]) -> dict[str, Any]:
+    """`sanitize --method randomize --format json`: the setting released, its utility and
+    the success of the catalog's attacks on it (knowledge values in `typed` as numbers,
+    as `to_json` writes them)."""
+    rates = [r.success_rate for r in report.attacks if r.success_rate == r.success_rate]
+    return {
+        "met": True,
+        "folder": str(folder),
+        "dataview": report.dataview_id,
+        "profile": report.profile,
+        "mechanism": report.mechanism.to_json(),
+        "profiles": report.profiles.to_json(),
+        "utility": report.utility.to_json(),
+        "worst_success": max(rates, default=None),
+        "attacks": [
+            {"attack": r.attack, **typed_values(dict(r.knowledge), typed), **r.measures}
+            for r in report.attacks
+        ],
+    }

@@ -9,9 +9,12 @@ import click
 from prudence_cli.cli.common import (
     ATTACK_OPTION,
     CATALOG_OPTION,
+    QUIET_OPTION,
     WHERE_OPTION,
     check_share,
     handle_errors,
+    one_value,
+    progress_bar,
 )
 
 
@@ -20,8 +23,8 @@ from prudence_cli.cli.common import (
 @click.option(
     "--out",
     type=click.Path(path_type=Path),
-    required=True,
-    help="The HTML file (--format html) or a folder of PNG files (--format png).",
+    help="The HTML file (--format html; default report.html) or a folder of PNG files "
+    "(--format png; default report-charts).",
 )
 @click.option(
     "--format", "fmt", type=click.Choice(["html", "png"]), default="html", show_default=True
@@ -31,6 +34,8 @@ from prudence_cli.cli.common import (
     "--threshold",
     "max_risk",
     type=float,
+    multiple=True,
+    callback=one_value,
     help="Tolerated risk R of the Pareto chart (default: the config's policy.max_risk, else 0.3).",
 )
 @click.option(
@@ -38,15 +43,17 @@ from prudence_cli.cli.common import (
 )
 @ATTACK_OPTION
 @WHERE_OPTION
+@QUIET_OPTION
 @handle_errors
 def report(
     catalog_dir: Path | None,
-    out: Path,
+    out: Path | None,
     fmt: str,
     max_risk: float | None,
     force: bool,
     attacks: tuple[str, ...],
     where: tuple[str, ...],
+    quiet: bool,
 ) -> None:
     """Write the catalog as a self-contained HTML report that opens with the answer —
     can this data be shared under the policy, which dataview, what a release keeps, what
@@ -62,6 +69,7 @@ def report(
 
     if max_risk is not None:
         check_share("--max-risk", max_risk, zero=False)
+    out = out or Path("report.html" if fmt == "html" else "report-charts")
     if fmt == "html":
         check_output_file(out, force, _is_report_page)
     else:
@@ -74,8 +82,10 @@ def report(
         levels = []
     else:
         levels = counted_levels(opened, attacks, where)
-    count = write_report(opened, out, fmt, policy, source, levels, where)
-    click.echo(f"Report with {count} charts written to {out}.", err=True)
+    with progress_bar(quiet) as progress:
+        count = write_report(opened, out, fmt, policy, source, levels, where, progress)
+    if not quiet:
+        click.echo(f"Report with {count} charts written to {out}.", err=True)
 
 
 def _is_report_page(path: Path) -> bool:

@@ -7,16 +7,7 @@ from pathlib import Path
 
 import click
 
-from prudence_cli.cli.common import handle_errors
-
-# the columns of each file `prudence sample` writes: how it knows an earlier sample
-SAMPLE_COLUMNS = {
-    "gps": ("uid", "datetime", "lat", "lng"),
-    "cdr": ("caller", "timestamp", "cell"),
-    "towers": ("tower", "lat", "lon"),
-    "segments": ("uid", "trip", "segment", "entered", "left"),
-    "streets": ("segment", "wkt"),
-}
+from prudence_cli.cli.common import QUIET_OPTION, handle_errors, progress_bar
 
 
 @click.command()
@@ -46,7 +37,8 @@ SAMPLE_COLUMNS = {
 @click.option(
     "--force",
     is_flag=True,
-    help="Replace existing files even if they are not earlier samples of the same kind.",
+    help="Replace existing files (a sample's columns are those of real data: an existing "
+    "file is never taken for an earlier sample).",
 )
 @click.option(
     "--towers", type=click.Path(path_type=Path), help="cdr only: where to write the tower table."
@@ -70,6 +62,7 @@ SAMPLE_COLUMNS = {
     type=click.Path(path_type=Path),
     help="--null-model: a YAML with an `evaluate` section naming the columns.",
 )
+@QUIET_OPTION
 @handle_errors
 def sample(
     kind: str | None,
@@ -85,13 +78,14 @@ def sample(
     null_model: bool,
     like: Path | None,
     config_file: Path | None,
+    quiet: bool,
 ) -> None:
     """Write seeded synthetic GPS fixes, call records or map-matched trips over Pisa
     (how the shipped sample data was made), or, with --null-model, random trajectories
     like those of --like (Basu et al., A risk model for privacy in trajectory data's null model).
-    An existing file is replaced only if it is an earlier sample of the same kind (a null
-    model only with --force)."""
-    from prudence_cli.io.outputs import check_output_file, has_header
+    An existing file is replaced only with --force: a sample has the columns of real data,
+    so an earlier sample cannot be told from the user's own files."""
+    from prudence_cli.io.outputs import check_output_file
     from prudence_cli.io.writers import write_csv
     from prudence_cli.sample import generate_cdr, generate_gps
     from prudence_cli.sample_network import generate_segments
@@ -109,10 +103,11 @@ def sample(
             like, columns.trajectory, columns.location, columns.time, columns.order
         )
         write_csv(imitate(table, columns, seed), out)
-        click.echo(
-            f"Wrote {out}: {table['trajectory'].nunique():,} random trajectories like {like}",
-            err=True,
-        )
+        if not quiet:
+            click.echo(
+                f"Wrote {out}: {table['trajectory'].nunique():,} random trajectories like {like}",
+                err=True,
+            )
         return
     if like is not None or config_file is not None:
         raise click.UsageError("--like and --config go with --null-model")
@@ -125,24 +120,28 @@ def sample(
         raise click.UsageError("--towers is for cdr samples only")
     if segments is not None and kind != "segments":
         raise click.UsageError("--segments is for segments samples only")
-    for path, written in ((out, kind), (towers, "towers"), (segments, "streets")):
+    if kind == "cdr" and towers is None:
+        raise click.UsageError("a cdr sample needs --towers FILE for the tower table")
+    if kind == "segments" and segments is None:
+        raise click.UsageError("a segments sample needs --segments FILE for the streets")
+    for path in (out, towers, segments):
         if path is not None:
-            check_output_file(path, force, has_header(SAMPLE_COLUMNS[written]))
+            check_output_file(path, force, lambda path: False)
     extra: Path | None = None
-    if kind == "gps":
-        write_csv(generate_gps(users, days, seed, start.date()), out)
-    elif kind == "cdr":
-        if towers is None:
-            raise click.UsageError("a cdr sample needs --towers FILE for the tower table")
-        events, table = generate_cdr(users, days, seed, start.date())
-        write_csv(events, out)
-        write_csv(table, towers)
-        extra = towers
-    else:
-        if segments is None:
-            raise click.UsageError("a segments sample needs --segments FILE for the streets")
-        trips, streets = generate_segments(users, days, seed, start.date())
-        write_csv(trips, out)
-        write_csv(streets, segments)
-        extra = segments
-    click.echo(f"Wrote {out}" + (f" and {extra}" if extra else ""), err=True)
+    with progress_bar(quiet) as progress:
+        if kind == "gps":
+            write_csv(generate_gps(users, days, seed, start.date(), progress), out)
+        elif kind == "cdr":
+            assert towers is not None
+            events, table = generate_cdr(users, days, seed, start.date(), progress)
+            write_csv(events, out)
+            write_csv(table, towers)
+            extra = towers
+        else:
+            assert segments is not None
+            trips, streets = generate_segments(users, days, seed, start.date(), progress)
+            write_csv(trips, out)
+            write_csv(streets, segments)
+            extra = segments
+    if not quiet:
+        click.echo(f"Wrote {out}" + (f" and {extra}" if extra else ""), err=True)

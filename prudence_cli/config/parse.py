@@ -91,7 +91,7 @@ def parse_config(data: object, file: Path) -> Config:
         mechanisms=mechanisms,
         randomize=_parse_randomize(r, top.get("randomize", {}), input_config.timezone),
         policy=parse_policy(
-            r, top.get("policy"), [lv for a in attacks for lv in a.levels], dataview.dimension_names
+            r, top.get("policy"), [lv for a in attacks for lv in a.levels], dataview
         ),
         raw=top,
     )

@@ -18,13 +18,24 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
+from prudence_cli.config.dimensions import FORMATS
 from prudence_cli.config.knowledge import KnowledgeLevel
 from prudence_cli.config.reader import Reader
 from prudence_cli.errors import shown
 
 POLICY_KEYS = {"max_risk", "attacks", "where", "min_coverage", "min_irac_u"}
+
+
+class Dataviews(Protocol):
+    """What the policy needs of the config's dataview section."""
+
+    @property
+    def format(self) -> str: ...
+
+    @property
+    def dimensions(self) -> tuple[tuple[str, tuple[Any, ...]], ...]: ...
 
 
 @dataclass(frozen=True)
@@ -85,10 +96,15 @@ def parse_policy(
     r: Reader,
     data: object,
     levels: Sequence[KnowledgeLevel],
-    dimensions: Sequence[str],
+    dataview: Dataviews,
 ) -> ReleasePolicy | None:
-    """Validate `policy:` against the configured attack levels and data dimensions: it
-    must leave at least one level counted."""
+    """Validate `policy:` against the configured attack levels and data dimensions (a
+    dimension value must be one of the configured ones): it must leave at least one
+    level and one dataview counted."""
+    spec = FORMATS[dataview.format].dimensions
+    dimensions = {
+        name: [spec[name].label(value) for value in values] for name, values in dataview.dimensions
+    }
     if data is None:
         return None
     m = r.mapping(data, "policy", allowed=POLICY_KEYS)
@@ -121,6 +137,17 @@ def parse_policy(
         for item in values:
             if isinstance(item, (dict, list)) or item is None:
                 r.fail(f"policy.where.{key}", "give a value or a list of values")
+            if key in dimensions:
+                try:
+                    written = spec[key].label(spec[key].parse(item))
+                except ValueError as exc:
+                    r.fail(f"policy.where.{key}", str(exc))
+                if written not in dimensions[key]:
+                    configured = ", ".join(dimensions[key])
+                    r.fail(
+                        f"policy.where.{key}",
+                        f"{shown(item)} is not one of the configured values ({configured})",
+                    )
             where.append(f"{key}={_text(item)}")
     policy = ReleasePolicy(
         max_risk=shares.get("max_risk"),

@@ -161,12 +161,19 @@ def dataview_scores(
     for column, name in ((measure, "--measure"), (utility, "--utility")):
         if column not in table or table[column].isna().all():
             raise PrudenceError(f"{name} {column}: not available in this catalog")
-    table["pareto"] = np.where(_dominated(table[measure], table[utility]), "dominated", "front")
+    # a dataview whose release keeps nobody is no choice at R, whatever its score
+    releasable = (table["users_released"] > 0).to_numpy()
+    dominated = _dominated(table[measure], table[utility], releasable)
+    table["pareto"] = np.where(
+        ~releasable, "nobody released", np.where(dominated, "dominated", "front")
+    )
+    table["releasable"] = releasable
 
     order = {"score": ["score", "released"], "kept": ["kept", "i_rac_d"]}.get(
         utility, ["released", "users_released", "kept"]
     )
-    table = table.sort_values(order, ascending=False, kind="stable")
+    table = table.sort_values(["releasable", *order], ascending=False, kind="stable")
+    table = table.drop(columns="releasable")
     return Scores(table.reset_index(drop=True), max_risk, len(levels), measure, utility)
 
 
@@ -348,12 +355,14 @@ def _kept(view: Any, risk: np.ndarray, max_risk: float, kind: str) -> float:
     return float(view.data_of(risk <= max_risk, kind) / total) if total else 0.0
 
 
-def _dominated(risk: pd.Series, kept: pd.Series) -> np.ndarray:
+def _dominated(risk: pd.Series, kept: pd.Series, among: np.ndarray) -> np.ndarray:
+    """Per dataview: whether one of `among` is at least as good on both axes and better
+    on one."""
     r = risk.to_numpy()
     k = kept.to_numpy()
     better_or_equal = (r[None, :] <= r[:, None]) & (k[None, :] >= k[:, None])
     strictly = (r[None, :] < r[:, None]) | (k[None, :] > k[:, None])
-    return (better_or_equal & strictly).any(axis=1)
+    return (better_or_equal & strictly & among[None, :]).any(axis=1)
 
 
 def natural_order(values: pd.Series) -> list[str]:

@@ -1,13 +1,18 @@
-"""GeoJSON polygons: a selection area (their union) and region layers (one labelled
-polygon per feature), in lon/lat."""
+"""GeoJSON in lon/lat: read polygons — a selection area (their union) and region layers
+(one labelled polygon per feature) — and write a FeatureCollection of places (points,
+polygons, lines) with their properties, for QGIS or kepler.gl."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pandas as pd
 import shapely
-from shapely.geometry import shape
+from shapely.geometry import mapping, shape
 
 from prudence_cli.errors import InputError
 from prudence_cli.io.text import read_json
@@ -59,3 +64,43 @@ def read_region_layer(path: Path) -> pd.DataFrame:
     if len(set(labels)) != len(labels):
         raise InputError(path, "two regions have the same name")
     return pd.DataFrame({"label": labels, "geometry": shapes})
+
+
+DIGITS = 7  # decimals of a coordinate: about 1 cm
+
+
+def point_geometries(lon: np.ndarray, lat: np.ndarray) -> list[dict[str, Any]]:
+    return [
+        {"type": "Point", "coordinates": [round(float(x), DIGITS), round(float(y), DIGITS)]}
+        for x, y in zip(lon, lat, strict=True)
+    ]
+
+
+def polygon_geometries(rings: np.ndarray) -> list[dict[str, Any]]:
+    """One Polygon per closed ring of lon/lat corners (shape (n, corners, 2))."""
+    return [{"type": "Polygon", "coordinates": [np.round(ring, DIGITS).tolist()]} for ring in rings]
+
+
+def wkt_geometries(texts: Sequence[str]) -> list[dict[str, Any]]:
+    """Geometries written as well-known text (lon/lat), e.g. the LINESTRINGs of road
+    segments."""
+    shapes = shapely.set_precision(shapely.from_wkt(np.asarray(texts, dtype=object)), 10**-DIGITS)
+    return [dict(mapping(g)) for g in shapes]
+
+
+def feature_collection(geometries: Sequence[dict[str, Any]], properties: pd.DataFrame) -> str:
+    """A FeatureCollection (RFC 7946) as text: one Feature per geometry, with the columns
+    of the matching row of `properties` as its properties."""
+    features = [
+        {"type": "Feature", "geometry": geometry, "properties": row}
+        for geometry, row in zip(geometries, properties.to_dict(orient="records"), strict=True)
+    ]
+    document = {"type": "FeatureCollection", "features": features}
+    return json.dumps(document, separators=(",", ":"), default=_plain) + "\n"
+
+
+def _plain(value: Any) -> Any:
+    """numpy numbers as JSON numbers."""
+    if hasattr(value, "item"):
+        return value.item()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")

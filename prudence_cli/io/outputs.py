@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import gzip
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 from prudence_cli.errors import PrudenceError
@@ -36,13 +36,3 @@ def head(path: Path, size: int = 4096) -> bytes:
             return handle.read(size)
     except (OSError, EOFError, zlib.error):
         return b""
-
-
-def has_header(columns: Sequence[str]) -> Callable[[Path], bool]:
-    """Recognises a CSV file whose first line is exactly `columns`."""
-    wanted = ",".join(columns).encode()
-
-    def recognise(path: Path) -> bool:
-        return head(path).split(b"\n", 1)[0].rstrip(b"\r") == wanted
-
-    return recognise

@@ -13,9 +13,10 @@ only by them.
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,6 +41,8 @@ from prudence_cli.io.text import (
 from prudence_cli.io.values import Check, coordinates, parse_times, raise_first_failure
 
 CHUNK_ROWS = 1_000_000
+# hears the bytes of the input read so far and its size, after each chunk
+ReadProgress = Callable[[int, int], None]
 
 
 @dataclass
@@ -68,8 +71,9 @@ def input_columns(spec: PointsSpec) -> dict[str, str]:
     return {"user": c.user, "time": c.time, "lat": c.lat, "lon": c.lon}
 
 
-def read_points(spec: PointsSpec) -> RawPoints:
-    """Read a gps or cdr input into RawPoints (cdr rows take their tower's position)."""
+def read_points(spec: PointsSpec, progress: ReadProgress | None = None) -> RawPoints:
+    """Read a gps or cdr input into RawPoints (cdr rows take their tower's position);
+    `progress` hears how far into the file the reading is."""
     needed = input_columns(spec)
     header = read_header(spec.path, spec.delimiter)
     check_columns(spec.path, header, needed, "input.columns")
@@ -80,7 +84,7 @@ def read_points(spec: PointsSpec) -> RawPoints:
     users, places = _Labels(), _Labels()
     read = _parquet_chunks if spec.is_parquet else _chunks
     with reading(spec.path):  # a damaged .gz is reported as such, not as a bad row
-        for first_line, chunk in read(spec.path, spec, list(needed.values()), result):
+        for first_line, chunk in read(spec.path, spec, list(needed.values()), result, progress):
             chunk = chunk.rename(columns={v: k for k, v in needed.items()})
             if towers is not None:
                 part = _parse_cdr_chunk(chunk, first_line, spec, towers, result)
@@ -229,16 +233,25 @@ def _screen(
 
 
 def _chunks(
-    path: Path, spec: PointsSpec, usecols: list[str], result: RawPoints
+    path: Path,
+    spec: PointsSpec,
+    usecols: list[str],
+    result: RawPoints,
+    progress: ReadProgress | None,
 ) -> Iterator[tuple[int, pd.DataFrame]]:
-    """(line number of the chunk's first row, chunk) over the file.
+    """(line number of the chunk's first row, chunk) over the file; `progress` hears the
+    bytes read (of the compressed file, for a .gz) after each chunk.
 
     Every column is parsed (not only `usecols`) so that a row with a wrong number of
     fields — often a stray delimiter that shifts the columns — is caught.
     """
-    reader = read_csv_chunks(path, spec.delimiter, CHUNK_ROWS, spec.on_invalid == "drop")
     line = 2
-    with reader:  # read errors are turned into InputErrors by the caller's `reading`
+    # read errors are turned into InputErrors by the caller's `reading`
+    with (
+        open(path, "rb") as raw,
+        read_csv_chunks(path, spec.delimiter, CHUNK_ROWS, spec.on_invalid == "drop", raw) as reader,
+    ):
+        size = os.fstat(raw.fileno()).st_size
         while True:
             try:
                 with warnings.catch_warnings(record=True) as caught:
@@ -250,17 +263,24 @@ def _chunks(
             if skipped:
                 result.dropped["wrong number of fields"] += skipped
             result.rows_read += len(chunk) + skipped
+            if progress is not None:
+                progress(min(raw.tell(), size), size)
             yield line, chunk[usecols]
             line += len(chunk) + skipped
 
 
 def _parquet_chunks(
-    path: Path, spec: PointsSpec, usecols: list[str], result: RawPoints
+    path: Path,
+    spec: PointsSpec,
+    usecols: list[str],
+    result: RawPoints,
+    progress: ReadProgress | None,
 ) -> Iterator[tuple[int, pd.DataFrame]]:
     """(row number of the chunk's first row, counted from 1; chunk) of a Parquet input,
     validated exactly like a CSV's: typed timestamps (naive ones in input.timezone) and
     numbers (epoch seconds for a numeric time) are taken as they are, other columns as
-    text, nulls as empty values."""
+    text, nulls as empty values. `progress` hears the share of the rows read, in bytes
+    of the file."""
     c = spec.columns
     typed = {c.time, c.lat, c.lon, c.enter, c.leave}  # ids (user, tower, ...) are text
     try:
@@ -270,6 +290,10 @@ def _parquet_chunks(
         for batch in batches:
             text = pd.DataFrame({c: _column(batch.column(c), c in typed) for c in usecols})
             result.rows_read += len(text)
+            if progress is not None:
+                rows = max(handle.metadata.num_rows, 1)
+                size = path.stat().st_size
+                progress(size * min(row + len(text) - 1, rows) // rows, size)
             yield row, text
             row += len(text)
     except (OSError, pa.ArrowException) as exc:
@@ -333,32 +357,49 @@ def _empty_points() -> pd.DataFrame:
     )
 
 
-def check_inputs(spec: PointsSpec, area_path: Path | None = None) -> list[str]:
+@dataclass(frozen=True)
+class CheckedFile:
+    """One input file read by `check_inputs`, and what was found (`str`: a line)."""
+
+    path: Path
+    role: str  # input, towers, segments, area, regions or scores
+    count: int | None  # rows of a table, polygons of a layer; None: rows not read
+    found: str  # in words
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.found}"
+
+    def to_json(self) -> dict[str, object]:
+        return {"path": str(self.path), "role": self.role, "count": self.count, "found": self.found}
+
+
+def check_inputs(spec: PointsSpec, area_path: Path | None = None) -> list[CheckedFile]:
     """Check the input's header (and that a .gz input is whole), read the towers or
     segments table and a GeoJSON area as `read_points` does; the input's rows are
     checked only as they are read.
 
-    Returns one line per checked file; raises InputError on the first problem.
+    Returns each checked file; raises InputError on the first problem.
     """
-    lines = []
+    checked = []
     needed = input_columns(spec)
     header = read_header(spec.path, spec.delimiter)
     check_columns(spec.path, header, needed, "input.columns")
     check_gzip(spec.path)
-    lines.append(f"{spec.path}: columns {', '.join(needed.values())} present")
+    present = f"columns {', '.join(needed.values())} present"
+    checked.append(CheckedFile(spec.path, "input", None, present))
     if spec.towers is not None:
         towers = spec.towers
         table = read_towers(towers)
-        lines.append(f"{towers.path}: {len(table):,} towers, columns present and valid")
+        found = f"{len(table):,} towers, columns present and valid"
+        checked.append(CheckedFile(towers.path, "towers", len(table), found))
     if spec.segments is not None:
         segs = spec.segments
         wanted = segments_columns(segs, read_header(segs.path))
         table = read_segments(segs)
-        lines.append(
-            f"{segs.path}: {len(table):,} segments, columns {', '.join(wanted.values())} "
-            "present and valid"
-        )
+        found = f"{len(table):,} segments, columns {', '.join(wanted.values())} present and valid"
+        checked.append(CheckedFile(segs.path, "segments", len(table), found))
     if area_path is not None:
-        read_area_geojson(area_path)
-        lines.append(f"{area_path}: polygon area readable")
-    return lines
+        area = read_area_geojson(area_path)
+        polygons = len(getattr(area, "geoms", [area]))
+        checked.append(CheckedFile(area_path, "area", polygons, "polygon area readable"))
+    return checked

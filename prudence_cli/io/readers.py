@@ -13,7 +13,7 @@ from pathlib import Path
 
 from prudence_cli.io import points
 from prudence_cli.io.geojson import read_area_geojson, read_region_layer
-from prudence_cli.io.points import CHUNK_ROWS, RawPoints, input_columns
+from prudence_cli.io.points import CHUNK_ROWS, CheckedFile, RawPoints, ReadProgress, input_columns
 from prudence_cli.io.specs import (
     ColumnMap,
     PointsSource,
@@ -33,6 +33,7 @@ from prudence_cli.io.values import parse_times
 
 __all__ = [
     "CHUNK_ROWS",
+    "CheckedFile",
     "ColumnMap",
     "PointsSource",
     "PointsSpec",
@@ -54,9 +55,11 @@ __all__ = [
 ]
 
 
-def read_points(source: PointsSpec | PointsSource) -> RawPoints:
+def read_points(
+    source: PointsSpec | PointsSource, progress: ReadProgress | None = None
+) -> RawPoints:
     """Read a gps, cdr or segments input into RawPoints (see io.points.read_points)."""
-    return points.read_points(points_spec(source))
+    return points.read_points(points_spec(source), progress)
 
 
 def check_inputs(
@@ -65,15 +68,17 @@ def check_inputs(
     layers: Sequence[Path] = (),
     scores: Path | None = None,
     dimensions: Sequence[str] = (),
-) -> list[str]:
+) -> list[CheckedFile]:
     """Check every input file the way an assessment reads it, except the rows of the
     points input (see io.points.check_inputs): also the GeoJSON region `layers` and the
-    utility `scores` CSV (with a column per dataview dimension). One line per file."""
-    lines = points.check_inputs(points_spec(source), area_path)
+    utility `scores` CSV (with a column per dataview dimension). One entry per file."""
+    checked = points.check_inputs(points_spec(source), area_path)
     for path in layers:
         regions = read_region_layer(path)
-        lines.append(f"{path}: {len(regions):,} regions readable")
+        found = f"{len(regions):,} regions readable"
+        checked.append(CheckedFile(path, "regions", len(regions), found))
     if scores is not None:
         table = read_utility_scores(scores, list(dimensions))
-        lines.append(f"{scores}: {len(table):,} utility scores readable")
-    return lines
+        found = f"{len(table):,} utility scores readable"
+        checked.append(CheckedFile(scores, "scores", len(table), found))
+    return checked

@@ -17,11 +17,12 @@ import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pandas.io.common import infer_compression
 
 from prudence_cli.errors import InputError, shown
 
@@ -152,22 +153,28 @@ def read_csv(path: Path, delimiter: str = ",") -> pd.DataFrame:
 
 
 def read_csv_chunks(
-    path: Path, delimiter: str, rows: int, drop_bad: bool
+    path: Path, delimiter: str, rows: int, drop_bad: bool, handle: BinaryIO | None = None
 ) -> pd.io.parsers.TextFileReader:
     """A pandas TextFileReader over chunks of `rows` rows, every value as text; rows with
     a wrong number of fields raise a ParserError, or with `drop_bad` are skipped with a
-    ParserWarning."""
-    reader = _read_csv(path, delimiter, chunk=rows, drop_bad=drop_bad)
+    ParserWarning. With `handle`, the file `path` opened in binary mode is read through
+    it (decompressed as its name says), so that its position tells how far reading is."""
+    reader = _read_csv(path, delimiter, chunk=rows, drop_bad=drop_bad, handle=handle)
     assert not isinstance(reader, pd.DataFrame)
     return reader
 
 
 def _read_csv(
-    path: Path, delimiter: str, chunk: int | None, drop_bad: bool = False
+    path: Path,
+    delimiter: str,
+    chunk: int | None,
+    drop_bad: bool = False,
+    handle: BinaryIO | None = None,
 ) -> pd.DataFrame | pd.io.parsers.TextFileReader:
     with reading(path):
         return pd.read_csv(
-            path,
+            path if handle is None else handle,
+            compression=infer_compression(str(path), "infer"),
             sep=delimiter,
             dtype=str,
             keep_default_na=False,

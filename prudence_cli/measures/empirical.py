@@ -30,6 +30,7 @@ released trajectory containing an attack with Pr(re_id | t') > p is taken out.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -75,13 +76,22 @@ def probability(in_original: np.ndarray, in_released: np.ndarray) -> np.ndarray:
     return out
 
 
-def evaluate(original: Elements, released: Elements, settings: EvaluationSettings) -> Evaluation:
-    """The seed's attack simulation for h = 1..max_h (and the utility of the release)."""
+def evaluate(
+    original: Elements,
+    released: Elements,
+    settings: EvaluationSettings,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> Evaluation:
+    """The seed's attack simulation for h = 1..max_h (and the utility of the release);
+    `progress` hears each h before its attacks are simulated."""
     longest = int(original.lengths.max(initial=0))
     rng = np.random.default_rng(settings.seed)
     parts = []
     risky_max = np.zeros(released.n_users)
-    for h in range(1, min(settings.max_h, longest) + 1):
+    top = min(settings.max_h, longest)
+    for h in range(1, top + 1):
+        if progress is not None:
+            progress(h - 1, top, f"attacks with h = {h}")
         if settings.samples is None:
             total = _sum_binomials(original.lengths, h)
             if total > settings.max_instances:

@@ -109,8 +109,10 @@ def pareto_chart(scores: Scores) -> Chart:
     figure = Figure(figsize=(6.5, 4.2), layout="constrained")
     ax = figure.subplots()
     front = table[table["pareto"] == "front"].sort_values("mean_risk")
-    dominated = table[table["pareto"] == "dominated"]
-    ax.scatter(dominated[x], dominated["mean_risk"], color="#999999", label="dominated")
+    dominated = table[table["pareto"] != "front"]
+    ax.scatter(
+        dominated[x], dominated["mean_risk"], color="#999999", label="dominated or none released"
+    )
     ax.plot(front[x], front["mean_risk"], "o-", color="#0072B2", label="Pareto front")
     for _, row in front.iterrows():  # dominated points stay unlabelled: no overlaps
         ax.annotate(
@@ -127,7 +129,7 @@ def pareto_chart(scores: Scores) -> Chart:
             "score": "utility score",
         }[x]
     )
-    ax.set_ylabel("mean risk")
+    ax.set_ylabel("mean risk in the dataview, before suppression")
     ax.set_xlim(-0.02, 1.02)
     ax.set_ylim(-0.02, 1.02)
     ax.grid(alpha=0.3)

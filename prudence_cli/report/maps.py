@@ -5,6 +5,8 @@ the report stays one offline file."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pyproj
 from matplotlib.collections import PatchCollection
@@ -38,14 +40,15 @@ def risk_map(catalog: Catalog, chosen: Suppressed, threshold: float) -> Chart | 
     kept = np.bincount(after.location, minlength=n).astype(float)
     used = rows > 0
     share_at_risk = np.divide(at_risk, rows, out=np.zeros(n), where=used)
-    share_kept = np.divide(kept, rows, out=np.zeros(n), where=used)
-    cell = _cell_km(before.labels)
+    share_removed = np.divide(rows - kept, rows, out=np.zeros(n), where=used)
+    entry = catalog.dataview_entry(before.id)
+    cell = _cell_km(entry.dimensions)  # the catalog's labels: a restored view may differ
     x0, y0 = x[used].min(), y[used].min()
     figure = Figure(figsize=(9, 4.2), layout="constrained")
     axes = figure.subplots(1, 2, sharex=True, sharey=True)
     panels = (
         (share_at_risk, f"before: share of each place's records of people above {threshold:g}"),
-        (share_kept, "after: share of each place's records released"),
+        (share_removed, "the release: share of each place's records removed"),
     )
     for ax, (values, title) in zip(axes, panels, strict=True):
         px, py, v = x[used] - x0, y[used] - y0, values[used]
@@ -71,14 +74,13 @@ def risk_map(catalog: Catalog, chosen: Suppressed, threshold: float) -> Chart | 
         ax.grid(alpha=0.2)
     axes[0].set_ylabel("km north")
     figure.colorbar(mappable, ax=axes, shrink=0.8, label="share of the place's records")
-    entry = catalog.dataview_entry(before.id)
     title = f"Where the risk lies: {before.id} ({entry.show()}) at R = {threshold:g}"
     figure.suptitle(title)
     return Chart(f"map-{before.id}", "map", title, figure)
 
 
-def _cell_km(labels: dict[str, str]) -> float | None:
+def _cell_km(labels: dict[str, Any]) -> float | None:
     """The side of a grid cell in km, when the dataview is a grid."""
     if "grid" not in labels:
         return None
-    return parse_size(labels["grid"]) / 1000.0
+    return parse_size(str(labels["grid"])) / 1000.0

@@ -27,6 +27,8 @@ from prudence_cli.report.maps import risk_map
 from prudence_cli.report.verdict import Verdict, render_verdict, verdict
 from prudence_cli.sanitize.ledger import read_ledger
 
+Progress = Callable[[int, int, str], None]  # done of total steps, what
+
 READING = {
     "map": (
         "Where the risk lies",
@@ -34,9 +36,9 @@ READING = {
         "regions and segments as points) in the projected coordinates of the data. Left: "
         "the share of each place's records held by people above the tolerated risk R, "
         "before the release (bright: the records of at-risk people concentrate there). "
-        "Right: the share of each place's records the release keeps (dark: the release "
-        "removes most of the place). The colour scale is readable with every kind of "
-        "colour vision.",
+        "Right: the share of each place's records the release removes (bright: the release "
+        "takes most of the place away). Bright means risk or loss on both sides; the "
+        "colour scale is readable with every kind of colour vision.",
     ),
     "planes": (
         "i-RAC planes",
@@ -74,7 +76,8 @@ READING = {
         "Each point is a dataview: horizontally, the share of its data that a release at "
         "the tolerated risk R keeps (after suppressing risky people and re-assessing those "
         "left until nobody is above R, as prudence sanitize does); vertically, the mean "
-        "risk under the strongest counted attacker. "
+        "risk in the dataview before suppression, each person at their strongest counted "
+        "attacker; dataviews whose release would keep nobody are not on the front. "
         "Good choices are to the right and low. The blue, labelled points form the Pareto "
         "front: no other dataview is at least as good on both and better on one; grey points are "
         "dominated and never the best choice (the thesis on disclosure analysis of mobile-phone "
@@ -96,8 +99,10 @@ def page_parts(
     source: str,
     levels: Levels,
     where: Sequence[str] = (),
+    progress: Progress | None = None,
 ) -> Page:
-    """The charts and sections of the catalog's kind."""
+    """The charts and sections of the catalog's kind; `progress` hears the fixpoint of
+    each dataview (what a release keeps)."""
     manifest = catalog.record
     max_risk = policy.max_risk if policy.max_risk is not None else 0.3
     if catalog.kind == "profiles":
@@ -110,7 +115,7 @@ def page_parts(
                 _profiles_footer(manifest, max_risk),
             ],
         )
-    scores = dataview_scores(catalog, levels, max_risk, where)
+    scores = dataview_scores(catalog, levels, max_risk, where, progress=progress)
     found = verdict(catalog, scores, levels, policy, source)
     counted = {level.key for _, level in levels}
     shown = risk_map(catalog, found.chosen, max_risk) if found.chosen is not None else None
@@ -143,22 +148,33 @@ def write_report(
     source: str,
     levels: Levels,
     where: Sequence[str] = (),
+    progress: Progress | None = None,
 ) -> int:
     """Write the report page (`fmt` html) or every chart as `<name>.png` into the folder
-    `out` (png), atomically; returns the number of charts."""
-    page = page_parts(catalog, policy, source, levels, where)
+    `out` (png), atomically; returns the number of charts. `progress` hears the fixpoint
+    of each dataview, then each chart drawn."""
+    page = page_parts(catalog, policy, source, levels, where, progress)
     if fmt == "html":
-        write_text_atomic(out, render_page(catalog, page))
+        write_text_atomic(out, render_page(catalog, page, progress))
         return len(page.charts)
     with atomic_folder(out, _is_chart_folder, private=False) as folder:
-        for chart in page.charts:
+        for done, chart in enumerate(page.charts):
+            if progress is not None:
+                progress(done, len(page.charts), f"drawing {chart.name}")
             (folder / f"{chart.name}.png").write_bytes(chart.png())
     return len(page.charts)
 
 
-def render_page(catalog: Catalog, page: Page) -> str:
+def render_page(catalog: Catalog, page: Page, progress: Progress | None = None) -> str:
     """The page: the verdict, the summary, the charts by section, the folded charts of
-    the levels not counted, then the closing sections."""
+    the levels not counted, then the closing sections; `progress` hears each chart."""
+    drawn = iter(range(len(page.charts)))
+
+    def figure(chart: Chart) -> str:
+        if progress is not None:
+            progress(next(drawn), len(page.charts), f"drawing {chart.name}")
+        return _figure(chart)
+
     manifest = catalog.record
     parts = [
         "<!doctype html>",
@@ -178,7 +194,7 @@ def render_page(catalog: Catalog, page: Page) -> str:
         parts += [
             f'<section id="{section}"><h2>{_e(title)}</h2>',
             f'<p class="how">How to read it. {_e(text)}</p>',
-            *map(_figure, members),
+            *map(figure, members),
             "</section>",
         ]
     folded = [c for c in page.charts if c.folded]
@@ -186,7 +202,7 @@ def render_page(catalog: Catalog, page: Page) -> str:
         parts += [
             '<section id="not-counted"><details><summary>The attack levels that are not '
             f"counted ({len(folded)} charts)</summary>",
-            *map(_figure, folded),
+            *map(figure, folded),
             "</details></section>",
         ]
     return "\n".join([*parts, *page.tail(), "</body></html>"]) + "\n"
@@ -216,7 +232,7 @@ def _summary(catalog: Catalog) -> str:
         f"{a.attack} ({len(a.levels)} level{'s' if len(a.levels) != 1 else ''})" for a in m.attacks
     )
     inputs = "".join(
-        f"<li><code>{_e(i.path)}</code> sha256 <code>{_e(i.sha256[:16])}…</code></li>"
+        f"<li><code>{_e(Path(i.path).name)}</code> sha256 <code>{_e(i.sha256[:16])}…</code></li>"
         for i in m.inputs
     )
     dropped = sum(m.invalid_rows.dropped.values())

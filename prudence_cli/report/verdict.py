@@ -5,6 +5,7 @@ suppression fixpoint that `sanitize` runs), and what the release does not cover.
 from __future__ import annotations
 
 import html
+import shlex
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,7 +15,12 @@ from prudence_cli.catalog.query import Levels
 from prudence_cli.catalog.release_records import LevelRisk
 from prudence_cli.config.policy import ReleasePolicy
 from prudence_cli.explore import Scores
-from prudence_cli.sanitize.forecast import Suppressed, every_level, suppress_dataview
+from prudence_cli.sanitize.forecast import (
+    Suppressed,
+    blind_levels,
+    every_level,
+    suppress_dataview,
+)
 
 
 @dataclass(frozen=True)
@@ -25,6 +31,7 @@ class Verdict:
     levels: Levels
     chosen: Suppressed | None  # the recommended dataview's release, if any keeps anyone
     coverage: tuple[LevelRisk, ...]  # every assessed level on that release
+    notes: tuple[str, ...] = ()  # counted levels that cannot single anyone out there
 
     @property
     def threshold(self) -> float:
@@ -48,7 +55,8 @@ def verdict(
     view_id = str(best["dataview"].iloc[0])
     chosen = suppress_dataview(catalog, view_id, levels, scores.max_risk)
     coverage = every_level(catalog, chosen.outcome, levels, scores.max_risk)
-    return Verdict(policy, source, scores, levels, chosen, coverage)
+    notes = blind_levels(catalog, view_id, levels)
+    return Verdict(policy, source, scores, levels, chosen, coverage, notes)
 
 
 def render_verdict(catalog: Catalog, v: Verdict) -> str:
@@ -93,13 +101,19 @@ def _answer(catalog: Catalog, v: Verdict) -> str:
     passes = len(v.chosen.outcome.steps)
     enough = v.policy.min_coverage is None or share >= v.policy.min_coverage
     yes = "Yes, as it is" if passes == 0 else "Yes, with suppression"
+    if v.not_covered:
+        yes += ", against the counted attackers only"
     head = (
         f"<b>{yes}.</b>"
         if enough
         else f"<b>Not under this policy:</b> the best release keeps {share:.1%} of the "
         f"{_e(kind)}, below the policy's {v.policy.min_coverage:.0%}."
     )
-    command = f"prudence sanitize --dataview {entry.id} --threshold {r:g}"
+    options = [
+        *(f"--attack {a}" for a in v.policy.attacks),
+        *(f"--where {shlex.quote(w)}" for w in v.policy.where),
+    ]
+    command = " ".join(["prudence sanitize --dataview", entry.id, f"--threshold {r:g}", *options])
     lines = [
         f'<div class="verdict {"yes" if enough else "no"}"><p>{head} Recommended dataview '
         f"<b>{_e(entry.id)}</b> ({_e(entry.show())}): a release at risk ≤ {r:g} keeps "
@@ -111,6 +125,13 @@ def _answer(catalog: Catalog, v: Verdict) -> str:
         )
         + f". <code>{_e(command)}</code></p>"
     ]
+    if passes:
+        lines.append(
+            f"<p>As it is, {_e(entry.id)} does not meet the policy: {in_view - released:,} "
+            "people are above it, or become unique once those are removed; the release "
+            "removes them first (<code>prudence check</code> without --min-coverage judges "
+            "the dataview as it is and fails).</p>"
+        )
     missing = v.not_covered
     if missing:
         items = "".join(
@@ -128,6 +149,7 @@ def _answer(catalog: Catalog, v: Verdict) -> str:
             f"<p>Every attack level assessed ({len(v.coverage)}) stays at or below {r:g} on "
             "the released data.</p>"
         )
+    lines += [f"<p><b>Note:</b> {_e(note)}</p>" for note in v.notes]
     if any(lv.counted for lv in v.coverage) and catalog.record.sampling:
         lines.append("<p>Some levels were sampled: their risks are lower bounds.</p>")
     lines.append("</div>")

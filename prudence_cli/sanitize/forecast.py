@@ -92,16 +92,18 @@ def every_level(
     counted: Levels,
     threshold: float,
     join: Joiner | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
 ) -> tuple[LevelRisk, ...]:
     """Every attack level assessed in the catalog, counted or not, on the released data
     of `outcome`: the counted ones from the fixpoint's last pass, the others counted
-    now (on the data joined with earlier releases, with `join`)."""
+    now (on the data joined with earlier releases, with `join`; `progress` hears each)."""
     counted_keys = {level.key for _, level in counted}
     assessed = counted_levels(catalog)
     others = [(a, lv) for a, lv in assessed if lv.key not in counted_keys]
     per_level = dict(outcome.per_level)
     if others:
-        _, more, _ = assess_levels(outcome.view, others, catalog_engine(catalog), join)
+        engine = catalog_engine(catalog)
+        _, more, _ = assess_levels(outcome.view, others, engine, join, progress)
         per_level.update(more)
     released = np.diff(outcome.view.offsets) > 0
     rows = []
@@ -117,6 +119,36 @@ def every_level(
             )
         )
     return tuple(rows)
+
+
+def blind_levels(catalog: Catalog, view_id: str, levels: Levels) -> tuple[str, ...]:
+    """Notes on counted levels that cannot single anyone out on this dataview by their
+    definition, so that they never stand alone unseen: the presence attack with unknown
+    visit counts (`visits: none`) knows each place with count 1, below a frequency
+    threshold f > 1, so its knowledge is never usable and every risk is 1/|people|
+    (Pratesi et al., PRUDEnce, section 4.1.1). An attacker who knows the same places
+    without counts is `unique_location`; the note says whether it was assessed."""
+    dimensions = catalog.dataview_entry(view_id).dimensions
+    frequency = int(str(dimensions.get("frequency", 1)))
+    assessed = {entry.attack for entry in catalog.record.attacks}
+    notes = []
+    for attack, level in levels:
+        values = dict(level.values)
+        if attack.name == "presence" and values.get("visits") == "none" and frequency > 1:
+            other = (
+                "its risks on the release are reported with the other levels"
+                if "unique_location" in assessed
+                else "it was not assessed: add it to the config's attacks"
+            )
+            notes.append(
+                f"{level.key} cannot single anyone out on {view_id}: the attacker knows "
+                f"each place with count 1, below the frequency threshold {frequency}, so "
+                "every risk is 1/(people in the dataview) by definition. It says nothing "
+                "about an attacker who knows the same places, which is unique_location: "
+                + other
+                + "."
+            )
+    return tuple(notes)
 
 
 def forecast(

@@ -1,7 +1,8 @@
 """`prudence sanitize`: choose a dataview, suppress to the threshold, write the release.
 
 The release folder is written atomically (all or nothing) and holds the sanitized
-dataview, `locations.csv`, `report.json` and `report.md`. It is recorded in the catalog's
+dataview and its locations (CSV or Parquet), `locations.geojson` where the locations are
+places on a map (sanitize/files.py), `report.json` and `report.md`. It is recorded in the catalog's
 ledger under the ledger's lock, pending just before the folder is put in place and
 complete once it is, so the ledger never under-states what a recipient holds (see
 sanitize/ledger.py for kills and concurrent runs).
@@ -40,10 +41,11 @@ from prudence_cli.catalog.records import (
 )
 from prudence_cli.dataviews.base import Dataview
 from prudence_cli.errors import PrudenceError
-from prudence_cli.io.checksums import sha256_file
 from prudence_cli.measures.rac import RacSummary, measure_view
+from prudence_cli.sanitize.files import TABLE_FORMATS, write_release_files
 from prudence_cli.sanitize.forecast import (
     Suppressed,
+    blind_levels,
     catalog_engine,
     every_level,
     suppress_dataview,
@@ -67,6 +69,7 @@ from prudence_cli.sanitize.suppress import (
 )
 
 RELEASE_FORMAT = "prudence-release"
+Work = Callable[[int, int, str], None]  # done of total steps (0: not known), what
 REPORT = "report.json"
 
 
@@ -80,6 +83,7 @@ class SanitizeRequest:
     recipient: str | None = None
     pseudonymize: bool = False
     min_coverage: float | None = None  # the least share of the data the release must keep
+    file_format: str = "csv"  # of the released tables: csv or parquet
 
 
 @dataclass(frozen=True)
@@ -104,14 +108,18 @@ def choose_dataview(
     threshold: float,
     where: Sequence[str],
     method: str,
+    progress: Work | None = None,
 ) -> tuple[Suppressed | None, str]:
     """The dataview whose release keeps the most data after suppression to the threshold
     under the counted levels (the same fixpoint as the release, and as `catalog best`),
-    with that fixpoint; None when no dataview keeps anyone. And the reason, in words."""
+    with that fixpoint; None when no dataview keeps anyone. And the reason, in words.
+    `progress` hears each dataview before its fixpoint is run."""
     best: Suppressed | None = None
     kind = catalog.record.coverage
     entries = dataview_entries(catalog, where)
-    for entry in entries:
+    for done, entry in enumerate(entries):
+        if progress is not None:
+            progress(done, len(entries), f"choosing the dataview: suppressing {entry.id}")
         result = suppress_dataview(catalog, entry.id, levels, threshold, method)
         if not result.released.any():
             continue
@@ -145,8 +153,10 @@ def _no_release(
         key=lambda e: _share_at_or_below(catalog, e.id, levels, threshold, kind),
     )
     options = []
+    other = None
     if method != "suppress-locations":
         other = suppress_dataview(catalog, start.id, levels, threshold, "suppress-locations")
+    if other is not None and other.released.any():
         options.append(
             f"--method suppress-locations keeps {other.share_released(kind):.0%} of the "
             f"{kind} of {start.id}"
@@ -187,10 +197,13 @@ def run_sanitize(
     out: Path,
     progress: Callable[[Step], None] | None = None,
     announce: Callable[[str], None] | None = None,
+    work: Work | None = None,
 ) -> ReleaseResult:
     """Sanitize and, when the threshold is met by a non-empty release, write it.
 
-    `announce` hears which dataview was chosen and why, before suppression starts."""
+    `progress` hears each suppression pass; `announce` which dataview was chosen and
+    why, before suppression starts; `work` each step of the long computations (the
+    choice of the dataview, the re-assessment of the levels not counted)."""
     if catalog.kind == "profiles":
         raise PrudenceError(
             f"{catalog.path} is a catalog of randomized profiles: release one with "
@@ -200,6 +213,8 @@ def run_sanitize(
         raise PrudenceError(f"--threshold {request.threshold:g} must be in (0, 1]")
     if request.method not in METHODS:
         raise PrudenceError(f"--method {request.method}: known methods: {', '.join(METHODS)}")
+    if request.file_format not in TABLE_FORMATS:
+        raise PrudenceError(f"--as {request.file_format}: known: {', '.join(TABLE_FORMATS)}")
     levels = counted_levels(catalog, request.attacks, request.where)
     chosen: Suppressed | None = None
     if request.dataview is not None:
@@ -208,23 +223,29 @@ def run_sanitize(
         choice = f"{view_id}: chosen with --dataview"
     else:
         chosen, choice = choose_dataview(
-            catalog, levels, request.threshold, request.where, request.method
+            catalog, levels, request.threshold, request.where, request.method, work
         )
         if chosen is None:
             return ReleaseResult(False, None, None, choice)
         view_id = chosen.before.id
-    if announce is not None:
-        announce(choice)
     user_ids = catalog.view(view_id)[1] if chosen is None else chosen.user_ids
     earlier = released_views(catalog, request.recipient, user_ids) if request.recipient else []
-    draft = _draft(catalog, request, levels, view_id, chosen, earlier, progress)
+    if earlier:
+        choice += (
+            f" (on its own: {request.recipient} already holds {len(earlier)} release"
+            f"{'s' if len(earlier) != 1 else ''}, and this one is assessed together with "
+            "them, so it may keep less)"
+        )
+    if announce is not None:
+        announce(choice)
+    draft = _draft(catalog, request, levels, view_id, chosen, earlier, progress, work)
     if not draft.met:
         return ReleaseResult(False, draft.report, None, choice)
     with open_ledger(catalog) as ledger:
         if ledger.held_by(request.recipient) - {v.id for v in earlier}:
             # released to them while this release was assessed: assess it with those too
             earlier = released_views(catalog, str(request.recipient), user_ids)
-            draft = _draft(catalog, request, levels, view_id, None, earlier, progress)
+            draft = _draft(catalog, request, levels, view_id, None, earlier, progress, work)
             if not draft.met:
                 return ReleaseResult(False, draft.report, None, choice)
         report = _write(ledger, request, draft, out)
@@ -248,6 +269,7 @@ def _draft(
     chosen: Suppressed | None,
     earlier: list[Dataview],
     progress: Callable[[Step], None] | None,
+    work: Work | None = None,
 ) -> _Draft:
     """The fixpoint (`chosen`, when already run without earlier releases) and its report."""
     join = (lambda v: join_views(v, earlier)) if earlier else None
@@ -293,8 +315,9 @@ def _draft(
         met,
     )
     if met:
-        every = every_level(catalog, wide.outcome, levels, request.threshold, join)
-        report = dataclasses.replace(report, levels_assessed=every)
+        every = every_level(catalog, wide.outcome, levels, request.threshold, join, work)
+        notes = blind_levels(catalog, view_id, levels)
+        report = dataclasses.replace(report, levels_assessed=every, notes=notes)
     return _Draft(chosen, report, met)
 
 
@@ -340,10 +363,9 @@ def _write(ledger: Ledger, request: SanitizeRequest, draft: _Draft, out: Path) -
         "pseudonymized": request.pseudonymize,
     }
     copy = Copy(view.table(user_ids), locations, mapping)
+    crs = catalog.record.selection.crs
     with ledger.release(out, is_release, record, copy) as folder:
-        table.to_csv(folder / "dataview.csv", index=False)
-        locations.to_csv(folder / "locations.csv", index=False)
-        files = {name: sha256_file(folder / name) for name in ("dataview.csv", "locations.csv")}
+        files = write_release_files(folder, table, view, request.file_format, crs)
         report = dataclasses.replace(report, files=files)
         (folder / "report.md").write_text(render_markdown(report), encoding="utf-8")
         (folder / REPORT).write_text(

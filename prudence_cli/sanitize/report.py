@@ -46,6 +46,7 @@ def render_markdown(report: ReleaseReport) -> str:
         "system for assessing privacy risk vs utility in data sharing ecosystems*, TDP "
         "2018), measured after suppression on the released data itself.",
         *_not_covered(report),
+        *(f"\n**Note:** {note}" for note in report.notes),
         *_every_level(report),
     ]
     if report.combined_with:

@@ -56,14 +56,18 @@ def assess_levels(
     levels: Sequence[tuple[Attack, KnowledgeLevel]],
     engine: Engine,
     join: Joiner | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
 ) -> Assessment:
     """Per-user max risk over the levels, the risk per level, and whether any level had
     to be sampled. With `join`, the attacks see the view joined with earlier releases;
-    the returned risks are those of the users of `view`."""
+    the returned risks are those of the users of `view`. `progress` hears each level
+    before it is counted."""
     target = join(view) if join is not None else view
     per_level: dict[str, np.ndarray] = {}
     sampled = False
-    for attack, level in levels:
+    for done, (attack, level) in enumerate(levels):
+        if progress is not None:
+            progress(done, len(levels), f"assessing {level.key}")
         lower = attack.lower_level(level)
         known = per_level[lower.key] >= 1.0 if lower and lower.key in per_level else None
         result = attack.risks(target, level, engine, known)

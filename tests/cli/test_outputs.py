@@ -57,7 +57,9 @@ def test_report_into_a_folder_is_exit_2(assessed):
     assert "charts is a file, and a folder is expected here" in png.stderr
 
 
-def test_sample_refuses_to_overwrite_anything_but_an_earlier_sample(tmp_path, monkeypatch):
+def test_sample_never_overwrites_without_force(tmp_path, monkeypatch):
+    """A sample has the columns of real data (a tower table is `tower,lat,lon`, as the
+    user's own): an existing file is never taken for an earlier sample."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "demo.yaml").write_text("name: precious\n")
     small = ("--users", "3", "--days", "1")
@@ -66,10 +68,12 @@ def test_sample_refuses_to_overwrite_anything_but_an_earlier_sample(tmp_path, mo
     assert "demo.yaml exists and is not a file this command wrote" in result.stderr
     assert (tmp_path / "demo.yaml").read_text() == "name: precious\n"
     assert run("sample", "gps", *small, "--out", "gps.csv.gz").exit_code == 0
-    assert run("sample", "gps", *small, "--seed", "8", "--out", "gps.csv.gz").exit_code == 0
-    # an earlier sample of another kind is not one of this kind
-    cdr = run("sample", "cdr", *small, "--out", "gps.csv.gz", "--towers", "t.csv")
-    assert cdr.exit_code == 2
+    again = run("sample", "gps", *small, "--seed", "8", "--out", "gps.csv.gz")
+    assert again.exit_code == 2 and "--force" in again.stderr
+    (tmp_path / "my_towers.csv").write_text("tower,lat,lon\nMY-TOWER,45.1,9.2\n")
+    mine = run("sample", "cdr", *small, "--out", "c.csv", "--towers", "my_towers.csv")
+    assert mine.exit_code == 2 and "my_towers.csv exists" in mine.stderr
+    assert "MY-TOWER" in (tmp_path / "my_towers.csv").read_text()
     towers = run("sample", "cdr", *small, "--out", "c.csv", "--towers", "demo.yaml")
     assert towers.exit_code == 2 and "demo.yaml exists" in towers.stderr
     assert not (tmp_path / "c.csv").exists()

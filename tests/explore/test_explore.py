@@ -128,12 +128,14 @@ def test_best_ranks_by_data_released_and_marks_the_pareto_front(catalog):
     assert front
     for r in rows:  # nobody on the front is dominated by anyone
         assert r["released"] <= r["kept"] + 1e-12  # suppression only removes
+        assert (r["pareto"] == "nobody released") == (r["users_released"] == 0)
         if r["pareto"] == "front":
             assert not any(
                 o["mean_risk"] <= r["mean_risk"]
                 and o["released"] >= r["released"]
                 and (o["mean_risk"] < r["mean_risk"] or o["released"] > r["released"])
                 for o in rows
+                if o["users_released"] > 0
             )
         assert r["meets_min_coverage"] == (r["released"] >= 0.2)
     assert (
@@ -151,7 +153,10 @@ def test_dominance_by_hand():
     kept = pd.Series([0.5, 0.9, 0.4, 0.9])
     # 0: nobody is ≤ 0.1 risk with more kept except... 2 is worse; 1 has more kept but more
     # risk; so 0 and 1 are on the front; 2 is dominated by 0; 3 is dominated by 1
-    assert _dominated(risk, kept).tolist() == [False, False, True, True]
+    everyone = np.ones(4, dtype=bool)
+    assert _dominated(risk, kept, everyone).tolist() == [False, False, True, True]
+    # only releasable dataviews dominate: without 0 and 1, nothing dominates 2 and 3
+    assert _dominated(risk, kept, ~everyone).tolist() == [False, False, False, False]
 
 
 def test_natural_order_sorts_sizes_numerically():

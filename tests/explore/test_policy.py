@@ -106,6 +106,8 @@ def test_without_a_policy_the_risk_must_be_given(tmp_path, sample_gps_150, monke
         ("{where: {colour: red}}", "policy.where.colour", "not a dimension or knowledge key"),
         ("{where: {visits: none}}", "policy", "counts none of the configured attack levels"),
         ("{max_risk: 0.3, speed: 1}", "policy.speed", "unknown key"),
+        ("{where: {grid: 100m}}", "policy.where.grid", "not one of the configured values"),
+        ("{where: {grid: fast}}", "policy.where.grid", "is not a size"),
     ],
 )
 def test_an_impossible_policy_is_a_config_error(
@@ -116,6 +118,15 @@ def test_an_impossible_policy_is_a_config_error(
     result = run("validate", "s.yaml")
     assert result.exit_code == 2
     assert key in result.stderr and message in result.stderr
+
+
+def test_a_configured_dimension_value_is_accepted_as_written_or_in_other_units(
+    tmp_path, sample_gps_150, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    policy = "policy: {max_risk: 0.5, where: {grid: 4000m, visits: half}}"
+    (tmp_path / "s.yaml").write_text(CONFIG.format(path=sample_gps_150, policy=policy))
+    assert run("validate", "s.yaml").exit_code == 0
 
 
 def test_override_keeps_the_filters_on_other_keys():
@@ -137,3 +148,12 @@ def test_sanitize_refuses_a_release_below_the_policy_coverage(
     assert result.exit_code == 1
     assert "below the policy's min_coverage 100%" in result.stderr
     assert not (tmp_path / "release").exists()
+
+
+def test_synonyms_given_with_different_values_are_an_error(folder):
+    for command in (["check"], ["sanitize"], ["catalog", "best"], ["report", "--out", "r.html"]):
+        result = run(*command, "--threshold", "0.3", "--max-risk", "0.9")
+        assert result.exit_code == 2, command
+        assert "given with different values (0.3, 0.9)" in result.stderr
+    same = run("check", "--threshold", "0.5", "--max-risk", "0.5", "--format", "json")
+    assert json.loads(same.stdout)["policy"]["max_risk"] == 0.5

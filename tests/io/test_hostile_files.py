@@ -302,4 +302,4 @@ def test_check_inputs_reads_region_layers_and_utility_scores(tmp_path):
         check_inputs(spec, scores=scores, dimensions=["grid"])
     scores.write_text("grid,score\n500m,0.5\n")
     lines = check_inputs(spec, scores=scores, dimensions=["grid"])
-    assert lines[-1] == f"{scores}: 1 utility scores readable"
+    assert str(lines[-1]) == f"{scores}: 1 utility scores readable"

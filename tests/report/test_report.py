@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -170,3 +171,17 @@ def test_report_in_a_headless_browser(report, catalog, tmp_path):
     assert verdict_box is not None and verdict_box["y"] + verdict_box["height"] < 900
     assert map_visible and map_box is not None and map_box["width"] > 400
     assert shot.stat().st_size > 10_000
+
+
+def test_report_of_a_disclosure_catalog(tmp_path, monkeypatch):
+    """Bins dataviews over regions (configs/unicity.yaml): the verdict, the map of the
+    regions as points, the disclosure table."""
+    root = Path(__file__).parent.parent.parent
+    for name in ("configs", "sample_data"):
+        shutil.copytree(root / name, tmp_path / name)
+    monkeypatch.chdir(tmp_path)
+    assert CliRunner().invoke(main, ["assess", "configs/unicity.yaml", "-q"]).exit_code == 0
+    result = CliRunner().invoke(main, ["report", "--out", "u.html", "--max-risk", "0.5"])
+    assert result.exit_code == 0, result.output
+    page = (tmp_path / "u.html").read_text()
+    assert 'id="verdict"' in page and 'id="disclosure"' in page

@@ -124,6 +124,12 @@ def test_a_weak_counted_level_never_stands_alone_unseen(tmp_path, sample_gps_150
     assert strong["max_risk"] == pytest.approx(fresh.max())
     assert strong["mean_risk"] == pytest.approx(fresh.mean())
     assert "Warning: not covered by this release: unique_location[h=2]" in result.stderr
+    # and the weak counted level is said to be blind on this dataview, by definition
+    assert len(report["notes"]) == 1
+    note = report["notes"][0]
+    assert note.startswith("presence[h=2,visits=none] cannot single anyone out on d1")
+    assert "frequency threshold 3" in note and "unique_location" in note
+    assert "Note: presence[h=2,visits=none] cannot single anyone out" in result.stderr
     markdown = Path("rel/report.md").read_text()
     assert "Not covered by this release: `unique_location[h=2]`" in markdown
     assert "| `unique_location[h=2]` | no |" in markdown
