@@ -262,18 +262,28 @@ def _assess_risks(
             known_ones = risks[lower.key] >= 1.0 if lower and lower.key in risks else None
             engine.seed_key = (view_index, level_index)
             try:
-                result = attack.risks(view, level, engine, known_ones)
+                result = attack.risks(view, level, engine, known_ones, computed=risks)
             except BudgetError as exc:
                 raise BudgetError(f"{view.id} {view.shown} {level.key}: {exc}") from None
             risk = result.risk
             risks[level.key] = risk
-            if result.sampled:
+            if result.sampled or result.computed_for_floor:
                 sampling.append(
                     {
                         "dataview": view.id,
                         "level": level.key,
+                        "sampled": result.sampled,
                         "instances_per_user": engine.sample,
-                        "statement": "risks are lower bounds from sampled instances",
+                        "instances": result.instances,
+                        "floor": list(result.floor),
+                        "computed_for_floor": {
+                            key: {"sampled": r.sampled, "instances": r.instances}
+                            for key, r in result.computed_for_floor.items()
+                        },
+                        "statement": "risks are lower bounds from sampled instances, at "
+                        "least the risk at every smaller h in `floor`"
+                        if result.sampled
+                        else "exact; smaller h computed to know whether it needed sampling",
                     }
                 )
             rac, summary = measure_view(view, risk, config.coverage)

@@ -297,3 +297,41 @@ def literal_reidentification(true, noisy, leaked_rows, delta, m_max):
         if i in guess and len(guess) <= m_max:
             hits += 1
     return hits / noisy.shape[0]
+
+
+# --- the engine's instance counts, by enumeration ---------------------------------------------
+
+
+def queries_of_size(problem, s: int) -> list[int]:
+    """Per user, the number of queries of size s its knowledge draws (tests/reference.py
+    `engine_support` enumerates the same ones)."""
+    spec = problem.queries
+    q = spec.elements
+    upper = spec.upper
+    out = []
+    for u in range(q.n_users):
+        a, b = q.offsets[u], q.offsets[u + 1]
+        if not (spec.size_lo[u] <= s <= spec.size_hi[u]) or s == 0:
+            out.append(0)
+            continue
+        elements = q.elements[a:b].tolist()
+        lower = q.values[a:b].tolist()
+        highs = upper[a:b].tolist() if upper is not None else [float("inf")] * (b - a)
+        out.append(
+            sum(
+                1
+                for combo in itertools.combinations(range(b - a), s)
+                for _ in _draw(spec, combo, elements, lower, highs)
+            )
+        )
+    return out
+
+
+def subsets_by_first_element(lists, s: int, n_elements: int) -> list[int]:
+    """For each element id, how many s-subsets (in list order) of all lists start with it."""
+    out = [0] * n_elements
+    for u in range(lists.n_users):
+        items = lists.elements[lists.offsets[u] : lists.offsets[u + 1]].tolist()
+        for combo in itertools.combinations(items, s):
+            out[combo[0]] += 1
+    return out

@@ -48,6 +48,11 @@ class AttackResult:
     measures: dict[str, float] = field(default_factory=dict)
     # per-location tables (e.g. EM per bin), written next to the catalog's curves
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    # a sampled level (or one that needed them to find out): the keys of the smaller h of
+    # the same attack whose risks floor it
+    floor: tuple[str, ...] = ()
+    # of those, the levels nobody asked for, computed for the floor (key -> their result)
+    computed_for_floor: dict[str, AttackResult] = field(default_factory=dict)
 
 
 class AttackSpec(ABC):
@@ -93,10 +98,12 @@ class Attack(AttackSpec, Generic[V]):
         level: KnowledgeLevel,
         engine: Engine,
         known_ones: np.ndarray | None = None,
+        computed: Mapping[str, np.ndarray] | None = None,
     ) -> AttackResult:
         """Risk of every user of U at this level (0 for users absent from the view).
 
-        `known_ones` marks users already known to be at risk 1 at this level.
+        `known_ones` marks users already known to be at risk 1 at this level; `computed`
+        holds the risks already computed on this view, by level key (see CountingAttack).
         """
 
 
@@ -122,9 +129,71 @@ class CountingAttack(Attack[V]):
         level: KnowledgeLevel,
         engine: Engine,
         known_ones: np.ndarray | None = None,
+        computed: Mapping[str, np.ndarray] | None = None,
     ) -> AttackResult:
+        """Risk per user (see `count_risks`). With a monotone attack, the risks `computed`
+        at its smaller h (any of them; `known_ones` too) mark users at 1, who are not
+        queried again; and when this level is sampled, they floor its risks: a sampled
+        risk is a lower bound, and so is the larger of it and the risk at a smaller h.
+        When the next smaller h was not computed, it is computed here first, exactly if it
+        fits the budget, else sampled with its own floor (`computed_for_floor` says so)."""
         members, spec = self.instances(view, level)
-        return count_risks(view, members, spec, engine, known_ones, self.match, self.ordered)
+        computed = computed or {}
+        floor, keys = _floor_of(self, level, view.n_users, known_ones, computed)
+        below = self.lower_level(level)
+        extra: dict[str, AttackResult] = {}
+        if (
+            below is not None
+            and below.key not in computed
+            and engine.samples(_problem(members, spec, floor >= 1, self.match, self.ordered))
+        ):
+            lower = self.risks(view, below, engine, floor >= 1, computed)
+            extra = {below.key: lower, **lower.computed_for_floor}
+            floor, keys = np.maximum(floor, lower.risk), (below.key, *lower.floor, *keys)
+        result = count_risks(view, members, spec, engine, floor >= 1, self.match, self.ordered)
+        if not (result.sampled or extra):
+            return result
+        return replace(
+            result,
+            risk=np.maximum(result.risk, floor) if result.sampled else result.risk,
+            floor=tuple(dict.fromkeys(keys)),
+            computed_for_floor=extra,
+        )
+
+
+def _floor_of(
+    attack: AttackSpec,
+    level: KnowledgeLevel,
+    n_users: int,
+    known_ones: np.ndarray | None,
+    computed: Mapping[str, np.ndarray],
+) -> tuple[np.ndarray, tuple[str, ...]]:
+    """The largest risk per user at the smaller h of `level` found in `computed` (1 for
+    `known_ones`), and their keys; nothing for an attack whose risk may fall with h."""
+    floor = np.zeros(n_users)
+    if known_ones is not None:
+        floor[known_ones] = 1.0
+    keys = []
+    lower = attack.lower_level(level)
+    while lower is not None:
+        if lower.key in computed:
+            floor = np.maximum(floor, computed[lower.key])
+            keys.append(lower.key)
+        lower = attack.lower_level(lower)
+    return floor, tuple(keys)
+
+
+def _problem(
+    members: Elements, spec: QuerySpec, known_ones: np.ndarray | None, match: str, ordered: bool
+) -> CountingProblem:
+    """The counting problem of an attack's instances; `known_ones` users ask nothing."""
+    if known_ones is not None:
+        spec = replace(
+            spec,
+            size_lo=np.where(known_ones, 0, spec.size_lo),
+            size_hi=np.where(known_ones, 0, spec.size_hi),
+        )
+    return CountingProblem(members, spec, match=match, ordered=ordered)
 
 
 def sizes_for(h: int | str, lengths: np.ndarray) -> np.ndarray:
@@ -147,14 +216,9 @@ def count_risks(
     A user of the view without any query is hidden among every user of the view; users
     absent from the view have risk 0; `known_ones` users are not queried and stay at 1.
     """
-    if known_ones is not None:
-        spec = replace(
-            spec,
-            size_lo=np.where(known_ones, 0, spec.size_lo),
-            size_hi=np.where(known_ones, 0, spec.size_hi),
-        )
-    support = engine.min_support(CountingProblem(members, spec, match=match, ordered=ordered))
-    queried = spec.size_hi > 0
+    problem = _problem(members, spec, known_ones, match, ordered)
+    support = engine.min_support(problem)
+    queried = problem.queries.size_hi > 0
     in_view = np.diff(view.offsets) > 0
     risk = np.zeros(view.n_users, dtype=float)
     risk[queried] = 1.0 / support.minimum[queried]

@@ -9,6 +9,7 @@ whose windows hold no cluster has risk 0: nothing released can be linked to them
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import ClassVar
 
 import numpy as np
@@ -29,6 +30,7 @@ class ClusterAttack(Attack[ClusterView]):
         level: KnowledgeLevel,
         engine: Engine,
         known_ones: np.ndarray | None = None,
+        computed: Mapping[str, np.ndarray] | None = None,
     ) -> AttackResult:
         found = view.clusters
         mu_of_window = pd.Series(found.mu).groupby(found.cluster_window).sum()

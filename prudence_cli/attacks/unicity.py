@@ -13,6 +13,7 @@ dataviews/bins.py).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import ClassVar
 
 import numpy as np
@@ -35,6 +36,7 @@ class UnicityAttack(Attack[CountedView]):
         level: KnowledgeLevel,
         engine: Engine,
         known_ones: np.ndarray | None = None,
+        computed: Mapping[str, np.ndarray] | None = None,
     ) -> AttackResult:
         rng = np.random.default_rng(
             np.random.SeedSequence(engine.seed, spawn_key=(*engine.seed_key, 3))

@@ -1,9 +1,10 @@
 """The counting engine: exact support of knowledge instances (DESIGN.md section 6).
 
 Domain-free: the problem is stated in `problem.py`, the `Engine` (strategy choice,
-partitions, sampling) is in `core.py`, work planning in `plan.py`, partition tasks in
-`tasks.py`, indexes and enumeration helpers in `indexes.py`, containment of explicit keys
-in `containment.py`, where tasks run in `runner.py`, and the compiled kernels in
+partitions) is in `core.py`, work planning and instance counts in `plan.py`, whole-record
+queries in `whole.py`, sampled levels in `sampling.py`, partition tasks in `tasks.py`,
+indexes and enumeration helpers in `indexes.py`, containment of explicit keys in
+`containment.py`, where tasks run in `runner.py`, and the compiled kernels in
 `kernels.py`, `enumeration_kernels.py` and `group_kernels.py`. This module only re-exports
 the public API.
 """

@@ -9,22 +9,29 @@ estimated cost, and one seeded approximation:
   partitions by the key's first element, balanced from exact per-element counts, so
   memory is bounded by a partition, not by the data.
 - ``posting``: for each query, scan the posting list of its rarest element and check the
-  other elements of each candidate. Used when member enumeration would be combinatorial
-  (e.g. h = all on people with many places).
-- sampling: when a level would enumerate more than `max_instances` and `sample` is set,
-  each target gets `sample` random instances (seeded), checked exactly with postings; the
-  result is then a lower bound of the risk and is reported as sampled.
+  other elements of each candidate. Used when member enumeration would be combinatorial.
+
+A target whose query is its whole record (h = all, or h at or above its length) is one
+explicit query checked against the posting lists (`whole.py`), before any plan: nothing
+is enumerated for it, whatever the record's length. Instance counts are binomials decided
+in log space and saturating (`plan.py`), each distinct (length, size) worked out once.
+
+When a level would enumerate more than `max_instances` and `sample` is set, it is sampled
+(`sampling.py`): a target with at most `sample` instances has them all checked (exact);
+every other one gets its rarest-elements query and up to `sample` random ones (seeded),
+drawn in rounds and stopped once its support is 1. The result is a lower bound of risk
+and is reported as sampled.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numba
 import numpy as np
 
-from prudence_cli.engine import enumeration_kernels, group_kernels, kernels
+from prudence_cli.engine import group_kernels, kernels
 from prudence_cli.engine.indexes import (
     _by_rarity,
     _n_elements,
@@ -42,16 +49,17 @@ from prudence_cli.engine.plan import (
     _SATURATE,
     STRATEGIES,
     SizePlan,
-    _binomial_table,
     _binomials,
     _gb,
     _partitions,
     _saturating_mul,
     _sum_binomials,
 )
-from prudence_cli.engine.problem import MODES, CountingProblem
+from prudence_cli.engine.problem import CountingProblem, QuerySpec
 from prudence_cli.engine.runner import DaskRunner, LocalRunner
-from prudence_cli.engine.tasks import _keyed_self_task, _keyed_task, _posting_task
+from prudence_cli.engine.sampling import sample_support
+from prudence_cli.engine.tasks import _keyed_self_task, _keyed_task, _posting_task, _whole_task
+from prudence_cli.engine.whole import whole_targets, without_whole
 from prudence_cli.errors import BudgetError
 
 
@@ -60,8 +68,8 @@ class Support:
     """The engine's answer: minimum support per user (0 = no query) and how it was got."""
 
     minimum: np.ndarray
-    instances: int  # instances enumerated or sampled
-    sampled: bool  # True: `sample` random instances per target, a lower bound of risk
+    instances: int  # instances enumerated, or checked when sampled (the sample counter)
+    sampled: bool  # True: some supports come from drawn instances (risk: a lower bound)
 
 
 @dataclass
@@ -81,26 +89,18 @@ class Engine:
     worker_threads: int | None = None  # numba threads inside each task (None: as set here)
 
     def plan(self, problem: CountingProblem) -> list[SizePlan]:
-        """Estimate the work per query size before any enumeration."""
+        """Estimate the work per query size before any enumeration (whole-record queries
+        aside: see `whole_targets`)."""
         spec = problem.queries
         q = spec.elements
         member_lengths = problem.members.lengths
-        query_lengths = q.lengths
         post_len = np.bincount(problem.members.elements, minlength=_n_elements(problem))
         rarest = _segment_min(
             post_len[q.elements] if q.elements.size else q.elements.astype(np.int64), q.offsets
         )
-        totals = _segment_sums(q.values, q.offsets)
         plans = []
-        sizes = np.arange(1, int(spec.size_hi.max(initial=0)) + 1)
-        for s in sizes.tolist():
-            targets = (spec.size_lo <= s) & (s <= spec.size_hi) & (query_lengths >= s)
-            if not targets.any():
-                continue
-            per_target = _binomials(query_lengths[targets], s)
-            if spec.mode == "compositions":
-                h_u = np.minimum(spec.compose, totals[targets]).astype(np.int64)
-                per_target = _saturating_mul(per_target, _binomials(np.maximum(h_u - 1, 0), s - 1))
+        for s in _query_sizes(spec).tolist():
+            targets, per_target = _per_target(spec, s)
             queries = int(min(_SATURATE, per_target.astype(float).sum()))
             members = _sum_binomials(member_lengths, s)
             posting = int(
@@ -113,33 +113,63 @@ class Engine:
             plans.append(SizePlan(s, members, queries, posting, strategy, problem.self_queries))
         return plans
 
+    def instances(self, problem: CountingProblem) -> int:
+        """The instances an exact count of `problem` enumerates (what the budget bounds):
+        one per whole-record query, and the plan's of the rest."""
+        return self._work(problem)[3]
+
+    def samples(self, problem: CountingProblem) -> bool:
+        """True when counting `problem` would be sampled (some risk a lower bound): it is
+        over the budget, `sample` is set, and some target has more than `sample`
+        instances, not a whole record."""
+        _, rest, plans, total = self._work(problem)
+        over = bool(self.sample) and total > self.max_instances and bool(plans)
+        return over and bool(self._drawn(rest).any())
+
+    def _drawn(self, problem: CountingProblem) -> np.ndarray:
+        """The targets a sampled count draws queries for: those with more than `sample`
+        instances; each of the others has all of its instances checked."""
+        targets, counts = _instances_per_target(problem.queries)
+        return targets & (counts > (self.sample or 0))
+
+    def _work(
+        self, problem: CountingProblem
+    ) -> tuple[np.ndarray, CountingProblem, list[SizePlan], int]:
+        """The whole-record targets, the problem left without them, its plans, and the
+        instances of it all (one per whole record): the budget's measure."""
+        whole = whole_targets(problem)
+        rest = without_whole(problem, whole) if whole.any() else problem
+        plans = self.plan(rest)
+        return whole, rest, plans, int(whole.sum()) + sum(plan.instances for plan in plans)
+
     def min_support(self, problem: CountingProblem) -> Support:
         """Minimum support per user over each user's queries (see problem.py)."""
         if self.strategy not in STRATEGIES:
             raise ValueError(f"unknown engine strategy {self.strategy!r}")
-        plans = self.plan(problem)
-        if any(plan.strategy == "keyed" for plan in plans):
-            problem = _by_rarity(problem)  # only keyed partitions depend on the labels
-        total = sum(plan.instances for plan in plans)
+        whole, rest, plans, total = self._work(problem)
+        if total > self.max_instances and not self.sample:
+            raise BudgetError(
+                f"would enumerate about {total:,} knowledge instances, more than "
+                f"engine.max_instances = {self.max_instances:,}. Use a smaller h, or set "
+                "engine.sample: N to check N random instances per person (risks are then "
+                "lower bounds, and the catalog says so)"
+            )
         if self.jobs:
             numba.set_num_threads(min(self.jobs, numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
         support = np.full(problem.n_users, kernels.UNSET, dtype=np.int64)
-        if total > self.max_instances:
-            if not self.sample:
-                raise BudgetError(
-                    f"would enumerate about {total:,} knowledge instances, more than "
-                    f"engine.max_instances = {self.max_instances:,}. Use a smaller h, or set "
-                    "engine.sample: N to check N random instances per person (risks are then "
-                    "lower bounds, and the catalog says so)"
-                )
-            instances = self._sampled(problem, support)
-            sampled = True
+        if whole.any():
+            self._whole(problem, np.flatnonzero(whole), support)
+        if total > self.max_instances and plans:  # whole records are never sampled
+            checked, sampled = self._sampled(rest, support)
+            instances = int(whole.sum()) + checked
         else:
+            if any(plan.strategy == "keyed" for plan in plans):
+                rest = _by_rarity(rest)  # only keyed partitions depend on the labels
             for plan in plans:
                 if plan.strategy == "keyed":
-                    self._keyed(problem, plan.size, support)
+                    self._keyed(rest, plan.size, support)
                 else:
-                    self._posting(problem, plan.size, support)
+                    self._posting(rest, plan.size, support)
             instances, sampled = total, False
         support[support == kernels.UNSET] = 0
         return Support(support, instances, sampled)
@@ -182,8 +212,7 @@ class Engine:
         n_elements = _n_elements(problem)
         if problem.self_queries:
             index = _StartIndex(members)
-            binom = _binomial_table(int(members.lengths.max(initial=0)), s)
-            weights = index.weights(s, binom, n_elements)
+            weights = index.weights(s, n_elements)
             budget = self._partition_budget(problem, s, weights)
             tasks = (
                 (index.starts(lo, hi), s, n_elements, self.brute_limit, self.worker_threads)
@@ -191,13 +220,10 @@ class Engine:
             )
             self._fold(support, self.runner.run(_keyed_self_task, problem, tasks))
             return
-        binom = _binomial_table(
-            int(max(members.lengths.max(initial=0), spec.elements.lengths.max(initial=0))), s
-        )
         m_index = _StartIndex(members)
         q_index = _StartIndex(spec.elements)
-        weights = m_index.weights(s, binom, n_elements)
-        weights += q_index.weights(s, binom, n_elements, _query_sizes_ok(spec, s))
+        weights = m_index.weights(s, n_elements)
+        weights += q_index.weights(s, n_elements, _query_sizes_ok(spec, s))
         budget = self._partition_budget(problem, s, weights)
         pairs = (
             (
@@ -215,9 +241,8 @@ class Engine:
     def _posting(self, problem: CountingProblem, s: int, support: np.ndarray) -> None:
         spec = problem.queries
         n_elements = _n_elements(problem)
-        binom = _binomial_table(int(spec.elements.lengths.max(initial=0)), s)
         q_index = _StartIndex(spec.elements)
-        weights = q_index.weights(s, binom, n_elements, _query_sizes_ok(spec, s))
+        weights = q_index.weights(s, n_elements, _query_sizes_ok(spec, s))
         postings = _Postings(problem.members, n_elements, not problem.ordered)
         budget = self._partition_budget(problem, s, weights * s)
         tasks = (
@@ -226,56 +251,75 @@ class Engine:
         )
         self._fold(support, self.runner.run(_posting_task, (problem, postings), tasks))
 
-    def _sampled(self, problem: CountingProblem, support: np.ndarray) -> int:
-        spec = problem.queries
-        q = spec.elements
-        n = self.sample or 0
-        lengths = q.lengths
-        totals = _segment_sums(q.values, q.offsets)
-        if spec.mode == "compositions":
-            width = np.minimum(spec.compose, totals).astype(np.int64)
-            usable = (spec.size_hi > 0) & (lengths > 0)
-        else:
-            width = np.minimum(spec.size_hi, lengths).astype(np.int64)
-            usable = (width >= np.maximum(spec.size_lo, 1)) & (width > 0)
-        users = np.flatnonzero(usable)
-        rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=self.seed_key))
+    def _whole(self, problem: CountingProblem, users: np.ndarray, support: np.ndarray) -> None:
+        """Each of `users`' whole-record query, checked once against the posting lists."""
         postings = _Postings(problem.members, _n_elements(problem), not problem.ordered)
-        mode = MODES.index(spec.mode)
-        upper = spec.upper if spec.upper is not None else np.full(q.values.shape, np.inf)
-        per_chunk = max(1, self.partition_instances // max(n * int(width.max(initial=1)), 1))
-        for start in range(0, users.shape[0], per_chunk):
-            chunk = users[start : start + per_chunk]
-            sizes = width[chunk]
-            n_queries = chunk.shape[0] * n
-            randoms = rng.random((n_queries, int(sizes.max(initial=1))))
-            capacity = int(sizes.sum()) * n
-            q_offsets = np.zeros(n_queries + 1, dtype=np.int64)
-            q_elements = np.empty(capacity, dtype=np.int32)
-            q_lo = np.empty(capacity)
-            q_hi = np.empty(capacity)
-            q_ref = np.empty(n_queries, dtype=np.int64)
-            q_owner = np.empty(n_queries, dtype=np.int64)
-            enumeration_kernels.sample_queries(
-                q.offsets,
-                q.elements,
-                q.values,
-                upper,
-                chunk,
-                sizes,
-                n,
-                mode,
-                spec.compose,
-                totals,
-                spec.delta,
-                randoms,
-                q_offsets,
-                q_elements,
-                q_lo,
-                q_hi,
-                q_ref,
-                q_owner,
-            )
-            counts = postings.verify(problem, q_offsets, q_elements, q_lo, q_hi, q_ref)
-            group_kernels.scatter_min(support, q_owner, counts)
-        return int(users.shape[0]) * n
+        lengths = problem.queries.elements.lengths[users]
+        chunks = _partitions(lengths.astype(float), max(self.partition_instances, 1))
+        tasks = ((users[lo:hi], self.worker_threads) for lo, hi in chunks)
+        self._fold(support, self.runner.run(_whole_task, (problem, postings), tasks))
+
+    def _sampled(self, problem: CountingProblem, support: np.ndarray) -> tuple[int, bool]:
+        """Sampling (see the module): targets with at most `sample` instances exactly, by
+        postings; the others by drawn queries. Returns the instances checked and whether
+        any target drew (else every support is exact)."""
+        drawn = self._drawn(problem)
+        spec = problem.queries
+        exact = replace(
+            problem,
+            queries=replace(
+                spec,
+                size_lo=np.where(drawn, 0, spec.size_lo),
+                size_hi=np.where(drawn, 0, spec.size_hi),
+            ),
+        )
+        checked = 0
+        for plan in self.plan(exact):
+            self._posting(exact, plan.size, support)
+            checked += plan.queries
+        rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=self.seed_key))
+        users = np.flatnonzero(drawn)
+        checked += sample_support(
+            problem, users, self.sample or 0, rng, support, self.partition_instances
+        )
+        return checked, bool(users.size)
+
+
+def _asks(spec: QuerySpec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per user: whether it asks any query, and its smallest and largest query size."""
+    lo = np.maximum(spec.size_lo, 1)
+    hi = np.minimum(spec.size_hi, spec.elements.lengths)
+    return lo <= hi, lo, hi
+
+
+def _query_sizes(spec: QuerySpec) -> np.ndarray:
+    """The query sizes some target asks: s in [max(size_lo, 1), min(size_hi, length)]."""
+    asks, lo, hi = _asks(spec)
+    if not asks.any():
+        return np.zeros(0, dtype=np.int64)
+    cover = np.zeros(int(hi[asks].max()) + 2, dtype=np.int64)
+    np.add.at(cover, lo[asks], 1)
+    np.add.at(cover, hi[asks] + 1, -1)
+    return np.flatnonzero(np.cumsum(cover) > 0)
+
+
+def _per_target(spec: QuerySpec, s: int) -> tuple[np.ndarray, np.ndarray]:
+    """The targets asking queries of size s, and how many each asks (saturating; in
+    compositions mode C(L, s) · C(H_u - 1, s - 1), an upper bound)."""
+    lengths = spec.elements.lengths
+    targets = (spec.size_lo <= s) & (s <= spec.size_hi) & (lengths >= s)
+    per_target = _binomials(lengths[targets], s)
+    if spec.mode == "compositions":
+        totals = _segment_sums(spec.elements.values, spec.elements.offsets)
+        h_u = np.minimum(spec.compose, totals[targets]).astype(np.int64)
+        per_target = _saturating_mul(per_target, _binomials(np.maximum(h_u - 1, 0), s - 1))
+    return targets, per_target
+
+
+def _instances_per_target(spec: QuerySpec) -> tuple[np.ndarray, np.ndarray]:
+    """Targets with any query, and each one's number of queries over every size."""
+    counts = np.zeros(spec.size_hi.shape[0])
+    for s in _query_sizes(spec).tolist():
+        targets, per_target = _per_target(spec, s)
+        counts[targets] += per_target.astype(float)
+    return _asks(spec)[0], counts

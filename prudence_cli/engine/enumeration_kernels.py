@@ -210,6 +210,56 @@ def sample_positions(n, s, randoms, scratch, out):
 
 
 @nb.njit(cache=True)
+def _write_query(mode, a, picked, s, elements, lower, upper, delta, e, q_elements, q_lo, q_hi):
+    """Write one query from `picked` (ascending): s positions of the list starting at a
+    (subsets, ratios), or s items of its multiset, element i repeated lower[i] times
+    (compositions), grouped back into (element, multiplicity). Returns (end, reference)."""
+    if mode == COMPOSITIONS:
+        start = e
+        j = 0
+        cumulative = lower[a]
+        for i in range(s):
+            while picked[i] >= cumulative:
+                j += 1
+                cumulative += lower[a + j]
+            if e > start and q_elements[e - 1] == elements[a + j]:
+                q_lo[e - 1] += 1
+            else:
+                q_elements[e] = elements[a + j]
+                q_lo[e] = 1
+                q_hi[e] = np.inf
+                e += 1
+        return e, 0
+    r = 0
+    if mode == RATIOS:
+        for j in range(1, s):
+            if lower[a + picked[j]] > lower[a + picked[r]]:
+                r = j
+    for j in range(s):
+        p = a + picked[j]
+        q_elements[e] = elements[p]
+        if mode == RATIOS:
+            x = lower[p] / lower[a + picked[r]]
+            q_lo[e] = x - delta
+            q_hi[e] = x + delta
+        else:
+            q_lo[e] = lower[p]
+            q_hi[e] = upper[p]
+        e += 1
+    return e, r
+
+
+@nb.njit(cache=True)
+def _longest(offsets, users, mode, totals):
+    n_max = 1
+    for u in users:
+        n_max = max(n_max, offsets[u + 1] - offsets[u])
+        if mode == COMPOSITIONS:
+            n_max = max(n_max, int(totals[u]))
+    return n_max
+
+
+@nb.njit(cache=True)
 def sample_queries(
     offsets,
     elements,
@@ -236,13 +286,9 @@ def sample_queries(
     compositions: H_u distinct items of the user's multiset (element i repeated lower[i]
     times), grouped back into (element, multiplicity). Returns the number of queries.
     """
-    n_max = 0
-    for u in users:
-        n_max = max(n_max, offsets[u + 1] - offsets[u])
-        if mode == COMPOSITIONS:
-            n_max = max(n_max, int(totals[u]))
-    scratch = np.empty(max(n_max, 1), np.int64)
-    picked = np.empty(max(n_max, 1), np.int64)
+    n_max = _longest(offsets, users, mode, totals)
+    scratch = np.empty(n_max, np.int64)
+    picked = np.empty(n_max, np.int64)
     q = 0
     e = 0
     q_offsets[0] = 0
@@ -251,45 +297,78 @@ def sample_queries(
         a = offsets[u]
         n = offsets[u + 1] - a
         s = sizes[t]
+        if mode == COMPOSITIONS:
+            n = int(totals[u])
+            s = int(min(compose, totals[u]))
         for _ in range(n_samples):
-            row = randoms[q]
-            if mode == COMPOSITIONS:
-                target = int(min(compose, totals[u]))
-                sample_positions(int(totals[u]), target, row, scratch, picked)
-                j = 0
-                cumulative = lower[a]
-                for i in range(target):
-                    while picked[i] >= cumulative:
-                        j += 1
-                        cumulative += lower[a + j]
-                    if e > q_offsets[q] and q_elements[e - 1] == elements[a + j]:
-                        q_lo[e - 1] += 1
-                    else:
-                        q_elements[e] = elements[a + j]
-                        q_lo[e] = 1
-                        q_hi[e] = np.inf
-                        e += 1
-                q_ref[q] = 0
-            else:
-                sample_positions(n, s, row, scratch, picked)
-                r = 0
-                if mode == RATIOS:
-                    for j in range(1, s):
-                        if lower[a + picked[j]] > lower[a + picked[r]]:
-                            r = j
-                for j in range(s):
-                    p = a + picked[j]
-                    q_elements[e] = elements[p]
-                    if mode == RATIOS:
-                        x = lower[p] / lower[a + picked[r]]
-                        q_lo[e] = x - delta
-                        q_hi[e] = x + delta
-                    else:
-                        q_lo[e] = lower[p]
-                        q_hi[e] = upper[p]
-                    e += 1
-                q_ref[q] = r
+            sample_positions(n, s, randoms[q], scratch, picked)
+            e, r = _write_query(
+                mode, a, picked, s, elements, lower, upper, delta, e, q_elements, q_lo, q_hi
+            )
+            q_ref[q] = r
             q_owner[q] = u
             q += 1
             q_offsets[q] = e
     return q
+
+
+@nb.njit(cache=True)
+def rarest_queries(
+    offsets,
+    elements,
+    lower,
+    upper,
+    users,
+    sizes,
+    mode,
+    compose,
+    totals,
+    delta,
+    rarity,
+    q_offsets,
+    q_elements,
+    q_lo,
+    q_hi,
+    q_ref,
+    q_owner,
+):
+    """One query per user made of its rarest elements (fewest holders in `rarity`, ties to
+    the earlier position), in list order; in compositions mode, the whole multiplicity of
+    the rarest elements first. A deterministic first draw: the fewer users hold a query's
+    elements, the fewer can hold the query."""
+    n_max = _longest(offsets, users, mode, totals)
+    picked = np.empty(n_max, np.int64)
+    e = 0
+    q_offsets[0] = 0
+    for t in range(users.shape[0]):
+        u = users[t]
+        a = offsets[u]
+        n = offsets[u + 1] - a
+        order = np.argsort(rarity[elements[a : a + n]], kind="mergesort")
+        s = sizes[t]
+        if mode == COMPOSITIONS:
+            s = int(min(compose, totals[u]))
+            first = np.empty(n, np.int64)
+            acc = 0
+            for i in range(n):
+                first[i] = acc
+                acc += int(lower[a + i])
+            k = 0
+            for i in order:
+                take = min(int(lower[a + i]), s - k)
+                for x in range(take):
+                    picked[k] = first[i] + x
+                    k += 1
+                if k == s:
+                    break
+        else:
+            for i in range(s):
+                picked[i] = order[i]
+        picked[:s] = np.sort(picked[:s])
+        e, r = _write_query(
+            mode, a, picked, s, elements, lower, upper, delta, e, q_elements, q_lo, q_hi
+        )
+        q_ref[t] = r
+        q_owner[t] = u
+        q_offsets[t + 1] = e
+    return users.shape[0]

@@ -9,7 +9,7 @@ from dataclasses import replace
 import numpy as np
 
 from prudence_cli.engine import enumeration_kernels, kernels
-from prudence_cli.engine.plan import _SATURATE
+from prudence_cli.engine.plan import _SATURATE, _binomials
 from prudence_cli.engine.problem import MATCHES, MODES, CountingProblem, Elements, QuerySpec
 
 
@@ -27,14 +27,12 @@ class _StartIndex:
         a, b = np.searchsorted(self.sorted, [lo, hi])
         return self.order[a:b]
 
-    def weights(
-        self, s: int, binom: np.ndarray, n_elements: int, users: np.ndarray | None = None
-    ) -> np.ndarray:
-        """Exact number of s-subsets per first element (optionally only for `users`)."""
+    def weights(self, s: int, n_elements: int, users: np.ndarray | None = None) -> np.ndarray:
+        """Number of s-subsets per first element (optionally only for `users`): a subset
+        starting at a position with r positions after it in its list is one of C(r, s-1)."""
         ends = self.lists.offsets[1:][self.owners]
         remaining = ends - 1 - np.arange(self.lists.elements.shape[0])
-        w = binom[np.maximum(remaining, 0), s - 1].astype(float)
-        w[remaining < s - 1] = 0
+        w = _binomials(remaining, s - 1).astype(float)
         if users is not None:
             w *= users[self.owners]
         return np.bincount(self.lists.elements, weights=w, minlength=n_elements)
@@ -52,7 +50,10 @@ class _Postings:
             counts = np.bincount(members.elements, minlength=n_elements)
         else:
             n = max(members.n_users, 1)
-            pairs = np.unique(members.elements.astype(np.int64) * n + owners)
+            pairs = np.sort(members.elements.astype(np.int64) * n + owners)
+            first = np.ones(pairs.shape[0], dtype=bool)
+            first[1:] = pairs[1:] != pairs[:-1]
+            pairs = pairs[first]
             self.users = pairs % n
             counts = np.bincount(pairs // n, minlength=n_elements)
         self.offsets = np.zeros(n_elements + 1, dtype=np.int64)

@@ -1,16 +1,18 @@
-"""Work planning of the counting engine: per-size instance counts and strategy, exact
-binomials (saturating), the memory model of a partition and the greedy partitioning of
-element ranges."""
+"""Work planning of the counting engine: per-size instance counts and strategy, binomial
+counts (decided in log space, saturating, never a table), the memory model of a partition
+and the greedy partitioning of element ranges."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
 STRATEGIES = ("auto", "keyed", "posting")
 _SATURATE = 2**62
+_LOG_SATURATE = math.log(_SATURATE)
 # memory model of a partition (bytes), measured on the kernels' arrays with sort buffers
 _BYTES_PER_INSTANCE = 64  # owner, bounds reference, order and packed keys, sort scratch
 _BYTES_PER_KEY_ELEMENT = 40  # per element of a key: id, value, bounds, a sorted copy
@@ -54,21 +56,38 @@ def _partitions(weights: np.ndarray, budget: int) -> list[tuple[int, int]]:
     return ranges
 
 
-def _binomial_table(n_max: int, s: int) -> np.ndarray:
-    """binom[n, k] = C(n, k) for n ≤ n_max, k < s, saturating at 2**62."""
-    table = np.zeros((n_max + 1, max(s, 1)), dtype=np.int64)
-    for n in range(n_max + 1):
-        for k in range(min(s, n + 1)):
-            table[n, k] = min(math.comb(n, k), _SATURATE)
-    return table
+@lru_cache(maxsize=1 << 16)
+def binomial(n: int, k: int) -> int:
+    """C(n, k), saturating at 2**62. Whether it fits is decided from the closed form in log
+    space (lgamma), so a count that would not fit is never formed; below that it is exact,
+    by the multiplicative formula with every intermediate under 2**63 (no big integers).
+    Cached: each distinct (n, k) is worked out once."""
+    if n < 0 or k < 0 or k > n:
+        return 0
+    k = min(k, n - k)
+    log = math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+    if log > _LOG_SATURATE + 1e-9:
+        return _SATURATE
+    value = 1
+    for i in range(1, k + 1):  # value = C(n - k + i, i), exactly; k < 63 here
+        m = n - k + i
+        value = (value // i) * m + (value % i) * m // i
+        if value >= _SATURATE:
+            return _SATURATE
+    return value
 
 
 def _binomials(n: np.ndarray, s: int) -> np.ndarray:
-    """C(n, s) per entry, exact, saturating at 2**62."""
-    out = np.zeros(n.shape[0], dtype=np.int64)
-    for value in np.unique(n).tolist():
-        out[n == value] = min(math.comb(int(value), s), _SATURATE) if value >= 0 else 0
-    return out
+    """C(n, s) per entry, saturating at 2**62: one `binomial` per distinct value (or per
+    value up to the largest, when that is fewer than the entries: no sort then)."""
+    n = np.asarray(n, dtype=np.int64)
+    top = int(n.max(initial=-1))
+    if top < n.shape[0]:
+        table = np.array([binomial(v, s) for v in range(top + 1)] + [0], dtype=np.int64)
+        return table[np.where(n >= 0, n, top + 1)]
+    values, inverse = np.unique(n, return_inverse=True)
+    counts = np.array([binomial(int(v), s) for v in values.tolist()], dtype=np.int64)
+    return counts[inverse.reshape(-1)]
 
 
 def _saturating_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -76,9 +95,10 @@ def _saturating_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _sum_binomials(n: np.ndarray, s: int) -> int:
-    values, counts = np.unique(n, return_counts=True)
-    total = sum(math.comb(int(v), s) * int(c) for v, c in zip(values, counts, strict=True))
-    return min(total, _SATURATE)
+    """Σ C(n_i, s), saturating at 2**62 (summed in floating point)."""
+    values, counts = np.unique(np.asarray(n, dtype=np.int64), return_counts=True)
+    total = sum(float(binomial(int(v), s)) * int(c) for v, c in zip(values, counts, strict=True))
+    return int(min(total, _SATURATE))
 
 
 def _gb(n_bytes: float) -> str:

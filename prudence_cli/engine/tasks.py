@@ -1,5 +1,5 @@
 """Partition tasks of the counting engine (keyed, keyed on the members' own subsets,
-posting), run by a runner (`runner.py`)."""
+posting, whole records), run by a runner (`runner.py`)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from prudence_cli.engine.indexes import (
     _Postings,
 )
 from prudence_cli.engine.problem import MATCHES, CountingProblem
+from prudence_cli.engine.whole import whole_queries
 
 # --- partition tasks: module-level functions of (shared data, partition arguments), so
 # that they pickle; each returns the partial minimum support of the users it touched.
@@ -114,3 +115,12 @@ def _posting_task(
     offsets = np.arange(0, qkeys.size + 1, s, dtype=np.int64)
     counts = postings.verify(problem, offsets, qkeys.ravel(), qlo.ravel(), qhi.ravel(), qref)
     return _partial(problem.n_users, owners, counts)
+
+
+def _whole_task(
+    shared: tuple[CountingProblem, _Postings], users: np.ndarray, threads: int | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """A chunk of whole-record queries: each of `users`' whole query list, checked once."""
+    _set_threads(threads)
+    problem, postings = shared
+    return users, postings.verify(problem, *whole_queries(problem.queries, users))

@@ -70,7 +70,9 @@ def assess_levels(
             progress(done, len(levels), f"assessing {level.key}")
         lower = attack.lower_level(level)
         known = per_level[lower.key] >= 1.0 if lower and lower.key in per_level else None
-        result = attack.risks(target, level, engine, known)
+        # a joined view has more people than `view`: its risks are not those of per_level
+        computed = per_level if join is None else None
+        result = attack.risks(target, level, engine, known, computed=computed)
         per_level[level.key] = result.risk[: view.n_users]
         sampled |= result.sampled
     in_view = np.diff(view.offsets) > 0  # risks are those of the people of `view`

@@ -3,6 +3,8 @@ reference implementation, on many random small datasets, and on hand-made exampl
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -184,3 +186,25 @@ def test_every_attack_is_declared_in_the_config_table_and_only_those():
     assert set(registered) == set(ATTACK_SCHEMAS)
     for name, attack in registered.items():
         assert attack.schema is ATTACK_SCHEMAS[name]
+
+
+@pytest.mark.parametrize("attack", ["location", "location_sequence", "visit"])
+def test_h_all_on_a_record_of_thousands_of_visits_takes_well_under_a_second(attack):
+    """One record of 5,000 visits and 30 pieces of it: at h = all each person's whole
+    record is one query, so the attack costs about one pass over the records (issue 21:
+    it used to build a table of C(n, k) big integers per record length)."""
+    rng = np.random.default_rng(21)
+    long = [(int(p), t // 20) for t, p in enumerate(rng.integers(0, 500, 5000))]
+    long = [v for i, v in enumerate(long) if i == 0 or v != long[i - 1]]
+    trips = {0: long}
+    for u in range(1, 31):
+        start = int(rng.integers(0, len(long) - 40))
+        trips[u] = long[start : start + 40]
+    users = list(trips)
+    view = trajectory_view(trips, users)
+    risks(attack, trajectory_view({0: long[:50]}, [0]), h="all")  # kernels loaded
+    started = time.perf_counter()
+    got = risks(attack, view, h="all")
+    assert time.perf_counter() - started < 0.5
+    expected = trajectory_attack_risks(trips, users, attack, "all")
+    np.testing.assert_allclose(got, [expected[u] for u in users])

@@ -290,12 +290,15 @@ def test_budget_error_and_sampling(project, sample_gps):
     assert result.exit_code == 2
     assert "d1 grid=250m time=1h frequency=1 location_sequence[h=4]" in result.stderr
     assert "use a smaller h, or set engine.sample: N" in result.stderr.replace("Use", "use")
-    (project / "sampled.yaml").write_text(base + "engine: {max_instances: 1000, sample: 5}\n")
+    (project / "sampled.yaml").write_text(base + "engine: {max_instances: 1000, sample: 2}\n")
     sampled = run("assess", "sampled.yaml", "--quiet")
     assert sampled.exit_code == 0, sampled.stderr
     manifest = open_catalog(project / "catalog" / "sampled").manifest
     assert manifest["sampling"][0]["level"] == "location_sequence[h=4]"
-    assert manifest["sampling"][0]["instances_per_user"] == 5
+    assert manifest["sampling"][0]["instances_per_user"] == 2
+    entry = manifest["sampling"][0]
+    assert entry["sampled"] and "location_sequence[h=3]" in entry["floor"]
+    assert "location_sequence[h=3]" in entry["computed_for_floor"]
     shown = json.loads(
         run(
             "catalog", "show", "--format", "json", "--catalog", str(project / "catalog" / "sampled")
