@@ -127,6 +127,12 @@ class Dataview:
         """The data the people of the mask `people` (over U) produce together."""
         return float(self.coverage(kind)[people].sum())
 
+    def share_of(self, people: np.ndarray, kind: str) -> float:
+        """The share of the view's data the people of the mask `people` hold (0 when the
+        view holds none)."""
+        total = self.data_of(np.ones(self.n_users, dtype=bool), kind)
+        return self.data_of(people, kind) / total if total else 0.0
+
     def table(self, user_ids: np.ndarray) -> pd.DataFrame:
         """The dataview's rows with the original user ids (what the catalog keeps)."""
         raise NotImplementedError

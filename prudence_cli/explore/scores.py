@@ -144,7 +144,7 @@ def dataview_scores(
                 "users_at_or_below": int(
                     np.count_nonzero((risk <= max_risk) & (np.diff(view.offsets) > 0))
                 ),
-                "kept": _kept(view, risk, max_risk, coverage_kind),
+                "kept": view.share_of(risk <= max_risk, coverage_kind),
             }
         )
     table = pd.DataFrame(rows)
@@ -272,7 +272,7 @@ def check(
                 kept = (
                     on_release[0]
                     if on_release
-                    else _kept(view, risk, policy.max_risk, coverage_kind)
+                    else view.share_of(risk <= policy.max_risk, coverage_kind)
                 )
             else:
                 above = int(np.count_nonzero(released > policy.max_risk))
@@ -347,12 +347,6 @@ def _failures(
     if policy.min_irac_u is not None and i_rac_u < policy.min_irac_u:
         failures.append(f"i-RAC_U {i_rac_u:.3f} below {policy.min_irac_u:g}")
     return failures
-
-
-def _kept(view: Any, risk: np.ndarray, max_risk: float, kind: str) -> float:
-    """Share of the view's data held by the people at risk ≤ max_risk."""
-    total = view.data_of(np.ones(view.n_users, dtype=bool), kind)
-    return float(view.data_of(risk <= max_risk, kind) / total) if total else 0.0
 
 
 def _dominated(risk: pd.Series, kept: pd.Series, among: np.ndarray) -> np.ndarray:

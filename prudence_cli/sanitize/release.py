@@ -187,8 +187,7 @@ def _share_at_or_below(
 ) -> float:
     view, _ = catalog.view(view_id)
     risk = max_risk_over(catalog.risks(view_id), levels, view_id)
-    total = view.data_of(np.ones(view.n_users, dtype=bool), kind)
-    return float(view.data_of(risk <= threshold, kind) / total) if total else 0.0
+    return view.share_of(risk <= threshold, kind)
 
 
 def run_sanitize(
