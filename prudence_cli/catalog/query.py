@@ -114,6 +114,17 @@ def irac_level_keys(catalog: Catalog, rows: pd.DataFrame | None = None) -> pd.Se
     return irac["attack"] + "[" + values.astype(str) + "]"
 
 
+def sampled_level_keys(catalog: Catalog, view_id: str) -> set[str]:
+    """The attack levels of dataview `view_id` assessed on sampled knowledge instances:
+    their per-user risks are lower bounds (the exact attacker singles out at least as
+    many people)."""
+    irac = catalog.irac
+    if "sampled" not in irac or irac.empty:
+        return set()
+    rows = (irac["dataview"] == view_id) & irac["sampled"].astype(bool)
+    return set(irac_level_keys(catalog)[rows])
+
+
 def catalog_policy(
     catalog: Catalog,
     max_risk: float | None = None,
@@ -175,16 +186,20 @@ def randomized_rows(catalog: Catalog, where: Sequence[str] = ()) -> pd.DataFrame
 
 def risk_rows(catalog: Catalog, where: Sequence[str] = ()) -> Iterator[pd.DataFrame]:
     """Per-user risks in long form, one frame per dataview: dataview, dimension columns,
-    attack, knowledge columns, user (original id), risk."""
+    attack, knowledge columns, user (original id), risk, and whether it is a lower bound
+    (the level was assessed on sampled knowledge instances)."""
     rows = irac_rows(catalog, where)
     key_columns = ["dataview", *catalog.dimension_names, "attack", *catalog.knowledge_names]
     knowledge_of = {a.attack: a.knowledge for a in catalog.record.attacks}
     for view_id, group in rows.groupby("dataview", sort=False):
         risks = catalog.risks(str(view_id))
+        sampled = sampled_level_keys(catalog, str(view_id))
         for _, row in group.iterrows():
             label = ",".join(f"{k}={row[k]}" for k in knowledge_of[row["attack"]])
             column = f"{row['attack']}[{label}]"
-            frame = pd.DataFrame({"user": risks["user"], "risk": risks[column]})
+            frame = pd.DataFrame(
+                {"user": risks["user"], "risk": risks[column], "lower_bound": column in sampled}
+            )
             for key in reversed(key_columns):
                 frame.insert(0, key, row[key])
             yield frame

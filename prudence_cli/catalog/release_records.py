@@ -175,6 +175,7 @@ class LevelRisk:
     max_risk: float
     mean_risk: float
     users_above: int
+    sampled: bool = False  # assessed on sampled instances: the risks are lower bounds
 
     @property
     def covered(self) -> bool:
@@ -188,6 +189,7 @@ class LevelRisk:
             "mean_risk": self.mean_risk,
             "users_above": self.users_above,
             "covered": self.covered,
+            "sampled": self.sampled,
         }
 
     @classmethod
@@ -198,6 +200,7 @@ class LevelRisk:
             data["max_risk"],
             data["mean_risk"],
             data["users_above"],
+            bool(data.get("sampled", False)),
         )
 
 

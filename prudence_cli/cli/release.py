@@ -343,8 +343,10 @@ def sanitize(
     for level in report.not_covered:
         click.echo(
             f"Warning: not covered by this release: {level.level} (not counted) puts "
-            f"{level.users_above:,} released people above {threshold:g} (highest "
-            f"{level.max_risk:.3g}); the release is safe only against the counted levels.",
+            f"{'at least ' if level.sampled else ''}{level.users_above:,} released people "
+            f"above {threshold:g} (highest {level.max_risk:.3g}"
+            f"{', sampled: a lower bound' if level.sampled else ''}); the release is safe "
+            "only against the counted levels.",
             err=True,
         )
     for note in report.notes:

@@ -71,6 +71,10 @@ def irac_table(catalog: Catalog, rows: pd.DataFrame) -> Table:
     extra = [m for m in DISCLOSURE_LABELS if m in rows and rows[m].notna().any()]
     for m in extra:
         table.add_column(DISCLOSURE_LABELS[m], justify="right", no_wrap=True)
+    bounds = "sampled" in rows and bool(rows["sampled"].any())
+    if bounds:
+        table.add_column("risks", no_wrap=True)
+        table.caption = f"{table.caption}\n{LOWER_BOUND_NOTE}"
     level_columns = ["attack", *knowledge]
     best = rows.groupby(level_columns, sort=False)["i_rac_d"].transform("max")
     for index, row in rows.iterrows():
@@ -80,9 +84,20 @@ def irac_table(catalog: Catalog, rows: pd.DataFrame) -> Table:
             f"{int(row['users_in_view']):,}",
             *[_number(row[m], percent=m == "share_at_risk_1") for m in MEASURES],
             *[_significant(row[m]) for m in extra],
+            *([_bound(row["sampled"])] if bounds else []),
             style=style,
         )
     return table
+
+
+LOWER_BOUND_NOTE = (
+    "risks = lower bound: assessed on sampled knowledge instances; the exact attacker "
+    "singles out at least as many people, so the true risks can only be higher."
+)
+
+
+def _bound(sampled: bool) -> str:
+    return "lower bound" if sampled else "exact"
 
 
 def to_csv(frame: pd.DataFrame, header: bool = True) -> str:
@@ -253,8 +268,11 @@ def best_table(scores: Any, dims: list[str], min_coverage: float | None) -> Tabl
         "i-RAC\nU",
         "i-RAC\nD",
     )
-    for column in (*heads, *extra, "Pareto"):
+    bounds = "lower_bound" in frame and bool(frame["lower_bound"].any())
+    for column in (*heads, *extra, *(["risks"] if bounds else []), "Pareto"):
         table.add_column(column, justify="right", no_wrap=True)
+    if bounds:
+        table.caption = f"{table.caption}\n{LOWER_BOUND_NOTE}"
     for _, row in frame.iterrows():
         low = min_coverage is not None and row["released"] < min_coverage
         style = "dim" if low else ("bold" if row["pareto"] == "front" else None)
@@ -268,6 +286,7 @@ def best_table(scores: Any, dims: list[str], min_coverage: float | None) -> Tabl
             f"{row['i_rac_u']:.3f}",
             f"{row['i_rac_d']:.3f}",
             *[_number(row[m]) for m in extra],
+            *([_bound(row["lower_bound"])] if bounds else []),
             str(row["pareto"]),
             style=style,
         )

@@ -23,6 +23,7 @@ from prudence_cli.catalog.query import (
     irac_rows,
     max_risk_over,
     randomized_rows,
+    sampled_level_keys,
 )
 from prudence_cli.config.policy import ReleasePolicy
 from prudence_cli.errors import PrudenceError
@@ -91,7 +92,8 @@ class Scores:
     table: pd.DataFrame  # dataview, dimensions..., users_in_view, mean_risk, i_rac_u,
     # i_rac_d, users_at_or_below, kept (share of data at ≤ R before suppression),
     # users_released, released (share a release at R keeps, after the suppression
-    # fixpoint), passes, pareto (front|dominated)
+    # fixpoint), passes, lower_bound (a counted level was sampled: its risks are lower
+    # bounds), pareto (front|dominated)
     max_risk: float
     levels: int
     measure: str = "mean_risk"
@@ -127,7 +129,9 @@ def dataview_scores(
     if utility not in UTILITIES:
         raise PrudenceError(f"--utility {utility}: known: {', '.join(UTILITIES)}")
     coverage_kind = catalog.record.coverage
+    counted = {level.key for _, level in levels}
     rows = []
+    sampled: dict[str, bool] = {}  # a counted level was sampled: risks are lower bounds
     for entry in dataview_entries(catalog, where):
         dims = entry.dimensions
         risk = max_risk_over(catalog.risks(entry.id), levels, entry.id)
@@ -147,9 +151,11 @@ def dataview_scores(
                 "kept": view.share_of(risk <= max_risk, coverage_kind),
             }
         )
+        sampled[entry.id] = bool(sampled_level_keys(catalog, entry.id) & counted)
     table = pd.DataFrame(rows)
     released = forecast(catalog, levels, max_risk, where, progress=progress)
     table = table.merge(released.drop(columns="max_risk_after"), on="dataview", how="left")
+    table["lower_bound"] = table["dataview"].map(sampled)
     table = _with_profile_measures(catalog, table, levels)
     if utility == "score":
         scores = utility_scores(catalog)

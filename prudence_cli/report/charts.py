@@ -88,6 +88,8 @@ def curve_charts(
         for _, row in rows.iterrows():
             curve = catalog.read_csv(row["curve"])
             label = " ".join(f"{k}={row[k]}" for k in catalog.knowledge_names if row[k] != "")
+            if row.get("sampled", False):
+                label = f"{label or attack} (sampled: RAC_U is an upper bound)"
             for ax, column in zip(axes, ("rac_u", "rac_d"), strict=True):
                 ax.step(curve["risk"], curve[column], where="post", label=label or attack)
         for ax, name in zip(axes, ("RAC_U: share of people", "RAC_D: share of data"), strict=True):

@@ -248,8 +248,15 @@ def _summary(catalog: Catalog) -> str:
         ("data measured as", m.coverage),
         ("assessed", f"{m.created} by prudence {m.tool_version}"),
     ]
-    if m.sampling:
-        rows.append(("sampled levels", f"{len(m.sampling)} (their risks are lower bounds)"))
+    sampled = sorted({str(s.get("level")) for s in m.sampling if s.get("sampled", True)})
+    if sampled:
+        rows.append(
+            (
+                "sampled levels",
+                f"{', '.join(sampled)}: risks are lower bounds (sampled knowledge instances, "
+                "each at least the risk at every smaller h)",
+            )
+        )
     table = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in rows)
     return (
         '<section id="summary"><h2>The data assessed</h2>'

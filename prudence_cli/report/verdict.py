@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from prudence_cli.catalog import Catalog
-from prudence_cli.catalog.query import Levels
+from prudence_cli.catalog.query import Levels, sampled_level_keys
 from prudence_cli.catalog.release_records import LevelRisk
 from prudence_cli.config.policy import ReleasePolicy
 from prudence_cli.explore import Scores
@@ -135,8 +135,9 @@ def _answer(catalog: Catalog, v: Verdict) -> str:
     missing = v.not_covered
     if missing:
         items = "".join(
-            f"<li><code>{_e(lv.level)}</code>: {lv.users_above:,} released people above "
-            f"{r:g} (highest {lv.max_risk:.3g})</li>"
+            f"<li><code>{_e(lv.level)}</code>: {'at least ' if lv.sampled else ''}"
+            f"{lv.users_above:,} released people above {r:g} (highest {lv.max_risk:.3g}"
+            f"{', a lower bound' if lv.sampled else ''})</li>"
             for lv in missing
         )
         lines.append(
@@ -150,8 +151,14 @@ def _answer(catalog: Catalog, v: Verdict) -> str:
             "the released data.</p>"
         )
     lines += [f"<p><b>Note:</b> {_e(note)}</p>" for note in v.notes]
-    if any(lv.counted for lv in v.coverage) and catalog.record.sampling:
-        lines.append("<p>Some levels were sampled: their risks are lower bounds.</p>")
+    sampled = sorted(sampled_level_keys(catalog, entry.id) & {lv.level for lv in v.coverage})
+    if sampled:
+        lines.append(
+            "<p><b>Lower bounds:</b> these levels were assessed on sampled knowledge "
+            f"instances: <code>{_e(', '.join(sampled))}</code>. The exact attacker singles "
+            "out at least as many people, so their risks and the figures above can only be "
+            "worse than shown.</p>"
+        )
     lines.append("</div>")
     return "\n".join(lines)
 
@@ -160,6 +167,7 @@ def _table(catalog: Catalog, v: Verdict) -> str:
     """Per dataview: people at ≤ R before suppression, what a release keeps, as is?"""
     dims = catalog.dimension_names
     kind = catalog.record.coverage
+    bounds = bool(v.scores.table["lower_bound"].any())
     head = "".join(
         f"<th>{_e(c)}</th>"
         for c in [
@@ -169,6 +177,7 @@ def _table(catalog: Catalog, v: Verdict) -> str:
             "people released",
             f"{kind} released",
             f"{kind} held at ≤ R before suppression",
+            *(["risks"] if bounds else []),
         ]
     )
     rows = []
@@ -181,6 +190,7 @@ def _table(catalog: Catalog, v: Verdict) -> str:
             f"{int(row['users_released']):,} of {int(row['users_in_view']):,}",
             f"{row['released']:.1%}",
             f"{row['kept']:.1%}",
+            *(["lower bound (sampled)" if row["lower_bound"] else "exact"] if bounds else []),
         ]
         chosen = v.chosen is not None and row["dataview"] == v.chosen.before.id
         mark = ' class="chosen"' if chosen else ""

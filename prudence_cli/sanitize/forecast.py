@@ -20,8 +20,8 @@ from prudence_cli.catalog.query import (
     Levels,
     counted_levels,
     dataview_entries,
-    irac_level_keys,
     max_risk_over,
+    sampled_level_keys,
 )
 from prudence_cli.catalog.release_records import LevelRisk
 from prudence_cli.dataviews.base import Dataview
@@ -101,10 +101,12 @@ def every_level(
     assessed = counted_levels(catalog)
     others = [(a, lv) for a, lv in assessed if lv.key not in counted_keys]
     per_level = dict(outcome.per_level)
+    sampled = set(outcome.sampled)
     if others:
         engine = catalog_engine(catalog)
-        _, more, _ = assess_levels(outcome.view, others, engine, join, progress)
+        _, more, more_sampled = assess_levels(outcome.view, others, engine, join, progress)
         per_level.update(more)
+        sampled |= more_sampled
     released = np.diff(outcome.view.offsets) > 0
     rows = []
     for _, level in assessed:
@@ -116,6 +118,7 @@ def every_level(
                 max_risk=float(risk.max(initial=0.0)),
                 mean_risk=float(risk.mean()) if risk.size else 0.0,
                 users_above=int(np.count_nonzero(risk > threshold)),
+                sampled=level.key in sampled,
             )
         )
     return tuple(rows)
@@ -187,7 +190,7 @@ def forecast(
 
 def _catalog_risks(catalog: Catalog, view: Dataview, levels: Levels) -> Assessment:
     """The first pass of the fixpoint as the catalog holds it: per-user max risk over the
-    levels, the risk per level, and whether any level was sampled."""
+    levels, the risk per level, and the levels that were sampled."""
     risks = catalog.risks(view.id)
     max_risk_over(risks, levels, view.id)  # every level present, else CatalogError
     in_view = np.diff(view.offsets) > 0
@@ -196,7 +199,4 @@ def _catalog_risks(catalog: Catalog, view: Dataview, levels: Levels) -> Assessme
         for _, level in levels
     }
     combined = np.max(list(per_level.values()), axis=0)
-    irac = catalog.irac
-    rows = (irac["dataview"] == view.id) & irac_level_keys(catalog).isin(per_level)
-    sampled = bool(irac.loc[rows, "sampled"].any()) if "sampled" in irac else False
-    return combined, per_level, sampled
+    return combined, per_level, frozenset(sampled_level_keys(catalog, view.id) & per_level.keys())

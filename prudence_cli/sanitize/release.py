@@ -310,7 +310,7 @@ def _draft(
         outcome.initial_risk,
         outcome.risk,
         [v.id for v in earlier],
-        outcome.sampled,
+        bool(outcome.sampled),
         met,
     )
     if met:

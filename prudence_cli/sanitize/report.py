@@ -137,14 +137,15 @@ def _every_level(report: ReleaseReport) -> list[str]:
         "",
         "Every attack level assessed on this dataview, on the released data:",
         "",
-        "| attack level | counted | highest risk | mean risk | people above | covered |",
-        "|---|---|---|---|---|---|",
+        "| attack level | counted | highest risk | mean risk | people above | covered | risks |",
+        "|---|---|---|---|---|---|---|",
     ]
     for lv in report.levels_assessed:
         lines.append(
             f"| `{lv.level}` | {'yes' if lv.counted else 'no'} | {lv.max_risk:.3g} | "
             f"{lv.mean_risk:.3g} | {lv.users_above:,} | "
-            f"{'yes' if lv.covered else '**not covered**'} |"
+            f"{'yes' if lv.covered else '**not covered**'} | "
+            f"{'lower bound (sampled)' if lv.sampled else 'exact'} |"
         )
     return lines
 

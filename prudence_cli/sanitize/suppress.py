@@ -26,8 +26,8 @@ from prudence_cli.engine import Engine
 
 # (view, data released earlier to the same recipient) -> the view to assess
 Joiner = Callable[[Dataview], Dataview]
-# per-user max risk over the levels, the risk per level, whether a level was sampled
-Assessment = tuple[np.ndarray, dict[str, np.ndarray], bool]
+# per-user max risk over the levels, the risk per level, the levels that were sampled
+Assessment = tuple[np.ndarray, dict[str, np.ndarray], frozenset[str]]
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class Outcome:
     initial_risk: np.ndarray  # the same, before any suppression
     per_level: dict[str, np.ndarray]
     steps: list[Step] = field(default_factory=list)
-    sampled: bool = False
+    sampled: frozenset[str] = frozenset()  # levels sampled on some pass: lower bounds
 
 
 def assess_levels(
@@ -58,13 +58,13 @@ def assess_levels(
     join: Joiner | None = None,
     progress: Callable[[int, int, str], None] | None = None,
 ) -> Assessment:
-    """Per-user max risk over the levels, the risk per level, and whether any level had
+    """Per-user max risk over the levels, the risk per level, and the levels that had
     to be sampled. With `join`, the attacks see the view joined with earlier releases;
     the returned risks are those of the users of `view`. `progress` hears each level
     before it is counted."""
     target = join(view) if join is not None else view
     per_level: dict[str, np.ndarray] = {}
-    sampled = False
+    sampled: set[str] = set()
     for done, (attack, level) in enumerate(levels):
         if progress is not None:
             progress(done, len(levels), f"assessing {level.key}")
@@ -74,12 +74,14 @@ def assess_levels(
         computed = per_level if join is None else None
         result = attack.risks(target, level, engine, known, computed=computed)
         per_level[level.key] = result.risk[: view.n_users]
-        sampled |= result.sampled
+        if result.sampled:
+            sampled.add(level.key)
     in_view = np.diff(view.offsets) > 0  # risks are those of the people of `view`
     combined = np.zeros(view.n_users)
     for risk in per_level.values():
         combined = np.maximum(combined, np.where(in_view, risk, 0.0))
-    return combined, {k: np.where(in_view, v, 0.0) for k, v in per_level.items()}, sampled
+    per_user = {k: np.where(in_view, v, 0.0) for k, v in per_level.items()}
+    return combined, per_user, frozenset(sampled)
 
 
 def sanitize(
@@ -98,7 +100,7 @@ def sanitize(
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; known: {', '.join(METHODS)}")
     steps: list[Step] = []
-    sampled = False
+    sampled: frozenset[str] = frozenset()
     iteration = 0
     initial: np.ndarray | None = None
     while True:

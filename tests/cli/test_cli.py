@@ -95,7 +95,9 @@ def test_catalog_risks_long_format_with_original_ids(assessed):
         "visits",
         "user",
         "risk",
+        "lower_bound",
     ]
+    assert not frame["lower_bound"].any()  # every level exact
     assert frame["user"].str.startswith("u").all()
     assert frame["risk"].between(0, 1).all()
     assert len(frame) == 2 * open_catalog(assessed).manifest["selection"]["users"]
