@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 import html
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -24,12 +24,26 @@ from prudence_cli.report.charts import (
     plane_charts,
 )
 from prudence_cli.report.maps import risk_map
+from prudence_cli.report.mobility import mobility_parts
 from prudence_cli.report.verdict import Verdict, render_verdict, verdict
 from prudence_cli.sanitize.ledger import read_ledger
 
 Progress = Callable[[int, int, str], None]  # done of total steps, what
 
 READING = {
+    "mobility": (
+        "What the release still tells an analyst",
+        "The mobility measures of Pellungrini et al., Analyzing Privacy Risk in Human "
+        "Mobility Data (section 2), on the recommended dataview (solid) and on its release "
+        "at R (dashed): per person, how far they range (radius of gyration), how evenly they "
+        "spread their visits (mobility entropy, 0 to 1), their trips (trajectories only), "
+        "visits and places; per place, how evenly its visitors share it (location entropy), "
+        "for how many people it is the most visited place, and its trips in or out. The table "
+        "gives the Kolmogorov–Smirnov statistic (0: the same distribution, 1: disjoint) and "
+        "the Wasserstein distance (in the measure's unit) between the two. Removing the "
+        "riskiest people often removes the most mobile ones: a measure whose distribution "
+        "moves is one an analyst should not study on this release.",
+    ),
     "map": (
         "Where the risk lies",
         "The recommended dataview's places (grid cells drawn at their size; towers, "
@@ -91,6 +105,7 @@ class Page:
     charts: list[Chart]
     head: Callable[[], list[str]]  # the sections before the charts (the verdict)
     tail: Callable[[], list[str]]  # the sections after them
+    under: dict[str, str] = field(default_factory=dict)  # HTML under a section's charts
 
 
 def page_parts(
@@ -119,8 +134,11 @@ def page_parts(
     found = verdict(catalog, scores, levels, policy, source)
     counted = {level.key for _, level in levels}
     shown = risk_map(catalog, found.chosen, max_risk) if found.chosen is not None else None
+    crs = manifest.selection.crs
+    analyst = mobility_parts(crs, found.chosen) if found.chosen is not None else None
     charts = [
         *([shown] if shown is not None else []),
+        *([analyst[0]] if analyst is not None else []),
         pareto_chart(scores),
         *plane_charts(catalog, counted, where),
         *curve_charts(catalog, counted, where, _worth_a_curve(scores, found)),
@@ -129,6 +147,7 @@ def page_parts(
         charts,
         lambda: [render_verdict(catalog, found)],
         lambda: [_disclosure(catalog), _releases(catalog), _footer(manifest, max_risk, levels)],
+        {"mobility": analyst[1]} if analyst is not None else {},
     )
 
 
@@ -186,7 +205,7 @@ def render_page(catalog: Catalog, page: Page, progress: Progress | None = None) 
         _summary(catalog),
     ]
     shown = [c for c in page.charts if not c.folded]
-    for section in ("map", "epsilon", "pareto", "planes", "curves"):
+    for section in ("map", "mobility", "epsilon", "pareto", "planes", "curves"):
         title, text = READING[section]
         members = [c for c in shown if c.section == section]
         if not members:
@@ -195,6 +214,7 @@ def render_page(catalog: Catalog, page: Page, progress: Progress | None = None) 
             f'<section id="{section}"><h2>{_e(title)}</h2>',
             f'<p class="how">How to read it. {_e(text)}</p>',
             *map(figure, members),
+            page.under.get(section, ""),
             "</section>",
         ]
     folded = [c for c in page.charts if c.folded]

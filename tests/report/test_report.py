@@ -44,10 +44,11 @@ def front_and_chosen(catalog) -> tuple[set[str], str]:
 
 
 def expected_charts(catalog) -> int:
-    """1 map, 1 Pareto chart, 5 planes (one per attack level: 3 counted, 2 folded), and
-    RAC curves per attack for the front's dataviews and the recommended one."""
+    """1 map, 1 chart of mobility measures, 1 Pareto chart, 5 planes (one per attack
+    level: 3 counted, 2 folded), and RAC curves per attack for the front's dataviews and
+    the recommended one."""
     front, chosen = front_and_chosen(catalog)
-    return 1 + 1 + 5 + 2 * len(front | {chosen})
+    return 1 + 1 + 1 + 5 + 2 * len(front | {chosen})
 
 
 @pytest.fixture(scope="module")
@@ -102,9 +103,18 @@ def test_report_is_self_contained(report, catalog):
     assert all(src.startswith("data:") for src in re.findall(r'src="([^"]+)"', page))
     assert "http://" not in page.replace("http://www.w3.org", "")
     assert "<script" not in page
-    for section in ("verdict", "summary", "map", "pareto", "planes", "curves", "releases"):
+    for section in (
+        "verdict",
+        "summary",
+        "map",
+        "mobility",
+        "pareto",
+        "planes",
+        "curves",
+        "releases",
+    ):
         assert f'id="{section}"' in page
-    assert page.count('class="how"') == 4
+    assert page.count('class="how"') == 5
     assert '<section id="not-counted"><details>' in page
     assert "RdYlGn" not in page
 
@@ -185,3 +195,23 @@ def test_report_of_a_disclosure_catalog(tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     page = (tmp_path / "u.html").read_text()
     assert 'id="verdict"' in page and 'id="disclosure"' in page
+
+
+def test_report_tells_the_analyst_what_the_release_keeps(report, catalog):
+    page = report.read_text()
+    assert page.index('id="map"') < page.index('id="mobility"') < page.index('id="pareto"')
+    section = page[page.index('id="mobility"') :]
+    section = section[: section.index("</section>")]
+    _, chosen = front_and_chosen(catalog)
+    rows = json.loads(
+        CliRunner()
+        .invoke(main, ["catalog", "best", "--catalog", str(catalog), *ARGS, "--format", "json"])
+        .stdout
+    )
+    best = next(r for r in rows if r["dataview"] == chosen)
+    people = f"{best['users_in_view']:,} → {best['users_released']:,}"
+    # a presence view: no trip measures; every person measure counts the released people
+    for measure in ("radius of gyration (m)", "mobility entropy", "visits per person"):
+        assert re.search(rf"<td>{re.escape(measure)}</td><td>people</td>.*?{people}", section)
+    assert "longest trip" not in section and "location entropy" in section
+    assert "Pearson" in section and 'alt="What a release of' in section

@@ -1,0 +1,416 @@
+"""What a release still tells an analyst: the mobility measures of Pellungrini, Pappalardo,
+Pratesi and Monreale, "Analyzing Privacy Risk in Human Mobility Data" (section 2), per
+person and per location, and how removing the risky people distorts their distributions
+(section 5).
+
+The measures are computed on a dataview's rows, vectorized over all people at once:
+`Visits` holds, per person, rows of (location, visits) — one row per visit in time order
+for a trajectory, one row per (person, location) with its count otherwise. Distances are
+Euclidean on the projected coordinates (metres) of the locations.
+
+Per person:
+
+- `radius_of_gyration` √(Σ_v w_v |r_v − r_cm|² / Σ_v w_v), r_cm the visit-weighted centre
+  of mass of the person's locations (González, Hidalgo, Barabási, "Understanding
+  individual human mobility patterns");
+- `mobility_entropy` the Shannon entropy of the person's visits over their locations,
+  −Σ_l p_l ln p_l with p_l their share of the person's visits, divided by ln of the number
+  of distinct locations (1: every place visited as often; 0: one place) (Eagle and
+  Pentland, "Reality mining");
+- `max_distance` and `sum_distances` (trajectories only): the longest and the total length
+  of the person's trips, a trip being two consecutive visits;
+- `visits` and `locations`: the person's visits and distinct locations.
+
+Per location:
+
+- `location_entropy` the entropy of who visits it, −Σ_u q_u ln q_u with q_u the share of
+  its visits made by person u, divided by ln of its number of visitors (0 with one);
+- `location_density` the number of people whose most visited location it is (a tie goes
+  to the first of the tied locations in the table's order);
+- `flow` (trajectories only): the trips with it as origin or as destination, a trip being
+  two consecutive visits of a person to different locations.
+
+Distortion: each measure's distribution on the people (or locations) left after removing
+those above a risk threshold, against the full dataview's, by the Kolmogorov–Smirnov
+statistic and the 1-Wasserstein distance (scipy.stats), with quantiles; and the Pearson
+and Spearman correlation of each per-person measure with risk (the paper's Table 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from prudence_cli.space import project
+
+if TYPE_CHECKING:
+    from prudence_cli.dataviews.base import Dataview
+
+PERSON_MEASURES = (
+    "radius_of_gyration",
+    "mobility_entropy",
+    "max_distance",
+    "sum_distances",
+    "visits",
+    "locations",
+)
+LOCATION_MEASURES = ("location_entropy", "location_density", "flow")
+TRAJECTORY_ONLY = ("max_distance", "sum_distances", "flow")
+THRESHOLDS = (1.0, 0.5, 0.33, 0.25)  # the paper's D_1, D_0.5, D_0.33, D_0.25
+QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
+
+
+@dataclass(frozen=True)
+class Visits:
+    """Per person, the rows of their visits: person p's rows are [offsets[p],
+    offsets[p + 1]); `location` codes index `x` and `y` (metres)."""
+
+    offsets: np.ndarray  # int64, people + 1
+    location: np.ndarray  # int per row
+    weight: np.ndarray  # visits per row (1 per row for a trajectory)
+    x: np.ndarray  # per location
+    y: np.ndarray  # per location
+    ordered: bool  # rows are single visits in time order (a trajectory)
+
+    @property
+    def people(self) -> int:
+        return int(self.offsets.shape[0] - 1)
+
+    @property
+    def person(self) -> np.ndarray:
+        """The person of each row."""
+        return np.repeat(np.arange(self.people), np.diff(self.offsets))
+
+
+ORDERED_FORMATS = ("trajectory", "segments")  # rows are single visits in time order
+# formats whose locations are places: the others' are (place, time bin) profiles or clusters
+PLACE_FORMATS = (*ORDERED_FORMATS, "presence", "probability")
+
+
+def visits_of(view: Dataview, crs: str) -> Visits | None:
+    """The visits of a dataview, its locations projected to `crs`; None for a format
+    whose locations are not places."""
+    locations = view.locations
+    if view.format not in PLACE_FORMATS or not {"lon", "lat"} <= set(locations.columns):
+        return None
+    lon = locations["lon"].to_numpy(dtype=float)
+    lat = locations["lat"].to_numpy(dtype=float)
+    if np.isnan(lon).any() or np.isnan(lat).any():
+        return None
+    x, y = project(lon, lat, crs)
+    ordered = view.format in ORDERED_FORMATS
+    count = getattr(view, "count", None)
+    weight = (
+        np.asarray(count, dtype=float)
+        if count is not None and not ordered
+        else np.ones(view.location.shape[0])
+    )
+    return Visits(view.offsets, view.location, weight, x, y, ordered)
+
+
+def measures_for(ordered: bool, chosen: Sequence[str] | None = None) -> tuple[str, ...]:
+    """The measures a dataview allows (trajectory measures need ordered visits), in the
+    order of `chosen` (default: all of them)."""
+    every = (*PERSON_MEASURES, *LOCATION_MEASURES)
+    wanted = tuple(chosen) if chosen is not None else every
+    unknown = [m for m in wanted if m not in every]
+    if unknown:
+        raise ValueError(f"unknown mobility measures: {', '.join(unknown)}")
+    return tuple(m for m in wanted if ordered or m not in TRAJECTORY_ONLY)
+
+
+def person_measures(visits: Visits, chosen: Sequence[str] | None = None) -> pd.DataFrame:
+    """One row per person (NaN for a person without visits), one column per measure."""
+    names = [m for m in measures_for(visits.ordered, chosen) if m in PERSON_MEASURES]
+    person = visits.person
+    n = visits.people
+    w = visits.weight.astype(float)
+    total = np.bincount(person, weights=w, minlength=n)
+    present = total > 0
+    out: dict[str, np.ndarray] = {}
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if "radius_of_gyration" in names:
+            x, y = visits.x[visits.location], visits.y[visits.location]
+            cx = np.bincount(person, weights=w * x, minlength=n) / total
+            cy = np.bincount(person, weights=w * y, minlength=n) / total
+            spread = w * ((x - cx[person]) ** 2 + (y - cy[person]) ** 2)
+            out["radius_of_gyration"] = np.sqrt(
+                np.maximum(np.bincount(person, weights=spread, minlength=n) / total, 0.0)
+            )
+        if {"mobility_entropy", "locations"} & set(names):
+            pair_person, _, pair_weight = _pairs(person, visits.location, w, visits.x.shape[0])
+            distinct = np.bincount(pair_person, minlength=n)
+            if "mobility_entropy" in names:
+                out["mobility_entropy"] = _normalised_entropy(pair_person, pair_weight, n)
+            if "locations" in names:
+                out["locations"] = np.where(present, distinct, np.nan)
+        if "visits" in names:
+            out["visits"] = np.where(present, total, np.nan)
+        if {"max_distance", "sum_distances"} & set(names):
+            trip, length = _trips(visits)
+            if "max_distance" in names:
+                longest = np.zeros(n)
+                if trip.size:  # trips are sorted by person
+                    starts = np.flatnonzero(np.r_[True, trip[1:] != trip[:-1]])
+                    longest[trip[starts]] = np.maximum.reduceat(length, starts)
+                out["max_distance"] = np.where(present, longest, np.nan)
+            if "sum_distances" in names:
+                summed = np.bincount(trip, weights=length, minlength=n)
+                out["sum_distances"] = np.where(present, summed, np.nan)
+    return pd.DataFrame({name: out[name] for name in names})
+
+
+def location_measures(visits: Visits, chosen: Sequence[str] | None = None) -> pd.DataFrame:
+    """One row per location visited by anyone (column `location`: its code), one column
+    per location measure."""
+    return _Tables.of(visits).locations(chosen)
+
+
+@dataclass(frozen=True)
+class _Tables:
+    """What the location measures need, computed once: the distinct (person, location)
+    pairs (sorted by person, then location) with their visits, and the moves (trips
+    between two different locations) with their person."""
+
+    pair_person: np.ndarray
+    pair_location: np.ndarray
+    pair_weight: np.ndarray
+    move_person: np.ndarray
+    origin: np.ndarray
+    destination: np.ndarray
+    n_locations: int
+    ordered: bool
+
+    @classmethod
+    def of(cls, visits: Visits) -> _Tables:
+        person = visits.person
+        n_locations = visits.x.shape[0]
+        pairs = _pairs(person, visits.location, visits.weight.astype(float), n_locations)
+        same = person[1:] == person[:-1]
+        here, there = visits.location[:-1][same], visits.location[1:][same]
+        moved = here != there
+        move_person = person[1:][same][moved]
+        return cls(*pairs, move_person, here[moved], there[moved], n_locations, visits.ordered)
+
+    def keep(self, people: np.ndarray) -> _Tables:
+        """Only the pairs and moves of the people where `people` is True."""
+        pairs, moves = people[self.pair_person], people[self.move_person]
+        return _Tables(
+            self.pair_person[pairs],
+            self.pair_location[pairs],
+            self.pair_weight[pairs],
+            self.move_person[moves],
+            self.origin[moves],
+            self.destination[moves],
+            self.n_locations,
+            self.ordered,
+        )
+
+    def locations(self, chosen: Sequence[str] | None = None) -> pd.DataFrame:
+        names = [m for m in measures_for(self.ordered, chosen) if m in LOCATION_MEASURES]
+        n = self.n_locations
+        visited = np.flatnonzero(np.bincount(self.pair_location, minlength=n))
+        out: dict[str, np.ndarray] = {"location": visited}
+        if "location_entropy" in names:
+            entropy = _normalised_entropy(self.pair_location, self.pair_weight, n)
+            out["location_entropy"] = entropy[visited]
+        if "location_density" in names:
+            out["location_density"] = np.bincount(self._top(), minlength=n)[visited].astype(float)
+        if "flow" in names:
+            flow = np.bincount(self.origin, minlength=n) + np.bincount(
+                self.destination, minlength=n
+            )
+            out["flow"] = flow[visited].astype(float)
+        return pd.DataFrame(out)
+
+    def _top(self) -> np.ndarray:
+        """Per person with visits, their most visited location; a tie goes to the lowest
+        location code (pairs are sorted by person, then location)."""
+        person, weight = self.pair_person, self.pair_weight
+        if person.size == 0:
+            return np.zeros(0, dtype=np.int64)
+        starts = np.flatnonzero(np.r_[True, person[1:] != person[:-1]])
+        highest = np.maximum.reduceat(weight, starts)
+        at_top = np.flatnonzero(weight == np.repeat(highest, np.diff(np.r_[starts, person.size])))
+        first = np.r_[True, person[at_top][1:] != person[at_top][:-1]]
+        top: np.ndarray = self.pair_location[at_top[first]]
+        return top
+
+
+def _pairs(
+    person: np.ndarray, location: np.ndarray, weight: np.ndarray, n_locations: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct (person, location) pairs sorted by person then location, with their
+    summed weight."""
+    key = person.astype(np.int64) * max(n_locations, 1) + location.astype(np.int64)
+    pairs, inverse = np.unique(key, return_inverse=True)
+    summed = np.bincount(inverse.ravel(), weights=weight, minlength=pairs.shape[0])
+    return pairs // max(n_locations, 1), pairs % max(n_locations, 1), summed
+
+
+def _normalised_entropy(group: np.ndarray, weight: np.ndarray, n: int) -> np.ndarray:
+    """Per group (`group`: one entry per member, with its weight): the Shannon
+    entropy of the members' shares over ln(members); 0 with one member, NaN with none."""
+    total = np.bincount(group, weights=weight, minlength=n)
+    members = np.bincount(group, minlength=n)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = weight / total[group]
+        terms = np.where(share > 0, -share * np.log(share), 0.0)
+        entropy = np.bincount(group, weights=terms, minlength=n)
+        normalised = np.where(members > 1, entropy / np.log(np.maximum(members, 2)), 0.0)
+    return np.where(members > 0, normalised, np.nan)
+
+
+def _trips(visits: Visits) -> tuple[np.ndarray, np.ndarray]:
+    """Per trip (two consecutive visits of a person): its person and its length."""
+    person = visits.person
+    same = person[1:] == person[:-1]
+    here, there = visits.location[:-1][same], visits.location[1:][same]
+    length = np.hypot(visits.x[there] - visits.x[here], visits.y[there] - visits.y[here])
+    return person[1:][same], length
+
+
+def distortion(full: np.ndarray, kept: np.ndarray) -> dict[str, float]:
+    """How far the distribution of a measure on what is left (`kept`) is from the full
+    one: the Kolmogorov–Smirnov statistic, the 1-Wasserstein distance (in the measure's
+    unit), the counts; NaN when either side has no value. Computed as scipy.stats'
+    ks_2samp and wasserstein_distance define them (the tests compare the two)."""
+    return _compare(np.sort(full[~np.isnan(full)]), np.sort(kept[~np.isnan(kept)]))
+
+
+def _compare(full: np.ndarray, kept: np.ndarray) -> dict[str, float]:
+    """`distortion` of two sorted samples without NaN: both empirical CDFs evaluated on
+    every value of either."""
+    median = float(np.median(full)) if full.size else np.nan
+    if full.size == 0 or kept.size == 0:
+        return {
+            "ks": np.nan,
+            "wasserstein": np.nan,
+            "n_full": full.size,
+            "n_kept": kept.size,
+            "median_full": median,
+        }
+    values = np.sort(np.concatenate([full, kept]), kind="stable")  # two sorted runs
+    gap = np.abs(
+        np.searchsorted(full, values, side="right") / full.size
+        - np.searchsorted(kept, values, side="right") / kept.size
+    )
+    return {
+        "ks": float(gap.max()),
+        "wasserstein": float(np.sum(gap[:-1] * np.diff(values))),
+        "n_full": int(full.size),
+        "n_kept": int(kept.size),
+        "median_full": median,
+    }
+
+
+def quantiles(values: np.ndarray, at: Sequence[float] = QUANTILES) -> dict[str, float]:
+    values = values[~np.isnan(values)]
+    if values.size == 0:
+        return {f"q{round(q * 100)}": np.nan for q in at}
+    points = np.quantile(values, list(at))
+    return {f"q{round(q * 100)}": float(v) for q, v in zip(at, points, strict=True)}
+
+
+def risk_correlation(measures: pd.DataFrame, risk: np.ndarray) -> pd.DataFrame:
+    """Pearson and Spearman correlation of each per-person measure with the risk, over
+    the people with visits (the paper's Table 1); NaN where either side is constant."""
+    from scipy import stats
+
+    rows = []
+    for name in measures.columns:
+        values = measures[name].to_numpy(dtype=float)
+        ok = ~np.isnan(values) & ~np.isnan(risk)
+        x, y = values[ok], risk[ok]
+        constant = x.size < 2 or np.ptp(x) == 0 or np.ptp(y) == 0
+        rows.append(
+            {
+                "measure": name,
+                "pearson": np.nan if constant else float(stats.pearsonr(x, y).statistic),
+                "spearman": np.nan if constant else float(stats.spearmanr(x, y).statistic),
+                "people": int(x.size),
+            }
+        )
+    return pd.DataFrame(rows, columns=["measure", "pearson", "spearman", "people"])
+
+
+class Profile:
+    """A dataview's measures, computed once, to compare with what is left after removing
+    people: by risk threshold (`by_threshold`) or as a release keeps them (`against`)."""
+
+    def __init__(self, visits: Visits, chosen: Sequence[str] | None = None) -> None:
+        self.chosen = chosen
+        self.people = person_measures(visits, chosen)
+        self.tables = _Tables.of(visits)
+        self.places = self.tables.locations(chosen)
+        self._sorted = {  # each full distribution sorted once, without NaN
+            (kind, name): _finite_sorted(frame[name].to_numpy(dtype=float))
+            for kind, frame in (("person", self.people), ("location", self.places))
+            for name in frame.columns
+            if name != "location"
+        }
+
+    def kept(self, people: np.ndarray) -> pd.DataFrame:
+        """Per measure, the distribution on the people where `people` is True (and the
+        locations as they visit them) against the full one: KS, Wasserstein, counts and
+        quantiles. A person's measures are theirs alone, so theirs are the full ones."""
+        return self.compare(self.people[people], self.tables.keep(people).locations(self.chosen))
+
+    def against(self, released: Visits) -> pd.DataFrame:
+        """The same comparison with the measures recomputed on a release's visits (a
+        release may also have removed locations of the people it keeps)."""
+        return self.compare(*self.measures_of(released))
+
+    def measures_of(self, visits: Visits) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The person and location measures of other visits, as chosen here."""
+        return person_measures(visits, self.chosen), location_measures(visits, self.chosen)
+
+    def by_threshold(
+        self, risk: np.ndarray, thresholds: Sequence[float] = THRESHOLDS
+    ) -> pd.DataFrame:
+        """`kept` for D_t, the people at risk ≤ t, per threshold t (the paper's section
+        5.3), with a `threshold` column first."""
+        frames = [self.kept(risk <= t).assign(threshold=t) for t in thresholds]
+        table = pd.concat(frames, ignore_index=True)
+        return table[["threshold", *[c for c in table.columns if c != "threshold"]]]
+
+    def correlation(self, risk: np.ndarray) -> pd.DataFrame:
+        return risk_correlation(self.people, risk)
+
+    def compare(self, people: pd.DataFrame, places: pd.DataFrame) -> pd.DataFrame:
+        """Per measure, these people's and places' distribution against the full one."""
+        rows = []
+        for kind, frame in (("person", people), ("location", places)):
+            for name in frame.columns:
+                if name == "location":
+                    continue
+                left = _finite_sorted(frame[name].to_numpy(dtype=float))
+                rows.append(
+                    {
+                        "kind": kind,
+                        "measure": name,
+                        **_compare(self._sorted[kind, name], left),
+                        **quantiles(left),
+                    }
+                )
+        return pd.DataFrame(rows)
+
+
+def _finite_sorted(values: np.ndarray) -> np.ndarray:
+    return np.sort(values[~np.isnan(values)])
+
+
+def by_threshold(
+    visits: Visits,
+    risk: np.ndarray,
+    thresholds: Sequence[float] = THRESHOLDS,
+    chosen: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """Per threshold t and measure: the distribution on D_t (the people at risk ≤ t, and
+    the locations as they visit them) against the full dataview's — KS, Wasserstein,
+    counts and quantiles (the paper's section 5.3)."""
+    return Profile(visits, chosen).by_threshold(risk, thresholds)

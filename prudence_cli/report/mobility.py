@@ -1,0 +1,124 @@
+"""The report's analyst section: what the recommended release still tells someone who
+studies mobility with it — the measures of Pellungrini et al., Analyzing Privacy Risk in
+Human Mobility Data (section 2) on the dataview and on its release, their distributions
+before and after (the paper's Figures 3–6) and their correlation with risk (its Table 1)."""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from prudence_cli.measures.mobility import Profile, visits_of
+from prudence_cli.report.charts import Chart
+from prudence_cli.sanitize.forecast import Suppressed
+
+LABELS = {
+    "radius_of_gyration": "radius of gyration (m)",
+    "mobility_entropy": "mobility entropy",
+    "max_distance": "longest trip (m)",
+    "sum_distances": "distance travelled (m)",
+    "visits": "visits per person",
+    "locations": "places per person",
+    "location_entropy": "location entropy",
+    "location_density": "people whose top place it is",
+    "flow": "trips in or out",
+}
+
+
+def mobility_parts(crs: str | None, chosen: Suppressed) -> tuple[Chart, str] | None:
+    """The before/after chart and the HTML tables for the release of `chosen`; None when
+    its format has no places (or the catalog no projection)."""
+    before = visits_of(chosen.before, crs) if crs else None
+    after = visits_of(chosen.outcome.view, crs) if crs else None
+    if before is None or after is None:
+        return None
+    profile = Profile(before)
+    people, places = profile.measures_of(after)
+    title = f"What a release of {chosen.before.id} keeps of each measure"
+    chart = Chart("mobility", "mobility", title, _figure(profile, people, places, title))
+    correlation = profile.correlation(chosen.outcome.initial_risk)
+    return chart, _tables(profile.compare(people, places), correlation)
+
+
+def _figure(profile: Profile, people: pd.DataFrame, places: pd.DataFrame, title: str) -> Figure:
+    """One panel per measure: its distribution on the dataview and on the release."""
+    after = {**people.to_dict("series"), **places.to_dict("series")}
+    before = {**profile.people.to_dict("series"), **profile.places.to_dict("series")}
+    names = [m for m in LABELS if m in before]
+    columns = min(len(names), 4)
+    rows = -(-len(names) // columns)
+    figure = Figure(figsize=(2.4 * columns, 2.1 * rows), layout="constrained")
+    axes = np.atleast_1d(figure.subplots(rows, columns)).ravel()
+    for ax, name in zip(axes, names, strict=False):
+        full = before[name].dropna().to_numpy(dtype=float)
+        kept = after[name].dropna().to_numpy(dtype=float)
+        top = float(np.quantile(full, 0.99)) if full.size else 1.0
+        bins = np.linspace(0.0, max(top, 1e-9), 25)
+        for values, label, style in ((full, "dataview", "-"), (kept, "release", "--")):
+            if values.size:
+                ax.hist(
+                    np.clip(values, 0, top),
+                    bins=bins,
+                    density=True,
+                    histtype="step",
+                    linestyle=style,
+                    linewidth=1.4,
+                    label=label,
+                )
+        ax.set_title(LABELS[name], fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.set_yticks([])
+    for ax in axes[len(names) :]:
+        ax.set_visible(False)
+    axes[0].legend(fontsize=7)
+    figure.suptitle(title)
+    return figure
+
+
+def _tables(compared: pd.DataFrame, correlation: pd.DataFrame) -> str:
+    head = (
+        "<tr><th>measure</th><th>of</th><th>KS</th><th>Wasserstein</th>"
+        "<th>median: dataview → release</th><th>counted: dataview → release</th></tr>"
+    )
+    rows = []
+    for _, row in compared.iterrows():
+        rows.append(
+            "<tr>"
+            + "".join(
+                f"<td>{html.escape(str(c))}</td>"
+                for c in (
+                    LABELS.get(row["measure"], row["measure"]),
+                    "people" if row["kind"] == "person" else "places",
+                    _g(row["ks"]),
+                    _g(row["wasserstein"]),
+                    f"{_g(row['median_full'])} → {_g(row['q50'])}",
+                    f"{int(row['n_full']):,} → {int(row['n_kept']):,}",
+                )
+            )
+            + "</tr>"
+        )
+    correlated = "".join(
+        f"<tr><td>{html.escape(LABELS.get(r['measure'], r['measure']))}</td>"
+        f"<td>{_g(r['pearson'])}</td><td>{_g(r['spearman'])}</td><td>{int(r['people']):,}</td></tr>"
+        for _, r in correlation.iterrows()
+    )
+    return (
+        '<table class="mobility"><thead>'
+        + head
+        + "</thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table>"
+        + "<p>Correlation of each person's measure with their risk (the highest over the "
+        "counted levels, before the release):</p>"
+        + '<table class="mobility"><thead><tr><th>measure</th><th>Pearson</th>'
+        "<th>Spearman</th><th>people</th></tr></thead><tbody>" + correlated + "</tbody></table>"
+    )
+
+
+def _g(value: float) -> str:
+    if value is None or np.isnan(value):
+        return "—"
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"

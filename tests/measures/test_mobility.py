@@ -1,0 +1,226 @@
+"""Mobility measures (Pellungrini et al., Analyzing Privacy Risk in Human Mobility Data,
+section 2) against literal per-person and per-location implementations of the formulas,
+on a hand-computed example and on random small data."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections import Counter, defaultdict
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from prudence_cli.measures.mobility import (
+    Visits,
+    by_threshold,
+    distortion,
+    location_measures,
+    person_measures,
+    risk_correlation,
+)
+
+# locations on a line and a corner: 0 at the origin, 1 at 3 km east, 2 at 4 km north
+X = np.array([0.0, 3000.0, 0.0])
+Y = np.array([0.0, 0.0, 4000.0])
+
+
+def trajectories(records: list[list[int]]) -> Visits:
+    offsets = np.cumsum([0, *map(len, records)])
+    location = np.array([v for r in records for v in r], dtype=np.int64)
+    return Visits(offsets, location, np.ones(location.size), X, Y, ordered=True)
+
+
+def test_three_people_by_hand():
+    # a: 0 → 1 → 0 → 2; b: 1 → 1; c: nothing
+    visits = trajectories([[0, 1, 0, 2], [1, 1], []])
+    people = person_measures(visits)
+    a, b, c = people.to_dict("records")
+    # a: centre (750, 1000); squared distances 1,562,500; 6,062,500; 1,562,500; 9,562,500
+    assert a["radius_of_gyration"] == pytest.approx(math.sqrt(18_750_000 / 4))
+    # a's shares 1/2, 1/4, 1/4 over 3 places: (ln 2 / 2 + ln 4 / 2) / ln 3
+    assert a["mobility_entropy"] == pytest.approx(1.5 * math.log(2) / math.log(3))
+    assert a["max_distance"] == 4000.0 and a["sum_distances"] == 3000 + 3000 + 4000
+    assert (a["visits"], a["locations"]) == (4, 3)
+    assert b["radius_of_gyration"] == 0 and b["mobility_entropy"] == 0
+    assert b["max_distance"] == 0 and b["sum_distances"] == 0
+    assert all(math.isnan(v) for v in c.values())
+
+    places = location_measures(visits).set_index("location")
+    # location 1: a once, b twice → shares 1/3, 2/3 over 2 visitors
+    shares = np.array([1 / 3, 2 / 3])
+    assert places.loc[1, "location_entropy"] == pytest.approx(
+        -(shares * np.log(shares)).sum() / math.log(2)
+    )
+    assert places.loc[0, "location_entropy"] == 0  # a only
+    # a's most visited is 0, b's is 1
+    assert places["location_density"].to_dict() == {0: 1, 1: 1, 2: 0}
+    # a's trips 0→1, 1→0, 0→2; b's 1→1 is no move
+    assert places["flow"].to_dict() == {0: 3, 1: 2, 2: 1}
+
+
+def test_presence_rows_carry_counts_and_no_trip_measures():
+    # presence: one row per (person, location) with its count
+    visits = Visits(
+        np.array([0, 2, 3]),
+        np.array([0, 1, 2]),
+        np.array([3.0, 1.0, 5.0]),
+        X,
+        Y,
+        ordered=False,
+    )
+    people = person_measures(visits)
+    assert list(people.columns) == ["radius_of_gyration", "mobility_entropy", "visits", "locations"]
+    assert people["visits"].tolist() == [4, 5]
+    # centre at 750 m: 3 × 750² + 2250²
+    assert people.loc[0, "radius_of_gyration"] == pytest.approx(
+        math.sqrt((3 * 750**2 + 2250**2) / 4)
+    )
+    assert list(location_measures(visits).columns) == [
+        "location",
+        "location_entropy",
+        "location_density",
+    ]
+
+
+# -- the literal reference -------------------------------------------------------------
+
+
+def reference_person(records: list[list[tuple[int, float]]], ordered: bool) -> list[dict]:
+    out = []
+    for rows in records:
+        if not rows:
+            out.append(None)
+            continue
+        total = sum(w for _, w in rows)
+        cx = sum(w * X[loc] for loc, w in rows) / total
+        cy = sum(w * Y[loc] for loc, w in rows) / total
+        rg = math.sqrt(
+            sum(w * ((X[loc] - cx) ** 2 + (Y[loc] - cy) ** 2) for loc, w in rows) / total
+        )
+        per_place: Counter[int] = Counter()
+        for loc, w in rows:
+            per_place[loc] += w
+        h = -sum((w / total) * math.log(w / total) for w in per_place.values() if w > 0)
+        entry = {
+            "radius_of_gyration": rg,
+            "mobility_entropy": h / math.log(len(per_place)) if len(per_place) > 1 else 0.0,
+            "visits": total,
+            "locations": len(per_place),
+        }
+        if ordered:
+            lengths = [
+                math.dist((X[a], Y[a]), (X[b], Y[b]))
+                for (a, _), (b, _) in zip(rows, rows[1:], strict=False)
+            ]
+            entry["max_distance"] = max(lengths, default=0.0)
+            entry["sum_distances"] = sum(lengths)
+        out.append(entry)
+    return out
+
+
+def reference_location(records: list[list[tuple[int, float]]], ordered: bool) -> dict:
+    by_place: dict[int, Counter[int]] = defaultdict(Counter)
+    density: Counter[int] = Counter()
+    flow: Counter[int] = Counter()
+    for person, rows in enumerate(records):
+        mine: Counter[int] = Counter()
+        for loc, w in rows:
+            by_place[loc][person] += w
+            mine[loc] += w
+        if mine:
+            top = max(mine.values())
+            density[min(loc for loc, w in mine.items() if w == top)] += 1
+        if ordered:
+            for (a, _), (b, _) in zip(rows, rows[1:], strict=False):
+                if a != b:
+                    flow[a] += 1
+                    flow[b] += 1
+    out = {}
+    for loc, visitors in by_place.items():
+        total = sum(visitors.values())
+        h = -sum((w / total) * math.log(w / total) for w in visitors.values() if w > 0)
+        out[loc] = {
+            "location_entropy": h / math.log(len(visitors)) if len(visitors) > 1 else 0.0,
+            "location_density": density[loc],
+            **({"flow": flow[loc]} if ordered else {}),
+        }
+    return out
+
+
+records_strategy = st.lists(
+    st.lists(st.tuples(st.integers(0, 2), st.integers(1, 4).map(float)), max_size=7),
+    min_size=1,
+    max_size=8,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(records=records_strategy, ordered=st.booleans())
+def test_measures_match_the_literal_reference(records, ordered):
+    if ordered:  # a trajectory: single visits
+        records = [[(loc, 1.0) for loc, _ in rows] for rows in records]
+    offsets = np.cumsum([0, *map(len, records)])
+    location = np.array([loc for rows in records for loc, _ in rows], dtype=np.int64)
+    weight = np.array([w for rows in records for _, w in rows], dtype=float)
+    visits = Visits(offsets, location, weight, X, Y, ordered)
+
+    people = person_measures(visits).to_dict("records")
+    for got, want in zip(people, reference_person(records, ordered), strict=True):
+        if want is None:
+            assert all(math.isnan(v) for v in got.values())
+        else:
+            assert got == pytest.approx(want, abs=1e-6)
+    places = location_measures(visits).set_index("location").to_dict("index")
+    want = reference_location(records, ordered)
+    assert places.keys() == want.keys()
+    for loc, measures in want.items():
+        assert places[loc] == pytest.approx(measures, abs=1e-9)
+
+
+def test_distortion_and_correlation():
+    same = distortion(np.array([1.0, 2, 3]), np.array([1.0, 2, 3]))
+    assert same["ks"] == 0 and same["wasserstein"] == 0
+    moved = distortion(np.array([0.0, 0]), np.array([5.0, 5]))
+    assert moved["ks"] == 1 and moved["wasserstein"] == 5
+    assert math.isnan(distortion(np.array([1.0]), np.array([np.nan]))["ks"])
+
+    visits = trajectories([[0, 1], [0, 2, 1], [1], [2, 2]])
+    people = person_measures(visits, ["visits", "max_distance"])
+    risk = np.array([1.0, 0.5, 0.25, 0.25])
+    table = risk_correlation(people, risk).set_index("measure")
+    # visits 2, 3, 1, 2: Pearson 0.25 / √(2 × 0.375); average ranks (2.5, 4, 1, 2.5) and
+    # (4, 3, 1.5, 1.5): Spearman 2.25 / 4.5
+    assert table.loc["visits", "pearson"] == pytest.approx(0.25 / math.sqrt(0.75))
+    assert table.loc["visits", "spearman"] == pytest.approx(0.5)
+    assert table.loc["visits", "people"] == 4
+
+
+def test_by_threshold_keeps_the_people_at_or_below():
+    visits = trajectories([[0, 1], [0, 2, 1], [1], [2, 2]])
+    risk = np.array([1.0, 0.5, 0.25, 0.25])
+    table = by_threshold(visits, risk, chosen=["visits", "flow"])
+    rows = table.set_index(["threshold", "kind", "measure"])
+    assert rows.loc[(1.0, "person", "visits"), "ks"] == 0  # D_1 is everyone
+    assert rows.loc[(0.5, "person", "visits"), "n_kept"] == 3
+    assert rows.loc[(0.25, "person", "visits"), "n_kept"] == 2
+    # D_0.25: persons 2 and 3 only, no move between different places: every flow is 0
+    assert rows.loc[(0.25, "location", "flow"), "q90"] == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    full=st.lists(st.integers(0, 6).map(float), min_size=1, max_size=12),
+    kept=st.lists(st.integers(0, 6).map(float), min_size=1, max_size=12),
+)
+def test_distortion_is_scipys_ks_and_wasserstein(full, kept):
+    from scipy import stats
+
+    got = distortion(np.array(full), np.array(kept))
+    with warnings.catch_warnings():  # scipy's p-value of tiny samples
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = stats.ks_2samp(full, kept, method="asymp").statistic
+    assert got["ks"] == pytest.approx(want)
+    assert got["wasserstein"] == pytest.approx(stats.wasserstein_distance(full, kept))
