@@ -28,7 +28,12 @@ from prudence_cli.catalog.query import (
 from prudence_cli.config.policy import ReleasePolicy
 from prudence_cli.errors import PrudenceError
 from prudence_cli.measures.rac import measure_view
-from prudence_cli.sanitize.forecast import catalog_engine, forecast, suppress_dataview
+from prudence_cli.sanitize.forecast import (
+    Suppressed,
+    catalog_engine,
+    forecast,
+    suppress_dataview,
+)
 from prudence_cli.sanitize.suppress import assess_levels
 
 
@@ -101,6 +106,45 @@ class Scores:
 
 
 UTILITIES = ("released", "kept", "score")
+DISTORTIONS = ("ks", "wasserstein")  # --utility ks:MEASURE: lower is better
+
+
+def _distortion(utility: str) -> tuple[str, str] | None:
+    """(statistic, measure) of a distortion utility `ks:radius_of_gyration`, else None."""
+    from prudence_cli.measures.mobility import LOCATION_MEASURES, PERSON_MEASURES
+
+    if ":" not in utility:
+        return None
+    statistic, measure = utility.split(":", 1)
+    known = (*PERSON_MEASURES, *LOCATION_MEASURES)
+    if statistic not in DISTORTIONS or measure not in known:
+        raise PrudenceError(
+            f"--utility {utility}: a distortion is STATISTIC:MEASURE with STATISTIC one of "
+            f"{', '.join(DISTORTIONS)} and MEASURE one of {', '.join(known)}"
+        )
+    return statistic, measure
+
+
+def _release_distortion(
+    catalog: Catalog, statistic: str, measure: str
+) -> Callable[[Suppressed], dict[str, float]]:
+    """The distortion of `measure` between a dataview and its release (NaN when the
+    dataview's format does not allow the measure)."""
+    from prudence_cli.measures.mobility import Profile, visits_of
+
+    crs = catalog.record.selection.crs
+    column = f"{statistic}:{measure}"
+
+    def distortion(result: Suppressed) -> dict[str, float]:
+        before = visits_of(result.before, crs) if crs else None
+        after = visits_of(result.outcome.view, crs) if crs else None
+        if before is None or after is None:
+            return {column: np.nan}
+        table = Profile(before, [measure]).against(after)
+        found = table.loc[table["measure"] == measure, statistic]
+        return {column: float(found.iloc[0]) if len(found) else np.nan}
+
+    return distortion
 
 
 def dataview_scores(
@@ -126,8 +170,12 @@ def dataview_scores(
     counted levels); `utility` is the share released (default), the share kept before
     suppression or, with a catalog utility table, the expert `score` of the profile.
     """
-    if utility not in UTILITIES:
-        raise PrudenceError(f"--utility {utility}: known: {', '.join(UTILITIES)}")
+    distortion = _distortion(utility)
+    if utility not in UTILITIES and distortion is None:
+        raise PrudenceError(
+            f"--utility {utility}: known: {', '.join(UTILITIES)}, or ks:MEASURE, "
+            "wasserstein:MEASURE (a mobility measure's distortion by the release)"
+        )
     coverage_kind = catalog.record.coverage
     counted = {level.key for _, level in levels}
     rows = []
@@ -153,7 +201,8 @@ def dataview_scores(
         )
         sampled[entry.id] = bool(sampled_level_keys(catalog, entry.id) & counted)
     table = pd.DataFrame(rows)
-    released = forecast(catalog, levels, max_risk, where, progress=progress)
+    extra = _release_distortion(catalog, *distortion) if distortion is not None else None
+    released = forecast(catalog, levels, max_risk, where, progress=progress, measure=extra)
     table = table.merge(released.drop(columns="max_risk_after"), on="dataview", how="left")
     table["lower_bound"] = table["dataview"].map(sampled)
     table = _with_profile_measures(catalog, table, levels)
@@ -169,16 +218,26 @@ def dataview_scores(
             raise PrudenceError(f"{name} {column}: not available in this catalog")
     # a dataview whose release keeps nobody is no choice at R, whatever its score
     releasable = (table["users_released"] > 0).to_numpy()
-    dominated = _dominated(table[measure], table[utility], releasable)
+    # a distortion is better lower: the Pareto front takes its opposite as the utility
+    useful = -table[utility] if distortion is not None else table[utility]
+    dominated = _dominated(table[measure], useful.fillna(-np.inf), releasable)
     table["pareto"] = np.where(
         ~releasable, "nobody released", np.where(dominated, "dominated", "front")
     )
     table["releasable"] = releasable
 
-    order = {"score": ["score", "released"], "kept": ["kept", "i_rac_d"]}.get(
-        utility, ["released", "users_released", "kept"]
-    )
-    table = table.sort_values(["releasable", *order], ascending=False, kind="stable")
+    if distortion is not None:  # the least distorting first, then the most released
+        table = table.sort_values(
+            ["releasable", utility, "released"],
+            ascending=[False, True, False],
+            kind="stable",
+            na_position="last",
+        )
+    else:
+        order = {"score": ["score", "released"], "kept": ["kept", "i_rac_d"]}.get(
+            utility, ["released", "users_released", "kept"]
+        )
+        table = table.sort_values(["releasable", *order], ascending=False, kind="stable")
     table = table.drop(columns="releasable")
     return Scores(table.reset_index(drop=True), max_risk, len(levels), measure, utility)
 

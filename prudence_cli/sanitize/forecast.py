@@ -161,11 +161,13 @@ def forecast(
     where: Sequence[str] = (),
     method: str = "suppress-users",
     progress: Callable[[int, int, str], None] | None = None,
+    measure: Callable[[Suppressed], dict[str, float]] | None = None,
 ) -> pd.DataFrame:
     """Per dataview kept by `where`: what `sanitize --method method` would release at R.
 
     Columns: dataview, users_released, released (share of the data), passes (suppression
-    passes), max_risk_after (over the counted levels, on the released data)."""
+    passes), max_risk_after (over the counted levels, on the released data), and the
+    columns `measure` gives of each release."""
     entries = dataview_entries(catalog, where)
     rows = []
     for done, entry in enumerate(entries):
@@ -179,12 +181,14 @@ def forecast(
                 "released": result.share_released(catalog.record.coverage),
                 "passes": len(result.outcome.steps),
                 "max_risk_after": float(result.outcome.risk.max(initial=0.0)),
+                **(measure(result) if measure is not None else {}),
             }
         )
     if progress is not None:
         progress(len(entries), len(entries), "suppressed")
+    columns = ["dataview", "users_released", "released", "passes", "max_risk_after"]
     return pd.DataFrame(
-        rows, columns=["dataview", "users_released", "released", "passes", "max_risk_after"]
+        rows, columns=[*columns, *[c for c in (rows[0] if rows else {}) if c not in columns]]
     )
 
 

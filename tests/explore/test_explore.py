@@ -220,3 +220,36 @@ def test_check_agrees_with_the_per_user_risks(catalog):
     above = int(np.count_nonzero(risks["unique_location[h=1]"] > 0.3))
     d1 = [f for f in result["failures"] if f["dataview"] == "d1"]
     assert bool(d1) == (above > 0)
+
+
+def test_best_by_a_measure_distortion(catalog):
+    """--utility ks:visits ranks by how far a release at R moves the distribution of
+    visits per person: checked against scipy on the release sanitize would make."""
+    import warnings
+
+    from scipy import stats
+
+    from prudence_cli.catalog import open_catalog
+    from prudence_cli.catalog.query import counted_levels
+    from prudence_cli.explore import dataview_scores
+    from prudence_cli.sanitize.forecast import suppress_dataview
+
+    opened = open_catalog(catalog)
+    levels = counted_levels(opened, ("presence",), ("visits=half",))
+    scores = dataview_scores(opened, levels, 0.5, (), "mean_risk", "ks:visits").table
+    released = scores[scores["users_released"] > 0]
+    assert released["ks:visits"].is_monotonic_increasing  # the least distorting first
+    for view_id in released["dataview"]:
+        result = suppress_dataview(opened, view_id, levels, 0.5)
+        visits_of = [
+            np.bincount(v.user, weights=v.count, minlength=v.n_users)
+            for v in (result.before, result.outcome.view)
+        ]
+        before, after = (v[v > 0] for v in visits_of)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            want = stats.ks_2samp(before, after, method="asymp").statistic
+        got = scores.loc[scores["dataview"] == view_id, "ks:visits"].item()
+        assert got == pytest.approx(want)
+    with pytest.raises(Exception, match="STATISTIC:MEASURE"):
+        dataview_scores(opened, levels, 0.5, (), "mean_risk", "ks:nothing")
