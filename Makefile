@@ -12,12 +12,16 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 # `make demo` installs what the tool needs to run; `make test` adds the test and lint tools.
+# Both then compile the counting kernels into numba's cache once (prudence_cli/attacks/
+# warm.py), so that the first assessment loads them instead of compiling them.
 $(RUN): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m prudence_cli.attacks.warm
 	touch $(RUN)
 
 $(DEV): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test,lint]'
+	$(BIN)/python -m prudence_cli.attacks.warm
 	touch $(RUN) $(DEV)
 
 demo: $(RUN)

@@ -184,11 +184,9 @@ def prudence_risks(paths: dict[str, Path], case: PeerCase) -> tuple[pd.Series, f
 # --- peers ------------------------------------------------------------------------------------
 
 
-def peer_run(
-    tool: str, case: PeerCase, data: Path, targets: int | None, folder: Path
-) -> tuple[pd.Series, dict[str, object]] | None:
-    out = folder / f"{tool}-{case.attack}.csv"
-    command = [
+def peer_command(tool: str, case: PeerCase, data: Path, out: Path) -> list[str]:
+    """The peer's script on `data`, its per-user risks written to `out`."""
+    return [
         str(PEER_PYTHON),
         str(HERE / "peer_attacks.py"),
         "--tool",
@@ -203,6 +201,13 @@ def peer_run(
         str(out),
         *case.peer_options,
     ]
+
+
+def peer_run(
+    tool: str, case: PeerCase, data: Path, targets: int | None, folder: Path
+) -> tuple[pd.Series, dict[str, object]] | None:
+    out = folder / f"{tool}-{case.attack}.csv"
+    command = peer_command(tool, case, data, out)
     if targets is not None:
         command += ["--targets", str(targets), "--seed", "1"]
     done = subprocess.run(command, capture_output=True, text=True)

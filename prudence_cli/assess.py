@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-import numba
 import numpy as np
 import pandas as pd
 
@@ -47,6 +46,7 @@ from prudence_cli.config.knowledge import ATTACK_SCHEMAS
 from prudence_cli.dataviews.build import build_dataviews, count_dataviews
 from prudence_cli.dataviews.restore import parse_dimensions
 from prudence_cli.engine import Engine
+from prudence_cli.engine.compiled import threads
 from prudence_cli.engine.runner import DaskRunner, LocalRunner
 from prudence_cli.errors import BudgetError, PrudenceError
 from prudence_cli.io.atomic import atomic_folder, check_replaceable, check_writable
@@ -55,7 +55,6 @@ from prudence_cli.io.readers import read_utility_scores
 from prudence_cli.measures.aggregate import Space, aggregate_table
 from prudence_cli.measures.rac import measure_view
 from prudence_cli.prepare import Prepared, prepare
-from prudence_cli.randomized.assess import assess_profiles
 from prudence_cli.sanitize.ledger import carry_over
 from prudence_cli.select import Selection
 
@@ -226,7 +225,10 @@ def _assess_profiles(
     report: ProgressCallback,
     timings: dict[str, float],
 ) -> _Stage:
-    """Profiles dataviews: the randomized wing sweeps them; the i-RAC table stays empty."""
+    """Profiles dataviews: the randomized wing sweeps them; the i-RAC table stays empty.
+    (Imported here: the wing's mechanisms and attacks are not needed for risks.)"""
+    from prudence_cli.randomized.assess import assess_profiles
+
     started = time.perf_counter()
     wing = assess_profiles(config, selection, writer, report, _knowledge_names(config))
     timings["attacks"] = time.perf_counter() - started
@@ -459,7 +461,7 @@ def _manifest(
             memory=engine.memory,
             max_instances=engine.max_instances,
             sample=engine.sample,
-            threads=numba.get_num_threads(),
+            threads=threads(),
         ),
         sampling=tuple(stage.sampling),
         timings_seconds={k: round(v, 3) for k, v in timings.items()},

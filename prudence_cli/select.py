@@ -59,7 +59,7 @@ def select(raw: RawPoints, config: Config) -> Selection:
     sel = config.select
     table = raw.table
     stats = {"rows_read": raw.rows_read, "rows_valid": len(table)}
-    codes, all_ids = pd.factorize(table[C.USER], sort=True)
+    codes, all_ids = _factorized(table[C.USER])
     time = table[C.TIME].to_numpy()
     keep = np.ones(len(table), dtype=bool)
     if sel.start is not None:
@@ -68,8 +68,7 @@ def select(raw: RawPoints, config: Config) -> Selection:
         keep &= time < sel.end.value
     stats["rows_in_period"] = int(keep.sum())
 
-    index = np.flatnonzero(keep)
-    order = index[np.lexsort((time[index], codes[index]))]
+    order = _by_user_and_time(np.flatnonzero(keep), codes, time)
     user = codes[order]
     if C.TRIP in table:  # trips given by the input (map-matched segments)
         trip_codes = pd.factorize(
@@ -95,10 +94,12 @@ def select(raw: RawPoints, config: Config) -> Selection:
     trips_per_user = np.bincount(user[first_of_trip], minlength=len(all_ids))
     active_user = (points_per_user >= sel.min_points) & (trips_per_user >= sel.min_trips)
     active = active_user[user] if len(user) else np.zeros(0, dtype=bool)
-    order, user, trip, lon, lat = (a[active] for a in (order, user, trip, lon, lat))
+    if not active.all():  # often every user is active: then nothing is copied
+        order, user, trip, lon, lat = (a[active] for a in (order, user, trip, lon, lat))
     stats["points"] = len(order)
 
-    kept_codes, dense_user = np.unique(user, return_inverse=True)
+    kept_codes, dense_user = _renumbered(user, len(all_ids))
+    del user
     user_ids = np.asarray(all_ids, dtype=object)[kept_codes]
     stats["users"] = len(user_ids)
     if len(order) == 0:
@@ -107,11 +108,11 @@ def select(raw: RawPoints, config: Config) -> Selection:
     crs = projection.crs
     x, y = _projected(lon, lat, projection, config)
     points = pd.DataFrame(
-        {C.USER: dense_user.astype(np.int32), C.TIME: time[order], C.X: x, C.Y: y}
+        {C.USER: dense_user.astype(np.int32), C.TIME: time[order], C.X: x, C.Y: y}, copy=False
     )
     locations = geometry = None
     if C.LOCATION in table:
-        location_codes, labels = pd.factorize(table[C.LOCATION].to_numpy()[order], sort=True)
+        location_codes, labels = _factorized(table[C.LOCATION], order)
         points[C.LOCATION] = location_codes.astype(np.int32)
         first = np.unique(location_codes, return_index=True)[1]
         locations = pd.DataFrame(
@@ -143,6 +144,72 @@ def _projected(
             raise ConfigError(config.file, "crs", f"{message}; choose a CRS that covers the data")
         raise PrudenceError(f"{config.file.name}: {message}; set crs in the config")
     return x, y
+
+
+def _factorized(
+    column: pd.Series, rows: np.ndarray | None = None
+) -> tuple[np.ndarray, pd.Index | np.ndarray]:
+    """`pd.factorize(column.to_numpy()[rows], sort=True)` (all rows when None), from the
+    codes of a Categorical with sorted categories (as `read_points` gives) when it is one:
+    sorted codes are sorted labels, and no label is hashed again. Without `rows`, labels
+    of no row may be kept: they select no point."""
+    dtype = column.dtype
+    if not (isinstance(dtype, pd.CategoricalDtype) and dtype.categories.is_monotonic_increasing):
+        values = column.to_numpy() if rows is None else column.to_numpy()[rows]
+        codes, labels = pd.factorize(values, sort=True)
+        return codes, labels
+    codes = column.cat.codes.to_numpy()
+    if rows is None:
+        return codes, dtype.categories
+    present, dense = _renumbered(codes[rows], len(dtype.categories))
+    return dense, dtype.categories[present]
+
+
+def _by_user_and_time(index: np.ndarray, codes: np.ndarray, time: np.ndarray) -> np.ndarray:
+    """`index` sorted by user code, then time, ties kept in index order: the order of
+    `index[np.lexsort((time[index], codes[index]))]`, several times faster. Rows already
+    in time order (as many exports are) are sorted by user alone, 16 bits at a time;
+    others by one 64-bit key (user code in the high bits, time in the low ones) when
+    both fit."""
+    if len(index) == 0:
+        return index
+    when = time[index]
+    if (when[1:] >= when[:-1]).all():
+        return index[_stable_order(codes[index])]
+    first, last = int(when.min()), int(when.max())
+    unit = 1_000_000_000 if not (when % 1_000_000_000).any() else 1  # whole seconds
+    time_bits = ((last - first) // unit).bit_length()
+    key = codes[index].astype(np.int64)
+    if time_bits + int(key.max()).bit_length() > 62:
+        order: np.ndarray = index[np.lexsort((when, key))]
+        return order
+    key <<= time_bits
+    when -= first
+    when //= unit
+    key |= when
+    del when
+    return index[np.argsort(key, kind="stable")]
+
+
+def _stable_order(codes: np.ndarray) -> np.ndarray:
+    """The stable sorting order of non-negative integer codes, by a radix sort on 16 bits
+    at a time (numpy sorts 16-bit keys by counting)."""
+    order: np.ndarray | None = None
+    for shift in range(0, max(int(codes.max()).bit_length(), 1), 16):
+        digits = ((codes if order is None else codes[order]) >> shift).astype(np.uint16)
+        step = np.argsort(digits, kind="stable")
+        order = step if order is None else order[step]
+    assert order is not None
+    return order
+
+
+def _renumbered(user: np.ndarray, n_codes: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct codes of `user` (sorted) and each point's rank among them: what
+    `np.unique(user, return_inverse=True)` gives, by counting rather than sorting."""
+    present = np.zeros(n_codes, dtype=bool)
+    present[user] = True
+    rank = np.cumsum(present) - 1
+    return np.flatnonzero(present), rank[user]
 
 
 def _given_trips(user: np.ndarray, trip: np.ndarray) -> np.ndarray:

@@ -23,6 +23,8 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+from prudence_cli.catalog import open_catalog
+from prudence_cli.catalog.tables import write_table
 from prudence_cli.cli import main
 
 ROOT = Path(__file__).parent.parent
@@ -162,7 +164,12 @@ def test_segments_release_and_evaluation_are_the_same(tmp_path: Path) -> None:
         ]
     )
     _compare("release_segments", release)
-    original = next((catalog / "dataviews").glob("d3.*"))
+    # the original as a CSV (what evaluate reads), written as catalogs of format version 1
+    # held it: evaluation.json records the file's name and sha256
+    original = tmp_path / "d3.csv.gz"
+    open_catalog(catalog).dataview_table("d3").to_csv(
+        original, index=False, compression={"method": "gzip", "compresslevel": 1, "mtime": 0}
+    )
     released = next(p for p in release.iterdir() if p.name.startswith("dataview."))
     evaluation = tmp_path / "evaluation"
     _run(
@@ -191,3 +198,17 @@ def test_fingerprint_sees_a_changed_risk(tmp_path: Path) -> None:
     with gzip.open(table, "wt") as f:
         f.write("user,risk\na,0.5\nb,0.2500001\n")
     assert fingerprint(tmp_path)["tables"] != before["tables"]
+
+
+def test_fingerprint_is_the_same_for_the_same_table_in_parquet(tmp_path: Path) -> None:
+    """The fingerprint reads contents: the same risks as CSV.gz (format version 1) and as
+    Parquet (version 2) give the same digest under the same name; another risk does not."""
+    frame = pd.DataFrame({"user": ["a", "007"], "presence[h=1]": [0.5, 1 / 3]})
+    old, new = tmp_path / "old", tmp_path / "new"
+    for folder in (old, new):
+        (folder / "risks").mkdir(parents=True)
+    frame.to_csv(old / "risks" / "d1.csv.gz", index=False, compression="gzip")
+    write_table(frame, new / "risks" / "d1.parquet", ("user",))
+    assert fingerprint(old)["tables"] == fingerprint(new)["tables"]
+    write_table(frame.assign(user=["a", "7"]), new / "risks" / "d1.parquet", ("user",))
+    assert fingerprint(old)["tables"] != fingerprint(new)["tables"]

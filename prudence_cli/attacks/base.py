@@ -136,20 +136,30 @@ class CountingAttack(Attack[V]):
         queried again; and when this level is sampled, they floor its risks: a sampled
         risk is a lower bound, and so is the larger of it and the risk at a smaller h.
         When the next smaller h was not computed, it is computed here first, exactly if it
-        fits the budget, else sampled with its own floor (`computed_for_floor` says so)."""
+        fits the budget, else sampled with its own floor (`computed_for_floor` says so).
+
+        An exact level that costs the engine at least `engine.prune_from`, whose next
+        smaller h was not computed, computes that h first when it is much cheaper
+        (`_pays_to_prune`; it may prune by its own smaller h in turn), and skips
+        the people it puts at risk 1: the risks are the same, only cheaper to get, so
+        nothing records it."""
         members, spec = self.instances(view, level)
         computed = computed or {}
         floor, keys = _floor_of(self, level, view.n_users, known_ones, computed)
         below = self.lower_level(level)
         extra: dict[str, AttackResult] = {}
-        if (
-            below is not None
-            and below.key not in computed
-            and engine.samples(_problem(members, spec, floor >= 1, self.match, self.ordered))
-        ):
+        problem = _problem(members, spec, floor >= 1, self.match, self.ordered)
+        if below is not None and below.key not in computed and engine.samples(problem):
             lower = self.risks(view, below, engine, floor >= 1, computed)
             extra = {below.key: lower, **lower.computed_for_floor}
             floor, keys = np.maximum(floor, lower.risk), (below.key, *lower.floor, *keys)
+        elif (
+            below is not None
+            and below.key not in computed
+            and _pays_to_prune(self, view, below, floor >= 1, problem, engine)
+        ):
+            lower = self.risks(view, below, engine, floor >= 1, computed)
+            floor = np.where(lower.risk >= 1.0, 1.0, floor)
         result = count_risks(view, members, spec, engine, floor >= 1, self.match, self.ordered)
         if not (result.sampled or extra):
             return result
@@ -159,6 +169,29 @@ class CountingAttack(Attack[V]):
             floor=tuple(dict.fromkeys(keys)),
             computed_for_floor=extra,
         )
+
+
+def _pays_to_prune(
+    attack: CountingAttack[V],
+    view: V,
+    below: KnowledgeLevel,
+    known_ones: np.ndarray,
+    problem: CountingProblem,
+    engine: Engine,
+) -> bool:
+    """Whether to count `below` (the next smaller h) before the exact `problem`: the
+    level costs at least `engine.prune_from`, and `engine.prune_gain` times more than
+    `below`. With the default 2, pruning pays off once half of the level's work belongs
+    to people at risk 1 at `below`, and costs at most half as much again otherwise.
+    Costs are the engine's estimates from instance counts, made before any enumeration."""
+    if not engine.prune_from:
+        return False
+    cost = engine.cost(problem)
+    if cost < engine.prune_from:
+        return False
+    members, spec = attack.instances(view, below)
+    lower = _problem(members, spec, known_ones, attack.match, attack.ordered)
+    return engine.cost(lower) * engine.prune_gain <= cost and not engine.samples(lower)
 
 
 def _floor_of(

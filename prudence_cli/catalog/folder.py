@@ -7,9 +7,9 @@ Layout:
                                randomized setting and attack level (Olivier and Quertier,
                                randomized sanitization mechanisms)
   curves/<row>.csv             risk, rac_u, rac_d — the step curves of each irac row
-  risks/<dataview>.csv.gz      user, then one risk column per attack level (all users of U)
-  dataviews/<dataview>.csv.gz  the dataview as it would be shared: user, location, count
-  dataviews/<dataview>.locations.csv   label, lon, lat of each location of the view
+  risks/<dataview>.parquet     user, then one risk column per attack level (all users of U)
+  dataviews/<dataview>.parquet the dataview as it would be shared: user, location, count
+  dataviews/<dataview>.locations.parquet   label, lon, lat of each location of the view
   ledger/                      the releases made from the catalog (sanitize/ledger.py)
 
 Integrity: `catalog.json` records the sha256 of every file but itself and the ledger.
@@ -19,6 +19,10 @@ changed, truncated or removed since `prudence assess` wrote it: whatever a comma
 certifies comes from the files that were assessed. The ledger grows after the catalog is
 written, so it is not listed here: each of its records holds the sha256 of the files it
 adds, and the ledger checks them when it reads them.
+
+Format versions: 2 stores the per-dataview tables as Parquet (`catalog/tables.py`); 1
+stored them as CSV (`.csv.gz`, the locations as `.csv`). Both are read: each file by the
+extension catalog.json records.
 """
 
 from __future__ import annotations
@@ -27,24 +31,34 @@ import dataclasses
 import json
 import re
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
 
-from prudence_cli.attacks.base import KnowledgeLevel
 from prudence_cli.catalog.records import DataviewEntry, Manifest
-from prudence_cli.dataviews.base import Dataview
-from prudence_cli.dataviews.restore import parse_dimensions, view_from_table
+from prudence_cli.catalog.tables import (
+    PARQUET,
+    TableFileError,
+    locations_name,
+    read_table,
+    write_table,
+)
+from prudence_cli.config.knowledge import KnowledgeLevel
 from prudence_cli.errors import CatalogError
 from prudence_cli.io.atomic import recover, write_text_atomic
 from prudence_cli.io.checksums import sha256_file, sha256_fresh
 
+if TYPE_CHECKING:  # the dataview classes load the counting engine: only `view` needs them
+    from prudence_cli.dataviews.base import Dataview
+
 CATALOG_FORMAT = "prudence-catalog"
-CATALOG_VERSION = 1
+CATALOG_VERSION = 2  # 2: per-dataview tables in Parquet; 1: in CSV
+READABLE_VERSIONS = (1, 2)
 MANIFEST = "catalog.json"
 IRAC = "irac.csv"
 RANDOMIZED = "randomized.csv"  # profiles catalogs: one row per (setting, attack level)
@@ -73,7 +87,6 @@ RANDOMIZED_NUMBERS = (
 # risks: per-person risks of attack levels; profiles: randomized profiles (success rates)
 CatalogKind = Literal["risks", "profiles"]
 _KIND_NAMES = {"risks": "per-person risks", "profiles": "randomized profiles"}
-_GZIP = {"method": "gzip", "compresslevel": 1, "mtime": 0}
 _UNSAFE = re.compile(r"[^A-Za-z0-9=,._-]+")
 
 
@@ -105,15 +118,19 @@ class CatalogWriter:
             (self.folder / sub).mkdir(parents=True, exist_ok=True)
 
     def write_dataview(self, view_id: str, table: pd.DataFrame, locations: pd.DataFrame) -> str:
-        path = f"dataviews/{view_id}.csv.gz"
-        table.to_csv(self.folder / path, index=False, compression=_GZIP)
-        locations.to_csv(self.folder / f"dataviews/{view_id}.locations.csv", index=False)
+        """The dataview's table (user ids and location labels as text) and its locations;
+        returns the table's name in the catalog."""
+        path = f"dataviews/{view_id}{PARQUET}"
+        write_table(table, self.folder / path, text=_VIEW_TEXT)
+        write_table(locations, self.folder / locations_name(path), text=_LOCATIONS_TEXT)
         return path
 
     def write_risks(self, view_id: str, user_ids: np.ndarray, risks: dict[str, np.ndarray]) -> str:
-        path = f"risks/{view_id}.csv.gz"
-        frame = pd.DataFrame({"user": user_ids, **risks})
-        frame.to_csv(self.folder / path, index=False, compression=_GZIP)
+        """Per person of U (original id, as text): one float64 risk column per attack
+        level; returns the file's name in the catalog."""
+        path = f"risks/{view_id}{PARQUET}"
+        columns = {name: np.asarray(values, dtype=np.float64) for name, values in risks.items()}
+        write_table(pd.DataFrame({"user": user_ids, **columns}), self.folder / path, _RISKS_TEXT)
         return path
 
     def write_curve(self, view_id: str, level: KnowledgeLevel, curve: pd.DataFrame) -> str:
@@ -197,6 +214,15 @@ class Catalog:
         except (OSError, EOFError, ValueError, UnicodeDecodeError, zlib.error) as exc:
             raise CatalogError(f"{path}: unreadable ({exc}); run prudence assess again") from None
 
+    def read_table(self, name: str, text: Sequence[str]) -> pd.DataFrame:
+        """The per-dataview table `name` (see `file`; Parquet, or CSV in a catalog of
+        format version 1), the columns `text` as text."""
+        path = self.file(name)
+        try:
+            return read_table(path, text)
+        except TableFileError as exc:
+            raise CatalogError(f"{path}: unreadable ({exc}); run prudence assess again") from None
+
     @cached_property
     def record(self) -> Manifest:
         """The manifest as a typed record."""
@@ -256,11 +282,15 @@ class Catalog:
         raise CatalogError(f"{self.path}: no dataview {view_id!r} (known: {known})")
 
     def risks(self, view_id: str) -> pd.DataFrame:
+        """Per person of U: `user` (original id, as text), then one risk column per attack
+        level (`presence[h=2,visits=half]`)."""
         entry = self.dataview_entry(view_id)
-        return self.read_csv(entry.risks, dtype={"user": str}, keep_default_na=False)
+        return self.read_table(entry.risks, _RISKS_TEXT)
 
     def view(self, view_id: str) -> tuple[Dataview, np.ndarray]:
         """A dataview rebuilt from its files, and its universe U (original user ids)."""
+        from prudence_cli.dataviews.restore import parse_dimensions, view_from_table
+
         entry = self.dataview_entry(view_id)
         for key, name in (("risks", entry.risks), ("file", entry.file)):
             if not name or not (self.path / name).is_file():
@@ -269,11 +299,10 @@ class Catalog:
                     "be used for it: run prudence assess again"
                 )
         user_ids = self.risks(view_id)["user"].astype(str).to_numpy(dtype=object)
-        locations = self.read_csv(
-            entry.file.replace(".csv.gz", ".locations.csv"),
-            dtype={"label": str},
-            keep_default_na=False,
-        )
+        try:
+            locations = self.read_table(locations_name(entry.file), _LOCATIONS_TEXT)
+        except TableFileError as exc:
+            raise CatalogError(f"{self.path}: dataview {view_id}: {exc}") from None
         dims = parse_dimensions(entry.format, entry.dimensions)
         try:
             crs = self.record.selection.crs
@@ -284,10 +313,15 @@ class Catalog:
         return view, user_ids
 
     def dataview_table(self, view_id: str) -> pd.DataFrame:
+        """The dataview as it would be shared, with the original user ids (as text)."""
         entry = self.dataview_entry(view_id)
-        return self.read_csv(
-            entry.file, dtype={"user": str, "location": str}, keep_default_na=False
-        )
+        return self.read_table(entry.file, _VIEW_TEXT)
+
+
+# the columns of the per-dataview tables that are text whatever they look like
+_VIEW_TEXT = ("user", "location")
+_LOCATIONS_TEXT = ("label",)
+_RISKS_TEXT = ("user",)
 
 
 def open_catalog(path: Path | str, kind: CatalogKind | None = None, instead: str = "") -> Catalog:
@@ -310,11 +344,12 @@ def open_catalog(path: Path | str, kind: CatalogKind | None = None, instead: str
         raise CatalogError(f"{manifest_path}: unreadable manifest: {exc}") from None
     if not isinstance(manifest, dict) or manifest.get("format") != CATALOG_FORMAT:
         raise CatalogError(f"{manifest_path}: not a Prudence catalog manifest")
-    if manifest.get("format_version") != CATALOG_VERSION:
+    if manifest.get("format_version") not in READABLE_VERSIONS:
+        readable = " and ".join(str(v) for v in READABLE_VERSIONS)
         raise CatalogError(
             f"{folder}: catalog format version {manifest.get('format_version')} "
             f"(written by prudence {manifest.get('tool_version', '?')}); this prudence reads "
-            f"version {CATALOG_VERSION}: run prudence assess again"
+            f"versions {readable}: run prudence assess again"
         )
     catalog = Catalog(folder, manifest)
     if kind is not None and catalog.kind != kind:

@@ -6,20 +6,21 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 import pandas as pd
 
-from prudence_cli.attacks.base import Attack, KnowledgeLevel
-from prudence_cli.attacks.registry import ATTACKS
 from prudence_cli.catalog.folder import Catalog
 from prudence_cli.catalog.records import DataviewEntry
 from prudence_cli.config.dimensions import FORMATS
-from prudence_cli.config.knowledge import ATTACK_SCHEMAS
+from prudence_cli.config.knowledge import ATTACK_SCHEMAS, KnowledgeLevel
 from prudence_cli.config.loader import load_yaml
 from prudence_cli.config.policy import ReleasePolicy
 from prudence_cli.errors import CatalogError, PrudenceError
+
+if TYPE_CHECKING:  # the attacks load the counting engine: only `counted_levels` needs them
+    from prudence_cli.attacks.base import Attack
 
 
 def parse_where(catalog: Catalog, where: Sequence[str]) -> dict[str, set[str]]:
@@ -45,7 +46,7 @@ def parse_where(catalog: Catalog, where: Sequence[str]) -> dict[str, set[str]]:
     return filters
 
 
-Levels = Sequence[tuple[Attack[Any], KnowledgeLevel]]
+Levels: TypeAlias = "Sequence[tuple[Attack[Any], KnowledgeLevel]]"
 
 
 def counted_levels(
@@ -53,6 +54,8 @@ def counted_levels(
 ) -> list[tuple[Attack[Any], KnowledgeLevel]]:
     """The assessed attack levels kept by `attacks` (names) and `where` (knowledge and
     attack filters); all of them by default."""
+    from prudence_cli.attacks.registry import ATTACKS
+
     filters = parse_where(catalog, where)
     known = {a.attack for a in catalog.record.attacks}
     for name in attacks:

@@ -11,6 +11,9 @@ what the commands share lives in `common`, the rich rendering in `render`.
 
 from __future__ import annotations
 
+import atexit
+import gc
+
 import click
 
 from prudence_cli import __version__
@@ -27,6 +30,16 @@ from prudence_cli.cli.sample import sample
 def main() -> None:
     """Prudence: how likely is each person in a mobility dataset to be re-identified,
     and how much data is left when the risky ones are taken out (PRUDEnce)."""
+    atexit.unregister(_quick_exit)  # once, however many commands ran in this process
+    atexit.register(_quick_exit)
+
+
+def _quick_exit() -> None:
+    """At exit, after the command: leave the objects alive now out of the interpreter's
+    last garbage collections. With pandas, numba and LLVM loaded, those sweep millions
+    of objects for nothing (about half a second); files are closed and atexit handlers
+    run as usual."""
+    gc.freeze()
 
 
 for _command in (assess, validate, catalog, check, report, evaluate, sanitize, sample):

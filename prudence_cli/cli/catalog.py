@@ -52,7 +52,6 @@ def catalog_show(
     from prudence_cli.catalog import find_catalog, open_catalog
     from prudence_cli.catalog.query import irac_rows, numeric_columns, randomized_rows
     from prudence_cli.cli.render import irac_table, plane_long, plane_tables, randomized_table
-    from prudence_cli.explore import plane as planes
 
     opened = open_catalog(find_catalog(catalog_dir))
     typed = numeric_columns(opened)
@@ -62,6 +61,8 @@ def catalog_show(
         rows = randomized_rows(opened, (*where, *([f"attack={attack}"] if attack else [])))
         output(rows, fmt, lambda: randomized_table(opened, rows), typed)
     elif plane is not None:
+        from prudence_cli.explore import plane as planes  # only here: it re-assesses views
+
         dims = tuple(d.strip() for d in plane.split(","))
         if len(dims) != 2:
             raise UserError(f"--plane {plane}: give two columns, e.g. --plane grid,frequency")

@@ -21,7 +21,7 @@ from prudence_cli.cli.common import (
     "--original",
     type=click.Path(path_type=Path),
     required=True,
-    help="The original trajectories (CSV: trajectory, location[, time, order]).",
+    help="The original trajectories (CSV or Parquet: trajectory, location[, time, order]).",
 )
 @click.option(
     "--released",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from prudence_cli.engine import group_kernels, kernels
+from prudence_cli.engine import compiled
 from prudence_cli.engine.indexes import _enumerate_members, _key_order, _Postings
 from prudence_cli.engine.problem import CountingProblem, Elements, QuerySpec
 
@@ -19,9 +19,9 @@ def distinct_subsequences(lists: Elements, h: int) -> tuple[np.ndarray, np.ndarr
     keys, _, owners = _enumerate_members(lists, starts, h)
     order = _key_order(keys, n_elements, owners)
     keys, owners = keys[order], owners[order]
-    keep = group_kernels.distinct_rows(keys, owners)
+    keep = compiled.group_kernels.distinct_rows(keys, owners)
     keys = keys[keep]
-    run_starts, run_ends = group_kernels.runs(keys)
+    run_starts, run_ends = compiled.group_kernels.runs(keys)
     return keys[run_starts], (run_ends - run_starts).astype(np.int64)
 
 
@@ -54,7 +54,7 @@ def max_over_containing(lists: Elements, queries: np.ndarray, values: np.ndarray
     h = queries.shape[1]
     offsets = np.arange(0, queries.size + 1, h, dtype=np.int64)
     order = np.argsort(-values, kind="stable")  # largest first: later ones rarely matter
-    kernels.spread_max(
+    compiled.kernels.spread_max(
         lists.offsets,
         lists.elements,
         postings.offsets,

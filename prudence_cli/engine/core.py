@@ -28,10 +28,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
-import numba
 import numpy as np
 
-from prudence_cli.engine import group_kernels, kernels
+from prudence_cli.engine import compiled
+from prudence_cli.engine.compiled import set_threads
 from prudence_cli.engine.indexes import (
     _by_rarity,
     _n_elements,
@@ -87,6 +87,11 @@ class Engine:
     memory: int | None = None  # bytes a partition may use with the level's data; None: no cap
     runner: LocalRunner | DaskRunner = field(default_factory=LocalRunner, repr=False)
     worker_threads: int | None = None  # numba threads inside each task (None: as set here)
+    # an exact level whose `cost` is at least `prune_from` first counts the next smaller h
+    # when that costs `prune_gain` times less, and skips the people it puts at risk 1
+    # (prune_from 0: never; see attacks/base.py)
+    prune_from: int = 2_000_000
+    prune_gain: float = 2.0
 
     def plan(self, problem: CountingProblem) -> list[SizePlan]:
         """Estimate the work per query size before any enumeration (whole-record queries
@@ -117,6 +122,18 @@ class Engine:
         """The instances an exact count of `problem` enumerates (what the budget bounds):
         one per whole-record query, and the plan's of the rest."""
         return self._work(problem)[3]
+
+    def cost(self, problem: CountingProblem) -> int:
+        """The work of an exact count of `problem` by the strategies `plan` chooses: the
+        instances enumerated by keyed sizes, the candidate checks of posting sizes, and the
+        elements of the whole-record queries (saturating)."""
+        whole, rest, plans, _ = self._work(problem)
+        lengths = problem.queries.elements.lengths[whole]
+        work = float(lengths.sum()) + sum(
+            float(plan.posting_cost if plan.strategy == "posting" else plan.instances)
+            for plan in plans
+        )
+        return int(min(_SATURATE, work))
 
     def samples(self, problem: CountingProblem) -> bool:
         """True when counting `problem` would be sampled (some risk a lower bound): it is
@@ -155,8 +172,8 @@ class Engine:
                 "lower bounds, and the catalog says so)"
             )
         if self.jobs:
-            numba.set_num_threads(min(self.jobs, numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
-        support = np.full(problem.n_users, kernels.UNSET, dtype=np.int64)
+            set_threads(self.jobs)
+        support = np.full(problem.n_users, compiled.kernels.UNSET, dtype=np.int64)
         if whole.any():
             self._whole(problem, np.flatnonzero(whole), support)
         if total > self.max_instances and plans:  # whole records are never sampled
@@ -171,7 +188,7 @@ class Engine:
                 else:
                     self._posting(rest, plan.size, support)
             instances, sampled = total, False
-        support[support == kernels.UNSET] = 0
+        support[support == compiled.kernels.UNSET] = 0
         return Support(support, instances, sampled)
 
     # --- strategies: plan partitions here, run them as tasks on the runner -------------
@@ -205,7 +222,7 @@ class Engine:
 
     def _fold(self, support: np.ndarray, results: Iterator[tuple[np.ndarray, np.ndarray]]) -> None:
         for users, values in results:
-            group_kernels.scatter_min(support, users, values)
+            compiled.group_kernels.scatter_min(support, users, values)
 
     def _keyed(self, problem: CountingProblem, s: int, support: np.ndarray) -> None:
         members, spec = problem.members, problem.queries

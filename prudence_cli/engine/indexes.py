@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from prudence_cli.engine import enumeration_kernels, kernels
+from prudence_cli.engine import compiled
 from prudence_cli.engine.plan import _SATURATE, _binomials
 from prudence_cli.engine.problem import MATCHES, MODES, CountingProblem, Elements, QuerySpec
 
@@ -71,7 +71,7 @@ class _Postings:
     ) -> np.ndarray:
         counts = np.zeros(q_offsets.shape[0] - 1, dtype=np.int64)
         m = self.members
-        kernels.verify_queries(
+        compiled.kernels.verify_queries(
             MATCHES.index(problem.match),
             problem.ordered,
             m.offsets,
@@ -94,7 +94,7 @@ def _enumerate_members(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     owners = np.repeat(np.arange(members.n_users, dtype=np.int64), members.lengths)
     empty_keys = np.empty((0, s), dtype=np.int32)
-    n = enumeration_kernels.enumerate_members(
+    n = compiled.enumeration_kernels.enumerate_members(
         members.offsets,
         owners,
         members.elements,
@@ -108,7 +108,7 @@ def _enumerate_members(
     keys = np.empty((n, s), dtype=np.int32)
     vals = np.empty((n, s))
     own = np.empty(n, dtype=np.int64)
-    enumeration_kernels.enumerate_members(
+    compiled.enumeration_kernels.enumerate_members(
         members.offsets, owners, members.elements, members.values, starts, s, keys, vals, own
     )
     return keys, vals, own
@@ -123,9 +123,9 @@ def _enumerate_codes(
     owner_bits: int,
 ) -> np.ndarray:
     args = (members.offsets, owners, members.elements, starts, s, bits, owner_bits)
-    n = enumeration_kernels.enumerate_codes(*args, np.empty(0, np.int64))
+    n = compiled.enumeration_kernels.enumerate_codes(*args, np.empty(0, np.int64))
     codes = np.empty(n, dtype=np.int64)
-    enumeration_kernels.enumerate_codes(*args, codes)
+    compiled.enumeration_kernels.enumerate_codes(*args, codes)
     return codes
 
 
@@ -142,7 +142,7 @@ def _enumerate_queries(
         keys: np.ndarray, lo: np.ndarray, hi: np.ndarray, ref: np.ndarray, own: np.ndarray
     ) -> int:
         return int(
-            enumeration_kernels.enumerate_queries(
+            compiled.enumeration_kernels.enumerate_queries(
                 q.offsets,
                 owners,
                 q.elements,

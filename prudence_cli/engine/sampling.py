@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from prudence_cli.engine import enumeration_kernels, group_kernels
+from prudence_cli.engine import compiled
 from prudence_cli.engine.indexes import _n_elements, _Postings, _segment_sums
 from prudence_cli.engine.problem import MODES, CountingProblem
 
@@ -61,7 +61,9 @@ def sample_support(
     rarity = np.diff(postings.offsets)
 
     def rarest(chunk: np.ndarray, out: tuple[np.ndarray, ...]) -> None:
-        enumeration_kernels.rarest_queries(*common, chunk, widths[chunk], *settings, rarity, *out)
+        compiled.enumeration_kernels.rarest_queries(
+            *common, chunk, widths[chunk], *settings, rarity, *out
+        )
 
     checked = _check(problem, postings, users, widths, 1, rarest, support, chunk_instances)
     active = users[support[users] > 1]
@@ -71,7 +73,7 @@ def sample_support(
 
         def draw(chunk: np.ndarray, out: tuple[np.ndarray, ...], k: int = k) -> None:
             randoms = rng.random((chunk.shape[0] * k, int(widths[chunk].max(initial=1))))
-            enumeration_kernels.sample_queries(
+            compiled.enumeration_kernels.sample_queries(
                 *common, chunk, widths[chunk], k, *settings, randoms, *out
             )
 
@@ -110,5 +112,5 @@ def _check(
         write(chunk, out)
         q_offsets, q_elements, q_lo, q_hi, q_ref, q_owner = out
         counts = postings.verify(problem, q_offsets, q_elements, q_lo, q_hi, q_ref)
-        group_kernels.scatter_min(support, q_owner, counts)
+        compiled.group_kernels.scatter_min(support, q_owner, counts)
     return int(users.shape[0]) * per_user

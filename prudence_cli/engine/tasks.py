@@ -3,10 +3,10 @@ posting, whole records), run by a runner (`runner.py`)."""
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
-from prudence_cli.engine import group_kernels, kernels
+from prudence_cli.engine import compiled
+from prudence_cli.engine.compiled import set_threads
 from prudence_cli.engine.indexes import (
     _enumerate_codes,
     _enumerate_members,
@@ -22,15 +22,15 @@ from prudence_cli.engine.whole import whole_queries
 
 
 def _partial(n_users: int, owners: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    local = np.full(n_users, kernels.UNSET, dtype=np.int64)
-    group_kernels.scatter_min(local, owners, counts)
-    touched = np.flatnonzero(local != kernels.UNSET)
+    local = np.full(n_users, compiled.kernels.UNSET, dtype=np.int64)
+    compiled.group_kernels.scatter_min(local, owners, counts)
+    touched = np.flatnonzero(local != compiled.kernels.UNSET)
     return touched, local[touched]
 
 
 def _set_threads(threads: int | None) -> None:
     if threads:
-        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
+        set_threads(threads)
 
 
 def _keyed_task(
@@ -51,14 +51,16 @@ def _keyed_task(
     m_order = _key_order(mkeys, n_elements, mown if problem.ordered else None)
     mkeys, mvals, mown = mkeys[m_order], mvals[m_order], mown[m_order]
     if problem.ordered:
-        keep = group_kernels.distinct_rows(mkeys, mown)
+        keep = compiled.group_kernels.distinct_rows(mkeys, mown)
         mkeys, mvals = mkeys[keep], mvals[keep]
     q_order = _key_order(qkeys, n_elements)
     qkeys, qlo, qhi = qkeys[q_order], qlo[q_order], qhi[q_order]
     qref, owners = qref[q_order], owners[q_order]
-    qs, qe, ms, me = group_kernels.match_groups(mkeys, qkeys)
+    qs, qe, ms, me = compiled.group_kernels.match_groups(mkeys, qkeys)
     match = MATCHES.index(problem.match)
-    counts = group_kernels.grouped_counts(match, mvals, qlo, qhi, qref, qs, qe, ms, me, brute_limit)
+    counts = compiled.group_kernels.grouped_counts(
+        match, mvals, qlo, qhi, qref, qs, qe, ms, me, brute_limit
+    )
     return _partial(problem.n_users, owners, counts)
 
 
@@ -81,21 +83,21 @@ def _keyed_self_task(
         owners = np.repeat(np.arange(members.n_users, dtype=np.int64), members.lengths)
         codes = _enumerate_codes(members, owners, starts, s, bits, owner_bits)
         codes.sort()
-        local = np.full(problem.n_users, kernels.UNSET, dtype=np.int64)
-        group_kernels.self_containment(codes, owner_bits, queried, local)
-        touched = np.flatnonzero(local != kernels.UNSET)
+        local = np.full(problem.n_users, compiled.kernels.UNSET, dtype=np.int64)
+        compiled.group_kernels.self_containment(codes, owner_bits, queried, local)
+        touched = np.flatnonzero(local != compiled.kernels.UNSET)
         return touched, local[touched]
     keys, vals, own = _enumerate_members(members, starts, s)
     order = _key_order(keys, n_elements, own if problem.ordered else None)
     keys, vals, own = keys[order], vals[order], own[order]
     if problem.ordered:
-        keep = group_kernels.distinct_rows(keys, own)
+        keep = compiled.group_kernels.distinct_rows(keys, own)
         keys, vals, own = keys[keep], vals[keep], own[keep]
-    group_starts, group_ends = group_kernels.runs(keys)
+    group_starts, group_ends = compiled.group_kernels.runs(keys)
     if problem.match == "contains":
         counts = np.repeat(group_ends - group_starts, group_ends - group_starts)
     else:
-        counts = group_kernels.self_dominance(vals, group_starts, group_ends, brute_limit)
+        counts = compiled.group_kernels.self_dominance(vals, group_starts, group_ends, brute_limit)
     rows = queried[own]
     return _partial(problem.n_users, own[rows], counts[rows])
 

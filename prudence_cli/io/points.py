@@ -1,6 +1,11 @@
 """Points inputs: gps and cdr CSVs (or Parquet) and map-matched segments, read in chunks.
 
-Rows are parsed in chunks with pandas' C parser and vectorised checks. An invalid row
+A gps or cdr CSV is first read by the fast path (`io.fast_points`: Arrow's multi-threaded
+reader), which gives up on the first thing out of the ordinary; the file is then read
+again from its start by the careful path, which gives the same table for a file both can
+read, and names what is wrong in one that is not.
+
+The careful path parses rows in chunks with pandas' C parser and vectorised checks. An invalid row
 stops the run naming the file, line and reason, or, with `on_invalid: drop`, is dropped
 and counted by reason. Line numbers count the header as line 1; a quoted field that holds
 a line break shifts the numbers of the rows after it.
@@ -28,7 +33,9 @@ import pyarrow.parquet as pq
 
 from prudence_cli import columns as C
 from prudence_cli.errors import InputError
+from prudence_cli.io.fast_points import read_plain
 from prudence_cli.io.geojson import read_area_geojson
+from prudence_cli.io.labels import Labels
 from prudence_cli.io.specs import PointsSpec
 from prudence_cli.io.tables import read_segments, read_towers, segments_columns
 from prudence_cli.io.text import (
@@ -80,8 +87,13 @@ def read_points(spec: PointsSpec, progress: ReadProgress | None = None) -> RawPo
     towers = read_towers(spec.towers) if spec.towers is not None else None
     segments = read_segments(spec.segments) if spec.segments is not None else None
     result = RawPoints(table=pd.DataFrame(), segments=segments)
+    if not spec.is_parquet and segments is None:
+        plain = read_plain(spec, header, needed, towers, progress)
+        if plain is not None:
+            result.table, result.rows_read = plain
+            return result
     parts = []
-    users, places = _Labels(), _Labels()
+    users, places = Labels(), Labels()
     read = _parquet_chunks if spec.is_parquet else _chunks
     with reading(spec.path):  # a damaged .gz is reported as such, not as a bad row
         for first_line, chunk in read(spec.path, spec, list(needed.values()), result, progress):
@@ -321,29 +333,6 @@ def _concat_columns(parts: list[pd.DataFrame]) -> pd.DataFrame:
         for part in parts:
             del part[name]
     return pd.DataFrame(columns, copy=False)
-
-
-class _Labels:
-    """Original ids (users, towers, segments) as int32 codes, numbered as they come;
-    `categorical` renumbers them in sorted order, as a pandas Categorical."""
-
-    def __init__(self) -> None:
-        self.index: dict[str, int] = {}
-
-    def codes(self, values: np.ndarray) -> np.ndarray:
-        local, uniques = pd.factorize(values)
-        mapping = np.empty(len(uniques), dtype=np.int32)
-        for k, label in enumerate(uniques.tolist()):
-            mapping[k] = self.index.setdefault(label, len(self.index))
-        codes: np.ndarray = mapping[local]
-        return codes
-
-    def categorical(self, codes: np.ndarray) -> pd.Categorical:
-        labels = np.array(list(self.index), dtype=object)
-        order = np.argsort(labels, kind="stable")
-        rank = np.empty(len(labels), dtype=np.int32)
-        rank[order] = np.arange(len(labels), dtype=np.int32)
-        return pd.Categorical.from_codes(rank[codes], categories=labels[order])
 
 
 def _empty_points() -> pd.DataFrame:

@@ -12,7 +12,7 @@ import shapely
 from prudence_cli import columns as C
 from prudence_cli.errors import InputError
 from prudence_cli.io.specs import SegmentsSpec, TowersSpec
-from prudence_cli.io.text import check_columns, read_csv, read_header
+from prudence_cli.io.text import check_columns, read_csv, read_header, read_text_table
 from prudence_cli.io.values import Check, coordinates, raise_first_failure
 
 
@@ -118,7 +118,7 @@ def read_trajectories(
         needed["order"] = order
     header = read_header(path)
     check_columns(path, header, needed, "evaluate.columns")
-    frame = read_csv(path)
+    frame = read_text_table(path)
     frame = frame[list(needed.values())].rename(columns={v: k for k, v in needed.items()})
     if frame.empty:
         raise InputError(path, "holds a header but no points")

@@ -152,6 +152,18 @@ def read_csv(path: Path, delimiter: str = ",") -> pd.DataFrame:
     return frame
 
 
+def read_text_table(path: Path) -> pd.DataFrame:
+    """The whole CSV (plain or .gz) or Parquet file, every value as text (empty, never
+    NaN): a trajectory table as a release or a catalog holds it."""
+    if path.suffix != ".parquet":
+        return read_csv(path)
+    try:
+        frame = pq.read_table(path).to_pandas()
+    except (OSError, pa.ArrowException) as exc:
+        raise InputError(path, f"is not a readable Parquet file: {exc}") from None
+    return frame.astype(str).where(frame.notna(), "")
+
+
 def read_csv_chunks(
     path: Path, delimiter: str, rows: int, drop_bad: bool, handle: BinaryIO | None = None
 ) -> pd.io.parsers.TextFileReader:

@@ -63,7 +63,7 @@ def parse_times(values: pd.Series, timezone: str, time_format: str = "auto") -> 
         return out
     text = values.astype(str).str.strip()
     out = np.full(len(text), np.datetime64("NaT"), dtype="datetime64[ns]")
-    is_epoch = text.str.match(_EPOCH.pattern).to_numpy(dtype=bool)
+    is_epoch = np.array(text.str.match(_EPOCH.pattern), dtype=bool)  # writable
     if time_format == "iso":
         is_epoch[:] = False
     if time_format != "epoch" and (~is_epoch).any():

@@ -9,15 +9,14 @@ import json
 import math
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
 
 from prudence_cli.attacks.base import KnowledgeLevel
 from prudence_cli.attacks.registry import ATTACKS
+from prudence_cli.catalog import open_catalog
 from prudence_cli.cli import main
-from prudence_cli.dataviews.restore import view_from_table
 from prudence_cli.engine import Engine
 
 REGIONS = ["r1", "r2", "r3", "r4", "r5"]
@@ -111,7 +110,7 @@ def test_table_4_1_as_call_records(tmp_path: Path) -> None:
     as 6.5e-7 here.
     """
     row = _assess(_write_table_4_1(tmp_path), tmp_path / "catalog")
-    risks = pd.read_csv(tmp_path / "catalog" / "risks" / "d1.csv.gz").set_index("user")
+    risks = open_catalog(tmp_path / "catalog").risks("d1").set_index("user")
     assert risks.iloc[:, 0].to_dict() == pytest.approx(
         {"u1": 1 / 3, "u2": 1 / 2, "u3": 1 / 3, "u4": 1.0}
     )
@@ -163,12 +162,8 @@ def test_a_bins_view_read_back_from_the_catalog_is_assessed_without_d(tmp_path: 
     presence view of its bins; d is not stored): the same risks, and EM and KL averaged
     over the 4 bins someone is active in, EM = (58/12)/(4 · 4) = 58/192."""
     _assess(_write_table_4_1(tmp_path), tmp_path / "catalog")
-    table = pd.read_csv(
-        tmp_path / "catalog" / "dataviews" / "d1.csv.gz", dtype={"user": str, "location": str}
-    )
-    locations = pd.read_csv(tmp_path / "catalog" / "dataviews" / "d1.locations.csv")
-    users = np.array(sorted(TABLE_4_1), dtype=object)
-    view = view_from_table("d1", "bins", (("time", 3600),), users, table, locations)
+    view, users = open_catalog(tmp_path / "catalog").view("d1")
+    assert list(users) == sorted(TABLE_4_1)
     level = KnowledgeLevel("unicity", (("points", 1), ("draw", "activity"), ("samples", "all")))
     result = ATTACKS["unicity"].risks(view, level, Engine(seed=1))
     assert result.risk.tolist() == pytest.approx([1 / 3, 1 / 2, 1 / 3, 1])

@@ -27,13 +27,13 @@ def sha256(path: Path) -> str:
 
 def test_a_risks_file_edited_to_zeros_does_not_pass_check(catalog):
     assert run("check", "--max-risk", "0.3").exit_code == 1  # the honest catalog fails
-    for path in sorted((catalog / "risks").glob("*.csv.gz")):
-        risks = pd.read_csv(path, dtype={"user": str})
+    for path in sorted((catalog / "risks").glob("*.parquet")):
+        risks = pd.read_parquet(path)
         risks[risks.columns[1:]] = 0.0
-        risks.to_csv(path, index=False, compression="gzip")
+        risks.to_parquet(path, index=False)
     result = run("check", "--max-risk", "0.3")
     assert result.exit_code == 2
-    assert "risks/d1.csv.gz: changed or damaged" in result.stderr
+    assert "risks/d1.parquet: changed or damaged" in result.stderr
     assert "run prudence assess again" in result.stderr
 
 
@@ -48,20 +48,20 @@ def test_a_risks_file_edited_to_zeros_does_not_pass_check(catalog):
     ids=["check", "sanitize", "best", "report"],
 )
 def test_a_truncated_file_is_an_error_naming_it(catalog, command):
-    truncate(catalog / "risks" / "d2.csv.gz")
+    truncate(catalog / "risks" / "d2.parquet")
     result = run(*command)
     assert result.exit_code == 2, result.output
     assert "Aborted" not in result.output
-    assert f"{catalog / 'risks' / 'd2.csv.gz'}: changed or damaged" in result.stderr
+    assert f"{catalog / 'risks' / 'd2.parquet'}: changed or damaged" in result.stderr
     assert "run prudence assess again" in result.stderr
     assert not Path("rel").exists() and not (catalog / "ledger").exists()
 
 
 def test_a_truncated_dataview_table_is_an_error_naming_it(catalog):
-    truncate(catalog / "dataviews" / "d3.csv.gz")
+    truncate(catalog / "dataviews" / "d3.parquet")
     result = run("check", "--max-risk", "0.3")
     assert result.exit_code == 2
-    assert "dataviews/d3.csv.gz: changed or damaged" in result.stderr
+    assert "dataviews/d3.parquet: changed or damaged" in result.stderr
 
 
 def test_a_tampered_curve_fails_the_report(catalog):
@@ -93,14 +93,14 @@ def test_each_file_is_hashed_once_and_only_when_read(catalog, monkeypatch):
     opened.view("d1")
     assert hashed == [
         "irac.csv",
-        "risks/d1.csv.gz",
-        "dataviews/d1.locations.csv",
-        "dataviews/d1.csv.gz",
+        "risks/d1.parquet",
+        "dataviews/d1.locations.parquet",
+        "dataviews/d1.parquet",
     ]
 
 
 def test_catalog_show_does_not_hash_what_it_does_not_read(catalog):
-    truncate(catalog / "risks" / "d2.csv.gz")
+    truncate(catalog / "risks" / "d2.parquet")
     assert run("catalog", "show", "--format", "csv").exit_code == 0
 
 

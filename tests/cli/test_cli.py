@@ -242,7 +242,8 @@ def test_cdr_on_raw_towers(tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     catalog = open_catalog(tmp_path / "catalog" / "cdr")
     assert "grid" not in catalog.irac.columns
-    locations = pd.read_csv(tmp_path / "catalog" / "cdr" / "dataviews" / "d1.locations.csv")
+    folder = tmp_path / "catalog" / "cdr" / "dataviews"
+    locations = pd.read_parquet(folder / "d1.locations.parquet")
     assert locations["label"].str.startswith("T").all()
 
 

@@ -216,7 +216,7 @@ def test_check_agrees_with_the_per_user_risks(catalog):
             "json",
         ).stdout
     )
-    risks = pd.read_csv(catalog / "risks" / "d1.csv.gz")
+    risks = pd.read_parquet(catalog / "risks" / "d1.parquet")
     above = int(np.count_nonzero(risks["unique_location[h=1]"] > 0.3))
     d1 = [f for f in result["failures"] if f["dataview"] == "d1"]
     assert bool(d1) == (above > 0)

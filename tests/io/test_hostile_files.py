@@ -8,7 +8,6 @@ import gzip
 import json
 from pathlib import Path
 
-import pandas as pd
 import pytest
 from click.testing import CliRunner
 
@@ -61,8 +60,9 @@ def csv_text(header: str, rows: list[tuple[str, str, float, float]], tail: str =
 
 
 def users_of(catalog: Path) -> list[str]:
-    risks = pd.read_csv(catalog / "risks" / "d1.csv.gz", dtype=str, keep_default_na=False)
-    return sorted(risks["user"])
+    from prudence_cli.catalog import open_catalog
+
+    return sorted(open_catalog(catalog).risks("d1")["user"].astype(str))
 
 
 # --- a byte-order mark -------------------------------------------------------------

@@ -127,8 +127,8 @@ def test_cache_skips_parsing_and_gives_the_same_catalog(tmp_path, monkeypatch):
     for folder in ("first", "second"):
         plain = pd.read_csv(tmp_path / "catalog" / "plain" / "irac.csv")
         pd.testing.assert_frame_equal(plain, pd.read_csv(tmp_path / folder / "irac.csv"))
-        risks = tmp_path / folder / "risks" / "d1.csv.gz"
-        assert risks.read_bytes() == (tmp_path / "catalog/plain/risks/d1.csv.gz").read_bytes()
+        risks = tmp_path / folder / "risks" / "d1.parquet"
+        assert risks.read_bytes() == (tmp_path / "catalog/plain/risks/d1.parquet").read_bytes()
     # another selection, or other data, is another key: parsed again
     (tmp_path / "c.yaml").write_text(
         base.replace("{cache}", "  cache: parquet\n").replace("trip_ends", "all")

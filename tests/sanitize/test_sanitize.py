@@ -272,7 +272,7 @@ def test_usage_errors_exit_2_and_write_nothing(catalog_dir, args, message):
 
 def test_catalog_of_another_version_or_without_risks(catalog_dir):
     manifest = json.loads((catalog_dir / "catalog.json").read_text())
-    (catalog_dir / "risks" / "d1.csv.gz").unlink()
+    (catalog_dir / "risks" / "d1.parquet").unlink()
     result = run("sanitize", "--threshold", "0.3", "--dataview", "d1")
     assert result.exit_code == 2 and "has no risks file" in result.stderr
     manifest["format_version"] = 99

@@ -1,0 +1,119 @@
+"""Compile the counting kernels ahead of the first assessment.
+
+numba compiles a kernel the first time it is called and keeps it in its cache (next to
+the package, or in NUMBA_CACHE_DIR); on a new machine the first assessment would spend
+most of its time compiling. `python -m prudence_cli.attacks.warm` (run by `make` when it
+installs the tool) calls every kernel the counting attacks on presence and trajectory
+dataviews use — both exact strategies, whole-record queries and sampled levels — on tiny
+views, so that a first assessment loads them from the cache instead. The views are built
+like the dataview builders build them (same array types), which is what a compiled
+kernel is specialised on; their content does not matter. The keyed strategy's kernels
+and the others' compile in two processes at once (numba compiles on one core).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from prudence_cli.attacks.base import CountingAttack, KnowledgeLevel
+from prudence_cli.attacks.registry import ATTACKS
+from prudence_cli.dataviews.base import Dataview
+from prudence_cli.dataviews.presence import PresenceView, ProbabilityView
+from prudence_cli.dataviews.trajectory import TrajectoryView
+from prudence_cli.engine import Engine
+
+__all__ = ["main", "warm"]
+
+# (user, location, count or time bin): 4 people over 4 places, sharing some of them
+_ROWS = np.array(
+    [
+        (0, 0, 3),
+        (0, 1, 1),
+        (0, 2, 2),
+        (1, 0, 1),
+        (1, 1, 4),
+        (1, 3, 1),
+        (2, 1, 2),
+        (2, 2, 1),
+        (2, 3, 5),
+        (3, 0, 2),
+    ],
+    dtype=np.int64,
+)
+# the engines of each warming process: the keyed strategy's kernels; the posting lists'
+# (also whole-record queries) and sampling's
+_ENGINES = {
+    "keyed": (Engine(strategy="keyed", brute_limit=0), Engine(strategy="keyed")),
+    "posting": (Engine(strategy="posting"), Engine(max_instances=0, sample=2)),
+}
+
+
+def _views() -> dict[str, Dataview]:
+    """One tiny view per format the warmed attacks read."""
+    user = _ROWS[:, 0].astype(np.int32)
+    location = _ROWS[:, 1].astype(np.int32)
+    locations = pd.DataFrame({"label": [str(i) for i in range(4)], "lon": 0.0, "lat": 0.0})
+    fields: dict[str, Any] = {"n_users": 4, "user": user, "location": location}
+    presence = {**fields, "locations": locations, "count": _ROWS[:, 2].astype(np.int32)}
+    return {
+        "presence": PresenceView("d1", (("frequency", 1),), **presence),
+        "probability": ProbabilityView("d1", (("frequency", 1),), **presence),
+        "trajectory": TrajectoryView(
+            "d1",
+            (("time", 3600), ("frequency", 1)),
+            **fields,
+            locations=locations,
+            tbin=_ROWS[:, 2],
+        ),
+    }
+
+
+def _levels(attack: CountingAttack[Any]) -> list[KnowledgeLevel]:
+    """Levels at h = 1, 2 and all (with every value of the other knowledge dimensions)."""
+    values = {}
+    for dimension in attack.knowledge:
+        if dimension.name == "h":
+            values["h"] = (1, 2, "all")
+        else:
+            values[dimension.name] = tuple(dimension.default)
+    return list(attack.levels(values))
+
+
+def warm(strategy: str) -> list[tuple[str, float]]:
+    """Call every kernel the warmed attacks use with the engines of `strategy` (a key of
+    `_ENGINES`); the seconds each attack took."""
+    views = _views()
+    spent = []
+    for name in ATTACKS:
+        attack = ATTACKS[name]
+        if not isinstance(attack, CountingAttack):
+            continue
+        formats = [f for f in sorted(attack.formats) if f in views]
+        if not formats:
+            continue
+        started = time.perf_counter()
+        for level in _levels(attack):
+            for engine in _ENGINES[strategy]:
+                attack.risks(views[formats[0]], level, engine)
+        spent.append((f"{name} ({strategy})", time.perf_counter() - started))
+    return spent
+
+
+def main() -> None:
+    """Warm every strategy's kernels, two processes at once; report the time taken."""
+    started = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=len(_ENGINES)) as pool:
+        for spent in pool.map(warm, _ENGINES):
+            for name, seconds in spent:
+                print(f"  {name:<36} {seconds:6.1f} s", file=sys.stderr)
+    print(f"kernels compiled in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""The catalog's per-dataview tables as files: the dataview, its locations and the
+per-person risks.
+
+Catalogs of format version 2 store them as Parquet with typed columns: ids and labels as
+text, counts as 64-bit integers, risks and coordinates as float64, compressed with zstd
+(fast to write, and to read back). The same table always gives the same bytes (no time
+stamp or pandas metadata is written), so the sha256 that catalog.json records for each
+file depends on the data alone. Catalogs of format version 1 stored them as CSV (gzip,
+`.csv.gz`; the locations as plain `.csv`): they are read by the extension catalog.json
+records, so an older catalog stays readable.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+PARQUET = ".parquet"
+CSV_GZ = ".csv.gz"  # catalogs of format version 1
+_COMPRESSION = "zstd"
+_LOCATIONS = {PARQUET: ".locations.parquet", CSV_GZ: ".locations.csv"}
+
+
+class TableFileError(ValueError):
+    """A catalog table file that cannot be read as its extension says."""
+
+
+def write_table(frame: pd.DataFrame, path: Path, text: Sequence[str]) -> None:
+    """Write `frame` to the Parquet file `path`, the columns `text` as text (a missing
+    value as "", as a CSV would hold it), every other column by its type."""
+    columns = {name: _column(frame[name], name in text) for name in frame.columns}
+    try:
+        pq.write_table(pa.table(columns), path, compression=_COMPRESSION)
+    except OSError as exc:  # Arrow's errors name no file: name it, as open() would
+        if exc.filename is not None:
+            raise
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
+
+
+def read_table(path: Path, text: Sequence[str]) -> pd.DataFrame:
+    """The table of the catalog file `path`, by its extension: Parquet, or the CSV of a
+    catalog of format version 1 (the columns `text` as text, "" never missing)."""
+    try:
+        if path.name.endswith(PARQUET):
+            return pq.read_table(path).to_pandas()
+        return pd.read_csv(path, dtype={name: str for name in text}, keep_default_na=False)
+    except (OSError, EOFError, ValueError, UnicodeDecodeError, zlib.error) as exc:
+        raise TableFileError(str(exc)) from None
+    except pa.ArrowException as exc:  # damaged Parquet not caught above
+        raise TableFileError(str(exc)) from None
+
+
+def locations_name(dataview_name: str) -> str:
+    """The locations file that goes with the dataview file `dataview_name` (as catalog.json
+    names it): `dataviews/d1.parquet` → `dataviews/d1.locations.parquet`, and in a
+    catalog of format version 1 `dataviews/d1.csv.gz` → `dataviews/d1.locations.csv`."""
+    for suffix, locations in _LOCATIONS.items():
+        if dataview_name.endswith(suffix):
+            return dataview_name[: -len(suffix)] + locations
+    raise TableFileError(f"{dataview_name}: not a dataview file name (.parquet or .csv.gz)")
+
+
+def _column(values: pd.Series, as_text: bool) -> pa.Array:
+    kind = values.dtype.kind
+    if not as_text and kind == "b":
+        return pa.array(values.to_numpy(dtype=bool), type=pa.bool_())
+    if not as_text and kind in "iu":
+        return pa.array(values.to_numpy(dtype=np.int64), type=pa.int64())
+    if not as_text and kind == "f":
+        return pa.array(values.to_numpy(dtype=np.float64), type=pa.float64())
+    try:  # text already (arrow-backed strings are taken without a copy)
+        array = pa.array(values, type=pa.string(), from_pandas=True)
+    except (pa.ArrowTypeError, pa.ArrowInvalid):  # numbers, as a CSV would write them
+        text = values.astype(object).where(values.notna(), "").astype(str)
+        array = pa.array(text, type=pa.string(), from_pandas=True)
+    return pc.fill_null(array, "") if array.null_count else array

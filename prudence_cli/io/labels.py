@@ -1,0 +1,93 @@
+"""Ids (users, towers, segments) as compact codes, and as pandas Categoricals whose
+categories are the ids in sorted order (code point order, as Python compares strings).
+
+Short ids (at most 8 bytes of UTF-8, no NUL) are also packed into one uint64 each, big
+end first and padded with zeros: the numbers sort as the strings do, and millions of
+them are numbered far faster than the strings are hashed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+
+class Labels:
+    """Original ids as int32 codes, numbered as they come; `categorical` renumbers them
+    in sorted order, as a pandas Categorical."""
+
+    def __init__(self) -> None:
+        self.index: dict[str, int] = {}
+
+    def codes(self, values: np.ndarray) -> np.ndarray:
+        local, uniques = pd.factorize(values)
+        mapping = np.empty(len(uniques), dtype=np.int32)
+        for k, label in enumerate(uniques.tolist()):
+            mapping[k] = self.index.setdefault(label, len(self.index))
+        codes: np.ndarray = mapping[local]
+        return codes
+
+    def categorical(self, codes: np.ndarray) -> pd.Categorical:
+        labels = np.array(list(self.index), dtype=object)
+        order = np.argsort(labels, kind="stable")
+        return _sorted_categorical(codes, labels, order)
+
+
+def arrow_categorical(codes: np.ndarray, labels: pa.Array) -> pd.Categorical:
+    """The Categorical `Labels.categorical` gives for distinct string `labels` numbered
+    by `codes`, sorted by Arrow: the byte order of UTF-8 is the code point order."""
+    order = pc.sort_indices(labels).to_numpy()
+    return _sorted_categorical(codes, labels.to_numpy(zero_copy_only=False), order)
+
+
+def _sorted_categorical(codes: np.ndarray, labels: np.ndarray, order: np.ndarray) -> pd.Categorical:
+    rank = np.empty(len(labels), dtype=np.int32)
+    rank[order] = np.arange(len(labels), dtype=np.int32)
+    return pd.Categorical.from_codes(rank[codes], categories=labels[order])
+
+
+PACKED_BYTES = 8
+
+
+def packed_ids(strings: pa.Array) -> np.ndarray | None:
+    """uint64 keys of short string ids (see the module docstring); None when some id is
+    longer than 8 bytes or holds a NUL."""
+    if strings.null_count or not pa.types.is_string(strings.type):
+        return None
+    offsets = np.frombuffer(strings.buffers()[1], dtype=np.int32)
+    offsets = offsets[strings.offset : strings.offset + len(strings) + 1]
+    lengths = np.diff(offsets)
+    if len(lengths) == 0 or lengths.max() > PACKED_BYTES:
+        return None
+    data = np.frombuffer(strings.buffers()[2] or b"", dtype=np.uint8)
+    body = data[offsets[0] : offsets[-1]]
+    if (body == 0).any():
+        return None
+    matrix = np.zeros((len(lengths), PACKED_BYTES), dtype=np.uint8)
+    width = int(lengths[0])
+    if (lengths == width).all():  # ids of one length: their bytes are a matrix already
+        matrix[:, :width] = body.reshape(-1, width) if width else 0
+    else:
+        columns = np.arange(PACKED_BYTES)
+        inside = columns < lengths[:, None]
+        where = np.minimum(offsets[:-1, None] - offsets[0] + columns, max(len(body) - 1, 0))
+        matrix[inside] = body[where[inside]]
+    keys: np.ndarray = matrix.view(">u8").ravel().astype(np.uint64)
+    return keys
+
+
+def packed_categorical(keys: np.ndarray) -> tuple[pd.Categorical, np.ndarray]:
+    """The Categorical `Labels.categorical` gives for the ids packed in `keys`, and the
+    distinct keys in the order of its categories."""
+    codes, distinct = pd.factorize(keys, sort=True)
+    matrix = distinct.astype(">u8").view(np.uint8).reshape(-1, PACKED_BYTES)
+    used = matrix != 0  # the padding: no id holds a NUL
+    offsets = np.zeros(len(distinct) + 1, dtype=np.int32)
+    np.cumsum(used.sum(axis=1), out=offsets[1:])
+    text = pa.StringArray.from_buffers(
+        len(distinct), pa.py_buffer(offsets), pa.py_buffer(matrix[used].tobytes())
+    )
+    labels = text.to_numpy(zero_copy_only=False)
+    order = np.arange(len(labels))
+    return _sorted_categorical(codes.astype(np.int32), labels, order), distinct

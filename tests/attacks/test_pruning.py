@@ -1,0 +1,89 @@
+"""Pruning by a smaller h (attacks/base.py): an exact level may first count the next
+smaller h, which nobody asked for, and skip the people it puts at risk 1. The risks are
+those of the level counted in full, for every attack, h and engine strategy; an attack
+whose risk may fall with h (proportion) is never pruned."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from prudence_cli.attacks.registry import ATTACKS
+from prudence_cli.engine import CountingProblem, Engine, Support
+from tests.attacks.test_attacks import count_vectors
+from tests.attacks.test_sampled import cases, level, reference, view_of
+from tests.conftest import presence_view, trajectory_view
+from tests.reference import vector_attack_risks
+
+STRATEGIES = ["auto", "keyed", "posting"]
+
+
+@dataclass
+class Recording(Engine):
+    """An engine that remembers the number of targets of every problem it counts."""
+
+    targets: list[int] = field(default_factory=list)
+
+    def min_support(self, problem: CountingProblem) -> Support:
+        self.targets.append(int((problem.queries.size_hi > 0).sum()))
+        return super().min_support(problem)
+
+
+@settings(max_examples=120, deadline=None)
+@given(cases(), st.sampled_from([2, 3, 4]), st.sampled_from(STRATEGIES))
+def test_pruned_risks_equal_the_full_count_and_the_definition(case, h, strategy):
+    attack, data, users = case
+    view = view_of(attack, data, users)
+    at = level(attack, h)
+    full = ATTACKS[attack].risks(view, at, Engine(strategy=strategy, prune_from=0))
+    pruned = ATTACKS[attack].risks(view, at, Engine(strategy=strategy, prune_from=1, prune_gain=0))
+    np.testing.assert_array_equal(pruned.risk, full.risk)
+    np.testing.assert_allclose(pruned.risk, reference(attack, data, users, h))
+    assert not pruned.sampled and not pruned.computed_for_floor and not pruned.floor
+
+
+@settings(max_examples=40, deadline=None)
+@given(count_vectors(), st.sampled_from([2, 3]), st.sampled_from([0.0, 0.34]))
+def test_proportion_whose_risk_may_fall_with_h_is_never_pruned(case, h, delta):
+    data, users = case
+    view = presence_view(data, users)
+    engine = Recording(prune_from=1, prune_gain=0)
+    got = ATTACKS["proportion"].risks(view, level("proportion", h, delta), engine)
+    expected = vector_attack_risks(data, users, "proportion", h, delta)
+    np.testing.assert_allclose(got.risk, [expected[u] for u in users])
+    assert len(engine.targets) == 1
+
+
+def test_people_at_risk_1_at_a_smaller_h_are_not_queried_again():
+    """Users 0 and 1 each have a visit nobody else has (risk 1 from h = 1); the others
+    share every visit. Pruning counts h = 1, then h = 2 and 3 querying only the others."""
+    shared = [(0, 0), (1, 1), (2, 2)]
+    data = {0: [(9, 0), *shared], 1: [(8, 1), *shared], 2: shared, 3: shared, 4: shared}
+    users = list(data)
+    view = trajectory_view(data, users)
+    engine = Recording(prune_from=1, prune_gain=0)
+    got = ATTACKS["visit"].risks(view, level("visit", 3), engine)
+    assert engine.targets == [5, 3, 3]  # h = 1 for all, then h = 2 and 3 for the others
+    np.testing.assert_allclose(got.risk, [1.0, 1.0, 0.2, 0.2, 0.2])
+    unpruned = Recording(prune_from=0)
+    np.testing.assert_array_equal(
+        ATTACKS["visit"].risks(view, level("visit", 3), unpruned).risk, got.risk
+    )
+    assert unpruned.targets == [5]
+
+
+def test_a_level_below_the_threshold_or_with_its_smaller_h_known_is_not_pruned():
+    data = {u: [(u % 3, 0), (u % 2, 1), (4, 2)] for u in range(6)}
+    users = list(data)
+    view = trajectory_view(data, users)
+    at = level("visit", 2)
+    cheap = Recording(prune_gain=0)  # the default threshold is far above this level's cost
+    ATTACKS["visit"].risks(view, at, cheap)
+    assert cheap.targets == [6]
+    given_below = Recording(prune_from=1, prune_gain=0)
+    below = ATTACKS["visit"].risks(view, level("visit", 1), Engine()).risk
+    ATTACKS["visit"].risks(view, at, given_below, computed={level("visit", 1).key: below})
+    assert len(given_below.targets) == 1

@@ -1,0 +1,23 @@
+"""The kernel warm-up `make` runs at install: every counting attack on presence and
+trajectory dataviews, with every engine strategy, runs on its tiny views."""
+
+from __future__ import annotations
+
+import pytest
+
+from prudence_cli.attacks import warm
+from prudence_cli.attacks.base import CountingAttack
+from prudence_cli.attacks.registry import ATTACKS
+
+
+@pytest.mark.parametrize("strategy", sorted(warm._ENGINES))
+def test_the_warm_up_runs_every_counting_attack_it_can_view(strategy):
+    warmed = {name.split(" ")[0] for name, _ in warm.warm(strategy)}
+    expected = {
+        name
+        for name in ATTACKS
+        if isinstance(ATTACKS[name], CountingAttack)
+        and ATTACKS[name].formats & {"presence", "probability", "trajectory"}
+    }
+    assert warmed == expected
+    assert {"presence", "visit", "location", "frequency", "probability"} <= warmed
