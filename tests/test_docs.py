@@ -67,6 +67,7 @@ PAGES = [
     "docs/releasing.md",
     "docs/randomized.md",
     "docs/evaluate.md",
+    "docs/mobility.md",
     "docs/catalog.md",
     "docs/config.md",
     "docs/attacks.md",

@@ -23,6 +23,7 @@ from prudence_cli.cli.evaluate import evaluate
 from prudence_cli.cli.release import check, sanitize
 from prudence_cli.cli.report import report
 from prudence_cli.cli.sample import sample
+from prudence_cli.cli.utility import utility
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -44,3 +45,4 @@ def _quick_exit() -> None:
 
 for _command in (assess, validate, catalog, check, report, evaluate, sanitize, sample):
     main.add_command(_command)
+catalog.add_command(utility)

@@ -141,12 +141,13 @@ def catalog_curve(
 )
 @click.option(
     "--utility",
-    type=click.Choice(["released", "kept", "score"]),
     default="released",
     show_default=True,
+    metavar="released|kept|score|ks:MEASURE|wasserstein:MEASURE",
     help="The utility axis: the data a release at R keeps after suppression (what "
-    "sanitize delivers), the data held at ≤ R before suppression, or the catalog's "
-    "utility scores.",
+    "sanitize delivers), the data held at ≤ R before suppression, the catalog's "
+    "utility scores, or how little the release at R moves a mobility measure "
+    "(e.g. ks:radius_of_gyration; see prudence catalog utility).",
 )
 @click.option(
     "--ordinal",

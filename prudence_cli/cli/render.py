@@ -34,7 +34,7 @@ DISCLOSURE_LABELS = {
 }
 
 
-def _table(**options: Any) -> Table:
+def house_table(**options: Any) -> Table:
     """A compact, left-aligned table: the house style of every table printed here."""
     return Table(
         box=box.SIMPLE_HEAD,
@@ -56,7 +56,7 @@ def irac_table(catalog: Catalog, rows: pd.DataFrame) -> Table:
     # one attack: named in the title rather than repeated on every line
     labels = ["dataview", *dims, *(["attack"] if len(attacks) > 1 else []), *knowledge]
     only = f", attack = {attacks[0]}" if len(attacks) == 1 else ""
-    table = _table(
+    table = house_table(
         title=f"{manifest.name}: {manifest.selection.users:,} users, "
         f"coverage = {manifest.coverage}{only}",
         caption="i-RAC U/D: area under RAC_U/RAC_D (1 = nobody at risk, all data kept).\n"
@@ -246,8 +246,8 @@ def best_table(scores: Any, dims: list[str], min_coverage: float | None) -> Tabl
         "score": "utility score",
         "kept": "data held at ≤ R before suppression",
         "released": "data a release keeps",
-    }[scores.utility]
-    table = _table(
+    }.get(scores.utility, f"the least {scores.utility} (dataview → release)")
+    table = house_table(
         title=f"Dataviews by {value} at risk ≤ {scores.max_risk:g} (max over {scores.levels} "
         "attack levels)",
         caption="released: what `prudence sanitize` keeps after suppressing to the fixpoint "
@@ -257,6 +257,7 @@ def best_table(scores: Any, dims: list[str], min_coverage: float | None) -> Tabl
         + (f" Dim: a release keeps less than {min_coverage:.0%}." if min_coverage else ""),
     )
     extra = [m for m in ("unicity", "k_disclosure", "em", "kl", "score") if m in frame]
+    extra += [scores.utility] if ":" in scores.utility else []
     for column in ["dataview", *dims]:
         table.add_column(column, no_wrap=True)
     heads = (
@@ -270,7 +271,7 @@ def best_table(scores: Any, dims: list[str], min_coverage: float | None) -> Tabl
     )
     bounds = "lower_bound" in frame and bool(frame["lower_bound"].any())
     for column in (*heads, *extra, *(["risks"] if bounds else []), "Pareto"):
-        table.add_column(column, justify="right", no_wrap=True)
+        table.add_column(column.replace(":", "\n"), justify="right", no_wrap=True)
     if bounds:
         table.caption = f"{table.caption}\n{LOWER_BOUND_NOTE}"
     for _, row in frame.iterrows():
@@ -330,7 +331,7 @@ def randomized_table(catalog: Catalog, rows: pd.DataFrame) -> Table:
     manifest = catalog.record
     options = manifest.randomize
     knowledge = [k for k in catalog.knowledge_names if k in rows and (rows[k] != "").any()]
-    table = _table(
+    table = house_table(
         title=f"{manifest.name}: randomized profiles, attacks on a sample of "
         f"{options.users if options else '?'} users (seed {manifest.seed})",
         caption="error: the statistic's mean error over locations ÷ its mean (f1 visitors, "
@@ -360,7 +361,7 @@ def randomized_table(catalog: Catalog, rows: pd.DataFrame) -> Table:
 
 def epsilon_table(frame: pd.DataFrame, dims: list[str], max_success: float) -> Table:
     """`catalog best` for profiles: per setting, utility, worst attack and the choice."""
-    table = _table(
+    table = house_table(
         title=f"Which ε? Settings whose worst attack success is ≤ {max_success:g}",
         caption="admissible: the statistic's error is small enough; safe: no counted attack "
         f"succeeds on more than {max_success:g} of the sample.\nBold: the chosen ε, the "

@@ -213,6 +213,16 @@ def dataview_scores(
         if table["score"].isna().any():
             missing = table.loc[table["score"].isna(), "dataview"].tolist()
             raise PrudenceError(f"no utility score for {', '.join(missing)} in utility.csv")
+    if distortion is not None and table[utility].isna().all():
+        raise PrudenceError(
+            f"--utility {utility}: nothing to measure: "
+            + (
+                f"no dataview keeps anyone after suppression to risk ≤ {max_risk:g}"
+                if not (table["users_released"] > 0).any()
+                else f"{distortion[1]} needs places (and trips need a trajectory or "
+                "segments format); these dataviews have none"
+            )
+        )
     for column, name in ((measure, "--measure"), (utility, "--utility")):
         if column not in table or table[column].isna().all():
             raise PrudenceError(f"{name} {column}: not available in this catalog")

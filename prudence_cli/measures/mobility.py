@@ -60,7 +60,8 @@ PERSON_MEASURES = (
 )
 LOCATION_MEASURES = ("location_entropy", "location_density", "flow")
 TRAJECTORY_ONLY = ("max_distance", "sum_distances", "flow")
-THRESHOLDS = (1.0, 0.5, 0.33, 0.25)  # the paper's D_1, D_0.5, D_0.33, D_0.25
+# the paper's D_1, D_0.5, D_0.33, D_0.25: risks are 1/k, so its 0.33 is 1/3
+THRESHOLDS = (1.0, 0.5, 1 / 3, 0.25)
 QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
 
 

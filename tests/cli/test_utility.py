@@ -1,0 +1,111 @@
+"""`prudence catalog utility` and `catalog best --utility ks:MEASURE`: the mobility
+measures of Pellungrini et al. on the people at risk ≤ t, checked against a direct
+computation from the catalog's own tables."""
+
+from __future__ import annotations
+
+import io
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from prudence_cli.catalog import open_catalog
+from tests.assessed import catalog, pristine, run  # noqa: F401  (fixtures)
+
+
+def csv(*args: str) -> pd.DataFrame:
+    result = run(*args)
+    assert result.exit_code == 0, result.output
+    return pd.read_csv(io.StringIO(result.stdout))
+
+
+def test_distortion_by_threshold_from_the_catalog(catalog):  # noqa: F811
+    frame = csv("catalog", "utility", "--format", "csv")
+    assert list(frame["threshold"].drop_duplicates()) == pytest.approx([1, 1 / 2, 1 / 3, 1 / 4])
+    assert (frame.loc[frame["threshold"] == 1, "ks"] == 0).all()
+    # the dataview and level that keep the most people at 1/4 but not everyone
+    visits_rows = frame[(frame["measure"] == "visits") & np.isclose(frame["threshold"], 0.25)]
+    some = visits_rows[visits_rows["n_kept"] < visits_rows["n_full"]]
+    chosen = some.sort_values("n_kept").iloc[-1]
+    view_id, level = chosen["dataview"], chosen["level"]
+    assert chosen["n_kept"] >= 5
+
+    # visits per person on D_t, straight from the catalog's dataview table and risks
+    opened = open_catalog(catalog)
+    visits = opened.dataview_table(view_id).groupby("user")["count"].sum()
+    risks = opened.risks(view_id)
+    risk = risks.set_index(risks["user"].astype(str))[level]
+    visits.index = visits.index.astype(str)
+    mine = frame[(frame["dataview"] == view_id) & (frame["level"] == level)]
+    for t in (0.5, 0.25):
+        row = mine[(mine["measure"] == "visits") & np.isclose(mine["threshold"], t)]
+        kept = visits[risk.reindex(visits.index) <= t]
+        assert row["n_kept"].item() == len(kept) and row["n_full"].item() == len(visits)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            want = stats.ks_2samp(visits, kept, method="asymp").statistic
+        assert row["ks"].item() == pytest.approx(want)
+        assert row["q50"].item() == pytest.approx(np.median(kept))
+
+
+def test_correlation_and_formats(catalog):  # noqa: F811
+    where = ("--where", "dataview=d1", "--where", "h=1", "--where", "visits=exact")
+    rows = json.loads(
+        run("catalog", "utility", *where, "--show", "correlation", "--format", "json").stdout
+    )
+    assert {r["measure"] for r in rows} == {
+        "radius_of_gyration",
+        "mobility_entropy",
+        "visits",
+        "locations",
+    }
+    opened = open_catalog(catalog)
+    table = opened.dataview_table("d1")
+    visits = table.groupby("user")["count"].sum()
+    visits.index = visits.index.astype(str)
+    risks = opened.risks("d1")
+    risk = risks.set_index(risks["user"].astype(str))["presence[h=1,visits=exact]"]
+    row = next(r for r in rows if r["measure"] == "visits")
+    x, y = visits.to_numpy(float), risk.reindex(visits.index).to_numpy(float)
+    assert row["pearson"] == pytest.approx(stats.pearsonr(x, y).statistic)
+    assert row["spearman"] == pytest.approx(stats.spearmanr(x, y).statistic)
+    assert row["frequency"] == 1  # dimension values typed, as in the other commands
+    shown = run("catalog", "utility", *where, "--format", "table").stdout
+    assert "presence[h=1,visits=exact]" in shown and "KS at" in shown
+
+
+def test_best_by_distortion_on_the_command_line(catalog):  # noqa: F811
+    """The ranking itself is checked against scipy in tests/explore/test_explore.py."""
+    args = ("catalog", "best", "--max-risk", "0.5", "--utility", "ks:visits")
+    frame = csv(*args, "--where", "visits=none", "--format", "csv")
+    released = frame[frame["users_released"] > 0]
+    assert len(released) and released["ks:visits"].is_monotonic_increasing
+    assert frame.loc[frame["users_released"] == 0, "ks:visits"].isna().all()
+    table = run(*args, "--where", "visits=none", "--format", "table").stdout
+    assert "ks" in table and "visits" in table
+    # every level counted: no release keeps anyone, so there is nothing to measure
+    nothing = run(*args, "--format", "csv")
+    assert nothing.exit_code == 2
+    assert "nothing to measure: no dataview keeps anyone after suppression" in nothing.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("catalog", "utility", "--threshold", "0"), "--threshold 0 must be in (0, 1]"),
+        (("catalog", "utility", "--measure", "speed"), "--measure speed: known: radius_of"),
+        (
+            ("catalog", "best", "--max-risk", "0.5", "--utility", "ks:speed"),
+            "a distortion is STATISTIC:MEASURE",
+        ),
+        (("catalog", "best", "--max-risk", "0.5", "--utility", "mean"), "--utility mean: known"),
+        (("catalog", "utility", "--where", "h=9"), "no assessed attack level is left"),
+    ],
+)
+def test_hostile_options_exit_2(catalog, args, message):  # noqa: F811
+    result = run(*args)
+    assert result.exit_code == 2 and message in result.stderr, result.output
