@@ -236,6 +236,9 @@ class ReleaseReport:
     # every level assessed on the dataview, counted or not, on the released data
     levels_assessed: tuple[LevelRisk, ...] = ()
     notes: tuple[str, ...] = ()  # counted levels that cannot single anyone out, and why
+    # per mobility measure: its distribution on the dataview and on the release (measure,
+    # of, ks, wasserstein, count_before, count_released, median_before, median_released)
+    mobility: tuple[dict[str, Any], ...] = ()
     files: dict[str, str] | None = None  # name -> sha256, once the files are written
 
     @property
@@ -271,6 +274,7 @@ class ReleaseReport:
             "pseudonymized": self.pseudonymized,
             "levels_assessed": [level.to_json() for level in self.levels_assessed],
             "notes": list(self.notes),
+            "mobility": [dict(m) for m in self.mobility],
         }
         if self.files is not None:
             data["files"] = dict(self.files)
@@ -309,6 +313,7 @@ class ReleaseReport:
                 LevelRisk.from_json(level) for level in data.get("levels_assessed", [])
             ),
             notes=tuple(data.get("notes", [])),
+            mobility=tuple(dict(m) for m in data.get("mobility", [])),
             files=None if files is None else dict(files),
         )
 

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -415,3 +415,31 @@ def by_threshold(
     the locations as they visit them) against the full dataview's — KS, Wasserstein,
     counts and quantiles (the paper's section 5.3)."""
     return Profile(visits, chosen).by_threshold(risk, thresholds)
+
+
+def release_distortion(before: Dataview, after: Dataview, crs: str | None) -> list[dict[str, Any]]:
+    """Per mobility measure the format allows: its distribution on the dataview `before`
+    and on its release `after` (KS, Wasserstein, counts and medians), as a release
+    report records it; empty for a format without places."""
+    full = visits_of(before, crs) if crs else None
+    released = visits_of(after, crs) if crs else None
+    if full is None or released is None:
+        return []
+    table = Profile(full).against(released)
+    return [
+        {
+            "measure": row["measure"],
+            "of": "people" if row["kind"] == "person" else "places",
+            "ks": _number(row["ks"]),
+            "wasserstein": _number(row["wasserstein"]),
+            "count_before": int(row["n_full"]),
+            "count_released": int(row["n_kept"]),
+            "median_before": _number(row["median_full"]),
+            "median_released": _number(row["q50"]),
+        }
+        for _, row in table.iterrows()
+    ]
+
+
+def _number(value: float) -> float | None:
+    return None if value is None or np.isnan(value) else float(value)

@@ -41,6 +41,7 @@ from prudence_cli.catalog.records import (
 )
 from prudence_cli.dataviews.base import Dataview
 from prudence_cli.errors import PrudenceError
+from prudence_cli.measures.mobility import release_distortion
 from prudence_cli.measures.rac import RacSummary, measure_view
 from prudence_cli.sanitize.files import TABLE_FORMATS, write_release_files
 from prudence_cli.sanitize.forecast import (
@@ -316,7 +317,9 @@ def _draft(
     if met:
         every = every_level(catalog, wide.outcome, levels, request.threshold, join, work)
         notes = blind_levels(catalog, view_id, levels)
-        report = dataclasses.replace(report, levels_assessed=every, notes=notes)
+        crs = catalog.record.selection.crs
+        mobility = tuple(release_distortion(chosen.before, chosen.outcome.view, crs))
+        report = dataclasses.replace(report, levels_assessed=every, notes=notes, mobility=mobility)
     return _Draft(chosen, report, met)
 
 

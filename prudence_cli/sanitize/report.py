@@ -86,6 +86,7 @@ def render_markdown(report: ReleaseReport) -> str:
     if not report.iterations:
         lines.append("| — | 0 | — | 0 | 0 |")
     lines += [
+        *_mobility(report),
         "",
         "## Risk and coverage",
         "",
@@ -148,6 +149,39 @@ def _every_level(report: ReleaseReport) -> list[str]:
             f"{'lower bound (sampled)' if lv.sampled else 'exact'} |"
         )
     return lines
+
+
+def _mobility(report: ReleaseReport) -> list[str]:
+    """What the release still tells an analyst: each mobility measure before and after."""
+    if not report.mobility:
+        return []
+    lines = [
+        "",
+        "## What the release still tells an analyst",
+        "",
+        "The mobility measures of Pellungrini et al., *Analyzing Privacy Risk in Human "
+        "Mobility Data*, on the dataview and on the release: the Kolmogorov–Smirnov "
+        "statistic (0: the same distribution, 1: disjoint) and the 1-Wasserstein distance "
+        "(in the measure's unit) between the two. A measure that moves is one an analyst "
+        "should not study on this release.",
+        "",
+        "| measure | of | KS | Wasserstein | median: dataview → release "
+        "| count: dataview → release |",
+        "|---|---|---|---|---|---|",
+    ]
+    for m in report.mobility:
+        lines.append(
+            f"| {m['measure']} | {m['of']} | {_g(m['ks'])} | {_g(m['wasserstein'])} | "
+            f"{_g(m['median_before'])} → {_g(m['median_released'])} | "
+            f"{m['count_before']:,} → {m['count_released']:,} |"
+        )
+    return lines
+
+
+def _g(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
 
 
 def _share(part: float, whole: float) -> str:

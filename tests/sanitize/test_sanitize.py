@@ -120,6 +120,30 @@ def test_trajectory_release(tmp_path, sample_gps_150, monkeypatch):
     assert result.exit_code == 0, result.stderr
     for key, risk in reassess_release(tmp_path / "catalog" / "s", tmp_path / "rel").items():
         assert risk.max() <= 0.34, key
+    # what the release still tells an analyst: the trip measures too, and the same KS as
+    # catalog best --utility ks:MEASURE promised for this release
+    report = json.loads((tmp_path / "rel" / "report.json").read_text())
+    mobility = {m["measure"]: m for m in report["mobility"]}
+    assert {"max_distance", "sum_distances", "flow"} <= mobility.keys()
+    assert mobility["visits"]["count_released"] == report["users"]["released"]
+    assert mobility["visits"]["count_before"] == report["users"]["in_view"]
+    best = json.loads(
+        run(
+            "catalog",
+            "best",
+            "--threshold",
+            "0.34",
+            "--utility",
+            "ks:sum_distances",
+            "--format",
+            "json",
+        ).stdout
+    )
+    promised = next(r for r in best if r["dataview"] == "d2")["ks:sum_distances"]
+    assert mobility["sum_distances"]["ks"] == pytest.approx(promised)
+    assert (
+        "## What the release still tells an analyst" in (tmp_path / "rel" / "report.md").read_text()
+    )
 
 
 def test_suppress_locations_keeps_at_least_as_much_data(catalog_dir):
