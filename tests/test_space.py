@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pyproj
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from prudence_cli.space import (
     MEASURED_POSITIONS,
@@ -27,6 +29,45 @@ def test_data_in_one_utm_zone_keeps_that_zone():
     assert (chosen.crs, chosen.rule) == ("EPSG:32632", "utm")
     assert 0.0002 < chosen.scale_error < 0.0004
     assert chosen.warning() is None
+
+
+@settings(max_examples=300, deadline=None)
+@example(0.0, 0.0, 1.0, 1.0)  # a zone edge and the equator: the database decides
+@example(-5.7e-50, 0.0, 0.0, 1.0)
+@example(5.999999999, 10.0, 0.0, 1.0)
+@example(179.5, 83.5, 0.4, 0.4)
+@example(-180.0, -80.0, 1.0, 1.0)
+@given(
+    st.floats(-180, 180),
+    st.floats(-85, 85),
+    st.floats(0, 8),
+    st.floats(0, 8),
+)
+def test_utm_zone_by_arithmetic_is_the_databases(lon, lat, width, height):
+    """The zone found by arithmetic is the one the projection database gives for the
+    mean point, and the points fit it exactly when they fit its area of use."""
+    from pyproj.aoi import AreaOfInterest
+    from pyproj.database import query_utm_crs_info
+
+    from prudence_cli.space import utm_zone
+
+    lons = np.clip(np.array([lon, lon + width]), -180, 180)
+    lats = np.clip(np.array([lat, lat + height]), -90, 90)
+    c_lon, c_lat = float(np.mean(lons)), float(np.mean(lats))
+    found = query_utm_crs_info(
+        datum_name="WGS 84", area_of_interest=AreaOfInterest(c_lon, c_lat, c_lon, c_lat)
+    )
+    want = None
+    if found and found[0].area_of_use is not None:
+        a = found[0].area_of_use
+        if (
+            lons.min() >= a.west
+            and lons.max() <= a.east
+            and lats.min() >= a.south
+            and lats.max() <= a.north
+        ):
+            want = f"{found[0].auth_name}:{found[0].code}"
+    assert utm_zone(lons, lats) == want
 
 
 def test_data_beyond_one_zone_gets_a_centred_equal_area_projection():
