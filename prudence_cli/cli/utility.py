@@ -86,6 +86,11 @@ def utility(
     for name in measures:
         if name not in known:
             raise UserError(f"--measure {name}: known: {', '.join(known)}")
+    if show == "correlation" and measures and not set(measures) & set(PERSON_MEASURES):
+        raise UserError(
+            "--show correlation needs a per-person measure (risk is per person): one of "
+            + ", ".join(PERSON_MEASURES)
+        )
     opened = open_catalog(find_catalog(catalog_dir), "risks", PROFILES_HINT)
     policy, _ = catalog_policy(opened, None, attacks, where, default_max_risk=1.0)
     levels = counted_levels(opened, policy.attacks, policy.where)
@@ -106,7 +111,15 @@ def utility(
         )
     frame = found.distortion if show == "distortion" else found.correlation
     if frame.empty:
-        raise UserError("no dataview of these has places to measure")
+        raise UserError(
+            "nothing to measure: "
+            + (
+                f"{', '.join(measures)} need(s) trips, which only trajectory and segments "
+                "dataviews have"
+                if measures
+                else "no dataview of these has places"
+            )
+        )
     typed = numeric_columns(opened)
     output(frame, fmt, lambda: _table(frame, show, opened.dimension_names), typed)
 

@@ -27,6 +27,7 @@ from prudence_cli.catalog.query import (
 )
 from prudence_cli.config.policy import ReleasePolicy
 from prudence_cli.errors import PrudenceError
+from prudence_cli.measures.mobility import TRAJECTORY_ONLY
 from prudence_cli.measures.rac import measure_view
 from prudence_cli.sanitize.forecast import (
     Suppressed,
@@ -219,8 +220,10 @@ def dataview_scores(
             + (
                 f"no dataview keeps anyone after suppression to risk ≤ {max_risk:g}"
                 if not (table["users_released"] > 0).any()
-                else f"{distortion[1]} needs places (and trips need a trajectory or "
-                "segments format); these dataviews have none"
+                else f"{distortion[1]} needs trips, which only trajectory and segments "
+                "dataviews have"
+                if distortion[1] in TRAJECTORY_ONLY
+                else f"{distortion[1]} needs places, which these dataviews' format has not"
             )
         )
     for column, name in ((measure, "--measure"), (utility, "--utility")):
@@ -247,7 +250,12 @@ def dataview_scores(
         order = {"score": ["score", "released"], "kept": ["kept", "i_rac_d"]}.get(
             utility, ["released", "users_released", "kept"]
         )
-        table = table.sort_values(["releasable", *order], ascending=False, kind="stable")
+        # among dataviews that keep as much, the less risky first: it dominates the others
+        table = table.sort_values(
+            ["releasable", *order, "mean_risk"],
+            ascending=[False] * (1 + len(order)) + [True],
+            kind="stable",
+        )
     table = table.drop(columns="releasable")
     return Scores(table.reset_index(drop=True), max_risk, len(levels), measure, utility)
 

@@ -63,6 +63,17 @@ TRAJECTORY_ONLY = ("max_distance", "sum_distances", "flow")
 # the paper's D_1, D_0.5, D_0.33, D_0.25: risks are 1/k, so its 0.33 is 1/3
 THRESHOLDS = (1.0, 0.5, 1 / 3, 0.25)
 QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
+# the columns of a comparison (Profile.compare), per measure
+COMPARED = (
+    "kind",
+    "measure",
+    "ks",
+    "wasserstein",
+    "n_full",
+    "n_kept",
+    "median_full",
+    *(f"q{round(q * 100)}" for q in QUANTILES),
+)
 
 
 @dataclass(frozen=True)
@@ -162,7 +173,8 @@ def person_measures(visits: Visits, chosen: Sequence[str] | None = None) -> pd.D
             if "sum_distances" in names:
                 summed = np.bincount(trip, weights=length, minlength=n)
                 out["sum_distances"] = np.where(present, summed, np.nan)
-    return pd.DataFrame({name: out[name] for name in names})
+    # one row per person even when no person measure is chosen
+    return pd.DataFrame({name: out[name] for name in names}, index=pd.RangeIndex(n))
 
 
 def location_measures(visits: Visits, chosen: Sequence[str] | None = None) -> pd.DataFrame:
@@ -398,7 +410,7 @@ class Profile:
                         **quantiles(left),
                     }
                 )
-        return pd.DataFrame(rows)
+        return pd.DataFrame(rows, columns=COMPARED if not rows else None)
 
 
 def _finite_sorted(values: np.ndarray) -> np.ndarray:

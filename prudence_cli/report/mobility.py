@@ -10,6 +10,7 @@ import html
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.ticker import PercentFormatter
 
 from prudence_cli.measures.mobility import Profile, visits_of
 from prudence_cli.report.charts import Chart
@@ -56,7 +57,12 @@ def _figure(profile: Profile, people: pd.DataFrame, places: pd.DataFrame, title:
         full = before[name].dropna().to_numpy(dtype=float)
         kept = after[name].dropna().to_numpy(dtype=float)
         top = float(np.quantile(full, 0.99)) if full.size else 1.0
-        bins = np.linspace(0.0, max(top, 1e-9), 25)
+        whole = full.size > 0 and bool(np.all(full == np.round(full)))
+        bins = (  # counts: one bar per whole number when they are few
+            np.arange(-0.5, top + 1.5)
+            if whole and top <= 40
+            else np.linspace(0.0, max(top, 1e-9), 25)
+        )
         for values, label, style in ((full, "dataview", "-"), (kept, "release", "--")):
             if values.size:
                 ax.hist(
@@ -68,11 +74,13 @@ def _figure(profile: Profile, people: pd.DataFrame, places: pd.DataFrame, title:
                     linewidth=1.4,
                     label=label,
                 )
-        ax.set_title(LABELS[name], fontsize=8)
-        ax.tick_params(labelsize=7)
-        ax.set_yticks([])
+        ax.set_title(LABELS[name], fontsize=9)
+        ax.tick_params(labelsize=8)
+        ax.yaxis.set_major_formatter(PercentFormatter(xmax=1.0 / np.diff(bins)[0], decimals=0))
     for ax in axes[len(names) :]:
         ax.set_visible(False)
+    for ax in axes[::columns]:
+        ax.set_ylabel("share per bar", fontsize=8)
     axes[0].legend(fontsize=7)
     figure.suptitle(title)
     return figure
@@ -92,7 +100,7 @@ def _tables(compared: pd.DataFrame, correlation: pd.DataFrame) -> str:
                 for c in (
                     LABELS.get(row["measure"], row["measure"]),
                     "people" if row["kind"] == "person" else "places",
-                    _g(row["ks"]),
+                    _fixed(row["ks"]),
                     _g(row["wasserstein"]),
                     f"{_g(row['median_full'])} → {_g(row['q50'])}",
                     f"{int(row['n_full']):,} → {int(row['n_kept']):,}",
@@ -102,7 +110,8 @@ def _tables(compared: pd.DataFrame, correlation: pd.DataFrame) -> str:
         )
     correlated = "".join(
         f"<tr><td>{html.escape(LABELS.get(r['measure'], r['measure']))}</td>"
-        f"<td>{_g(r['pearson'])}</td><td>{_g(r['spearman'])}</td><td>{int(r['people']):,}</td></tr>"
+        f"<td>{_fixed(r['pearson'])}</td><td>{_fixed(r['spearman'])}</td>"
+        f"<td>{int(r['people']):,}</td></tr>"
         for _, r in correlation.iterrows()
     )
     return (
@@ -121,4 +130,9 @@ def _tables(compared: pd.DataFrame, correlation: pd.DataFrame) -> str:
 def _g(value: float) -> str:
     if value is None or np.isnan(value):
         return "—"
-    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:#.3g}".rstrip(".")
+
+
+def _fixed(value: float) -> str:
+    """Statistics between 0 and 1 (or −1 and 1), with the same three decimals."""
+    return "—" if value is None or np.isnan(value) else f"{value:.3f}"

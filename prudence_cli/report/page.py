@@ -42,7 +42,10 @@ READING = {
         "gives the Kolmogorov–Smirnov statistic (0: the same distribution, 1: disjoint) and "
         "the Wasserstein distance (in the measure's unit) between the two. Removing the "
         "riskiest people often removes the most mobile ones: a measure whose distribution "
-        "moves is one an analyst should not study on this release.",
+        "moves is one an analyst should not study on this release. The KS is also the largest "
+        "difference, over every cut-off value, between the shares of people (or places) "
+        "below it: KS 0.05 means no share moves by more than 5 points. The bars give the "
+        "share of people (or places) per bar.",
     ),
     "map": (
         "Where the risk lies",

@@ -104,8 +104,32 @@ def test_best_by_distortion_on_the_command_line(catalog):  # noqa: F811
         ),
         (("catalog", "best", "--max-risk", "0.5", "--utility", "mean"), "--utility mean: known"),
         (("catalog", "utility", "--where", "h=9"), "no assessed attack level is left"),
+        (("catalog", "utility", "--measure", "max_distance"), "max_distance need(s) trips"),
+        (
+            ("catalog", "utility", "--show", "correlation", "--measure", "location_entropy"),
+            "--show correlation needs a per-person measure",
+        ),
+        (
+            (
+                "catalog",
+                "best",
+                "--max-risk",
+                "0.5",
+                "--where",
+                "visits=none",
+                "--utility",
+                "ks:flow",
+            ),
+            "flow needs trips, which only trajectory",
+        ),
     ],
 )
 def test_hostile_options_exit_2(catalog, args, message):  # noqa: F811
     result = run(*args)
     assert result.exit_code == 2 and message in result.stderr, result.output
+
+
+def test_places_only_measures(catalog):  # noqa: F811
+    """A choice without any per-person measure still compares the places."""
+    frame = csv("catalog", "utility", "--measure", "location_entropy", "--format", "csv")
+    assert set(frame["measure"]) == {"location_entropy"} and set(frame["kind"]) == {"location"}

@@ -253,3 +253,17 @@ def test_best_by_a_measure_distortion(catalog):
         assert got == pytest.approx(want)
     with pytest.raises(Exception, match="STATISTIC:MEASURE"):
         dataview_scores(opened, levels, 0.5, (), "mean_risk", "ks:nothing")
+
+
+def test_among_dataviews_that_keep_as_much_the_less_risky_comes_first(catalog):
+    """At R = 1 every release keeps everything: the recommendation (the first row) is the
+    dataview of lowest mean risk among those keeping the most people, not the first in
+    the table."""
+    rows = json.loads(
+        run(
+            "catalog", "best", "--catalog", str(catalog), "--max-risk", "1", "--format", "json"
+        ).stdout
+    )
+    assert all(r["released"] == 1.0 for r in rows)
+    assert rows[0]["mean_risk"] == min(r["mean_risk"] for r in rows)
+    assert rows[0]["pareto"] == "front"
