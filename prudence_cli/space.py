@@ -104,27 +104,24 @@ def utm_zone(lon: np.ndarray, lat: np.ndarray) -> str | None:
         zone = int((c_lon + 180) // 6) + 1
         west = -180.0 + 6 * (zone - 1)
         south, north = (0.0, 84.0) if c_lat > 0 else (-80.0, 0.0)
-        inside = (
-            float(np.min(lon)) >= west
-            and float(np.max(lon)) <= west + 6
-            and float(np.min(lat)) >= south
-            and float(np.max(lat)) <= north
+        crs, bounds = f"EPSG:{(32600 if c_lat > 0 else 32700) + zone}", (west, west + 6)
+    else:
+        found = query_utm_crs_info(
+            datum_name="WGS 84",
+            area_of_interest=AreaOfInterest(c_lon, c_lat, c_lon, c_lat),
         )
-        return f"EPSG:{(32600 if c_lat > 0 else 32700) + zone}" if inside else None
-    found = query_utm_crs_info(
-        datum_name="WGS 84",
-        area_of_interest=AreaOfInterest(c_lon, c_lat, c_lon, c_lat),
-    )
-    if not found or found[0].area_of_use is None:
-        return None
-    area = found[0].area_of_use
+        if not found or found[0].area_of_use is None:
+            return None
+        area = found[0].area_of_use
+        crs, bounds = f"{found[0].auth_name}:{found[0].code}", (area.west, area.east)
+        south, north = area.south, area.north
     inside = (
-        float(np.min(lon)) >= area.west
-        and float(np.max(lon)) <= area.east
-        and float(np.min(lat)) >= area.south
-        and float(np.max(lat)) <= area.north
+        float(np.min(lon)) >= bounds[0]
+        and float(np.max(lon)) <= bounds[1]
+        and float(np.min(lat)) >= south
+        and float(np.max(lat)) <= north
     )
-    return f"{found[0].auth_name}:{found[0].code}" if inside else None
+    return crs if inside else None
 
 
 def scale_errors(crs: str, lon: np.ndarray, lat: np.ndarray) -> np.ndarray:

@@ -131,19 +131,15 @@ def _release_distortion(
 ) -> Callable[[Suppressed], dict[str, float]]:
     """The distortion of `measure` between a dataview and its release (NaN when the
     dataview's format does not allow the measure)."""
-    from prudence_cli.measures.mobility import Profile, visits_of
+    from prudence_cli.measures.mobility import release_distortion
 
     crs = catalog.record.selection.crs
     column = f"{statistic}:{measure}"
 
     def distortion(result: Suppressed) -> dict[str, float]:
-        before = visits_of(result.before, crs) if crs else None
-        after = visits_of(result.outcome.view, crs) if crs else None
-        if before is None or after is None:
-            return {column: np.nan}
-        table = Profile(before, [measure]).against(after)
-        found = table.loc[table["measure"] == measure, statistic]
-        return {column: float(found.iloc[0]) if len(found) else np.nan}
+        found = release_distortion(result.before, result.outcome.view, crs, [measure])
+        value = found[0][statistic] if found else None
+        return {column: np.nan if value is None else value}
 
     return distortion
 

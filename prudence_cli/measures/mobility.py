@@ -163,7 +163,7 @@ def person_measures(visits: Visits, chosen: Sequence[str] | None = None) -> pd.D
         if "visits" in names:
             out["visits"] = np.where(present, total, np.nan)
         if {"max_distance", "sum_distances"} & set(names):
-            trip, length = _trips(visits)
+            trip, length = _trips(visits, person)
             if "max_distance" in names:
                 longest = np.zeros(n)
                 if trip.size:  # trips are sorted by person
@@ -278,9 +278,9 @@ def _normalised_entropy(group: np.ndarray, weight: np.ndarray, n: int) -> np.nda
     return np.where(members > 0, normalised, np.nan)
 
 
-def _trips(visits: Visits) -> tuple[np.ndarray, np.ndarray]:
-    """Per trip (two consecutive visits of a person): its person and its length."""
-    person = visits.person
+def _trips(visits: Visits, person: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per trip (two consecutive visits of a person, `person` the person of each row):
+    its person and its length."""
     same = person[1:] == person[:-1]
     here, there = visits.location[:-1][same], visits.location[1:][same]
     length = np.hypot(visits.x[there] - visits.x[here], visits.y[there] - visits.y[here])
@@ -429,15 +429,18 @@ def by_threshold(
     return Profile(visits, chosen).by_threshold(risk, thresholds)
 
 
-def release_distortion(before: Dataview, after: Dataview, crs: str | None) -> list[dict[str, Any]]:
-    """Per mobility measure the format allows: its distribution on the dataview `before`
-    and on its release `after` (KS, Wasserstein, counts and medians), as a release
-    report records it; empty for a format without places."""
+def release_distortion(
+    before: Dataview, after: Dataview, crs: str | None, chosen: Sequence[str] | None = None
+) -> list[dict[str, Any]]:
+    """Per mobility measure the format allows (of `chosen`, default all): its
+    distribution on the dataview `before` and on its release `after` (KS, Wasserstein,
+    counts and medians), as a release report records it; empty for a format without
+    places."""
     full = visits_of(before, crs) if crs else None
     released = visits_of(after, crs) if crs else None
     if full is None or released is None:
         return []
-    table = Profile(full).against(released)
+    table = Profile(full, chosen).against(released)
     return [
         {
             "measure": row["measure"],

@@ -15,6 +15,7 @@ from matplotlib.ticker import PercentFormatter
 from prudence_cli.measures.mobility import Profile, visits_of
 from prudence_cli.report.charts import Chart
 from prudence_cli.sanitize.forecast import Suppressed
+from prudence_cli.sanitize.report import shown_number
 
 LABELS = {
     "radius_of_gyration": "radius of gyration (m)",
@@ -101,8 +102,8 @@ def _tables(compared: pd.DataFrame, correlation: pd.DataFrame) -> str:
                     LABELS.get(row["measure"], row["measure"]),
                     "people" if row["kind"] == "person" else "places",
                     _fixed(row["ks"]),
-                    _g(row["wasserstein"]),
-                    f"{_g(row['median_full'])} → {_g(row['q50'])}",
+                    shown_number(row["wasserstein"]),
+                    f"{shown_number(row['median_full'])} → {shown_number(row['q50'])}",
                     f"{int(row['n_full']):,} → {int(row['n_kept']):,}",
                 )
             )
@@ -125,12 +126,6 @@ def _tables(compared: pd.DataFrame, correlation: pd.DataFrame) -> str:
         + '<table class="mobility"><thead><tr><th>measure</th><th>Pearson</th>'
         "<th>Spearman</th><th>people</th></tr></thead><tbody>" + correlated + "</tbody></table>"
     )
-
-
-def _g(value: float) -> str:
-    if value is None or np.isnan(value):
-        return "—"
-    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:#.3g}".rstrip(".")
 
 
 def _fixed(value: float) -> str:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from prudence_cli.catalog import Catalog
-from prudence_cli.catalog.query import Levels, sampled_level_keys
+from prudence_cli.catalog.query import Levels
 from prudence_cli.catalog.release_records import LevelRisk
 from prudence_cli.config.policy import ReleasePolicy
 from prudence_cli.explore import Scores
@@ -151,7 +151,7 @@ def _answer(catalog: Catalog, v: Verdict) -> str:
             "the released data.</p>"
         )
     lines += [f"<p><b>Note:</b> {_e(note)}</p>" for note in v.notes]
-    sampled = sorted(sampled_level_keys(catalog, entry.id) & {lv.level for lv in v.coverage})
+    sampled = sorted(lv.level for lv in v.coverage if lv.sampled)
     if sampled:
         lines.append(
             "<p><b>Lower bounds:</b> these levels were assessed on sampled knowledge "

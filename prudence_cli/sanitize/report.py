@@ -171,17 +171,20 @@ def _mobility(report: ReleaseReport) -> list[str]:
     ]
     for m in report.mobility:
         lines.append(
-            f"| {m['measure']} | {m['of']} | {_g(m['ks'])} | {_g(m['wasserstein'])} | "
-            f"{_g(m['median_before'])} → {_g(m['median_released'])} | "
+            f"| {m['measure']} | {m['of']} | {shown_number(m['ks'])} | "
+            f"{shown_number(m['wasserstein'])} | "
+            f"{shown_number(m['median_before'])} → {shown_number(m['median_released'])} | "
             f"{m['count_before']:,} → {m['count_released']:,} |"
         )
     return lines
 
 
-def _g(value: float | None) -> str:
-    if value is None:
+def shown_number(value: float | None) -> str:
+    """A measure's value in a report: whole thousands, else three significant digits
+    (trailing zeros kept, so that columns read alike); — for none."""
+    if value is None or value != value:
         return "—"
-    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:#.3g}".rstrip(".")
 
 
 def _share(part: float, whole: float) -> str:
