@@ -37,6 +37,7 @@ from prudence_cli.catalog.records import (
     InvalidRows,
     LevelEntry,
     Manifest,
+    MobilityEntry,
     RandomizeEntry,
     SelectionEntry,
 )
@@ -49,6 +50,7 @@ from prudence_cli.engine import Engine
 from prudence_cli.engine.compiled import threads
 from prudence_cli.engine.runner import DaskRunner, LocalRunner
 from prudence_cli.errors import BudgetError, PrudenceError
+from prudence_cli.explore.mobility import Measurer
 from prudence_cli.io.atomic import atomic_folder, check_replaceable, check_writable
 from prudence_cli.io.checksums import sha256_file
 from prudence_cli.io.readers import read_utility_scores
@@ -198,6 +200,7 @@ class _Stage:
     steps: int  # progress steps
     sampling: list[dict[str, Any]] = field(default_factory=list)
     randomize: RandomizeEntry | None = None  # the randomized wing's manifest entry
+    mobility: MobilityEntry | None = None  # the mobility measures, when computed
 
 
 def _silent(done: int, total: int, message: str, unit: str = "") -> None:
@@ -255,6 +258,7 @@ def _assess_risks(
     start, end = config.select.start, config.select.end
     period = (None if start is None else start.value, None if end is None else end.value)
     views = build_dataviews(selection, config.dataview, config.input.timezone, period=period)
+    measurer = Measurer(config.mobility, selection.crs, writer)
     for view_index, view in enumerate(views):
         dims = view.labels
         risks: dict[str, np.ndarray] = {}
@@ -305,6 +309,9 @@ def _assess_risks(
                 }
             )
             done += 1
+        report(done, total, f"{view.id} {view.shown} mobility measures")
+        keys = {"dataview": view.id, **{k: str(v) for k, v in dims.items()}}
+        measures = measurer.add(view, selection.user_ids, risks, keys)
         views_meta.append(
             DataviewEntry(
                 id=view.id,
@@ -318,9 +325,12 @@ def _assess_risks(
                     view.id, view.table(selection.user_ids), view.used_locations()
                 ),
                 risks=writer.write_risks(view.id, selection.user_ids, risks),
+                measures=measures,
             )
         )
-    timings["attacks"] = time.perf_counter() - mark
+    mobility = measurer.finish()
+    timings["mobility"] = measurer.seconds
+    timings["attacks"] = time.perf_counter() - mark - measurer.seconds
     folder = writer.folder
     if config.utility_scores is not None:
         _utility_table(config).to_csv(folder / "utility.csv", index=False)
@@ -328,7 +338,7 @@ def _assess_risks(
         report(done, total, "utility: the declared aggregate from each profile")
         _aggregate_utility(config, selection).to_csv(folder / "utility.csv", index=False)
     irac = _irac_table(rows, config)
-    return _Stage(views_meta, irac, irac, total, sampling)
+    return _Stage(views_meta, irac, irac, total, sampling, mobility=mobility)
 
 
 def _knowledge_names(config: Config) -> list[str]:
@@ -468,4 +478,5 @@ def _manifest(
         platform={"python": platform.python_version(), "machine": platform.machine()},
         randomize=stage.randomize,
         policy=config.policy,
+        mobility=stage.mobility,
     )

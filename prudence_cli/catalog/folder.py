@@ -10,6 +10,13 @@ Layout:
   risks/<dataview>.parquet     user, then one risk column per attack level (all users of U)
   dataviews/<dataview>.parquet the dataview as it would be shared: user, location, count
   dataviews/<dataview>.locations.parquet   label, lon, lat of each location of the view
+  measures/<dataview>.parquet  user, then each mobility measure of the person (Pellungrini
+                               et al., Analyzing Privacy Risk in Human Mobility Data)
+  measures/<dataview>.places.parquet   location (label), then each location measure
+  mobility.parquet             per dataview, attack level, risk threshold t and measure:
+                               its distribution on the people at risk ≤ t against everyone
+  mobility-correlation.parquet per dataview, attack level and per-person measure: its
+                               Pearson and Spearman correlation with risk
   ledger/                      the releases made from the catalog (sanitize/ledger.py)
 
 Integrity: `catalog.json` records the sha256 of every file but itself and the ledger.
@@ -60,6 +67,8 @@ CATALOG_FORMAT = "prudence-catalog"
 CATALOG_VERSION = 2  # 2: per-dataview tables in Parquet; 1: in CSV
 READABLE_VERSIONS = (1, 2)
 MANIFEST = "catalog.json"
+MOBILITY = "mobility.parquet"
+MOBILITY_CORRELATION = "mobility-correlation.parquet"
 IRAC = "irac.csv"
 RANDOMIZED = "randomized.csv"  # profiles catalogs: one row per (setting, attack level)
 LEDGER = "ledger"  # written after the catalog: not in its `files` (see sanitize/ledger.py)
@@ -132,6 +141,31 @@ class CatalogWriter:
         columns = {name: np.asarray(values, dtype=np.float64) for name, values in risks.items()}
         write_table(pd.DataFrame({"user": user_ids, **columns}), self.folder / path, _RISKS_TEXT)
         return path
+
+    def write_measures(
+        self, view_id: str, user_ids: np.ndarray, people: pd.DataFrame, places: pd.DataFrame
+    ) -> str:
+        """Per person of U (original id, as text), the mobility measures of `people` (one
+        row per person, in the order of U); per location (its label) those of `places`;
+        returns the people's file name in the catalog (the places' is `places_name` of it)."""
+        path = f"measures/{view_id}{PARQUET}"
+        (self.folder / "measures").mkdir(exist_ok=True)
+        write_table(
+            pd.concat([pd.DataFrame({"user": user_ids}), people.reset_index(drop=True)], axis=1),
+            self.folder / path,
+            _RISKS_TEXT,
+        )
+        write_table(places, self.folder / places_name(path), _PLACES_TEXT)
+        return path
+
+    def write_mobility(
+        self, distortion: pd.DataFrame, correlation: pd.DataFrame
+    ) -> tuple[str, str]:
+        """The distortion and correlation tables of every dataview (explore/mobility.py)."""
+        text = ("dataview", "level", "kind", "measure")  # dimension values are text already
+        write_table(distortion, self.folder / MOBILITY, text)
+        write_table(correlation, self.folder / MOBILITY_CORRELATION, text)
+        return MOBILITY, MOBILITY_CORRELATION
 
     def write_curve(self, view_id: str, level: KnowledgeLevel, curve: pd.DataFrame) -> str:
         name = _UNSAFE.sub("_", f"{view_id}__{level.attack}__{level.label}")
@@ -312,6 +346,22 @@ class Catalog:
             raise CatalogError(f"{self.path}: dataview {view_id} is inconsistent: {exc}") from None
         return view, user_ids
 
+    def mobility_tables(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The distortion and correlation tables `assess` stored (see MobilityEntry)."""
+        entry = self.record.mobility
+        if entry is None:
+            raise CatalogError(f"{self.path}: the catalog holds no mobility measures")
+        return self.read_table(entry.distortion, ()), self.read_table(entry.correlation, ())
+
+    def measures(self, view_id: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The mobility measures `assess` stored for a dataview: per person of U (`user`,
+        as text, then one column per measure) and per location (`location`, its label)."""
+        entry = self.dataview_entry(view_id)
+        if entry.measures is None:
+            raise CatalogError(f"{self.path}: no mobility measures for dataview {view_id}")
+        people = self.read_table(entry.measures, _RISKS_TEXT)
+        return people, self.read_table(places_name(entry.measures), _PLACES_TEXT)
+
     def dataview_table(self, view_id: str) -> pd.DataFrame:
         """The dataview as it would be shared, with the original user ids (as text)."""
         entry = self.dataview_entry(view_id)
@@ -322,6 +372,12 @@ class Catalog:
 _VIEW_TEXT = ("user", "location")
 _LOCATIONS_TEXT = ("label",)
 _RISKS_TEXT = ("user",)
+_PLACES_TEXT = ("location",)
+
+
+def places_name(measures_name: str) -> str:
+    """`measures/d1.parquet` → `measures/d1.places.parquet`."""
+    return measures_name.removesuffix(PARQUET) + ".places" + PARQUET
 
 
 def open_catalog(path: Path | str, kind: CatalogKind | None = None, instead: str = "") -> Catalog:

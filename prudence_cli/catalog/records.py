@@ -84,6 +84,7 @@ class DataviewEntry:
     file: str
     risks: str
     split: str | None = None  # profiles dataviews: the split instant
+    measures: str | None = None  # its mobility measures per person (and `.places` file)
 
     def to_json(self) -> Json:
         data: Json = {
@@ -99,6 +100,8 @@ class DataviewEntry:
             data["split"] = self.split
         data["file"] = self.file
         data["risks"] = self.risks
+        if self.measures is not None:
+            data["measures"] = self.measures
         return data
 
     @classmethod
@@ -114,11 +117,42 @@ class DataviewEntry:
             data.get("file", ""),
             data.get("risks", ""),
             data.get("split"),
+            data.get("measures"),
         )
 
     def show(self) -> str:
         """The dimensions as `name=value ...`."""
         return " ".join(f"{k}={v}" for k, v in self.dimensions.items())
+
+
+@dataclass(frozen=True)
+class MobilityEntry:
+    """The mobility measures `assess` computed (Pellungrini et al., sections 2 and 5):
+    which (None: every one each format allows), at which risk thresholds, and the tables
+    of their distortion and correlation with risk for every dataview and attack level."""
+
+    measures: tuple[str, ...] | None
+    thresholds: tuple[float, ...]
+    distortion: str  # file in the catalog
+    correlation: str
+
+    def to_json(self) -> Json:
+        return {
+            "measures": "all" if self.measures is None else list(self.measures),
+            "thresholds": list(self.thresholds),
+            "distortion": self.distortion,
+            "correlation": self.correlation,
+        }
+
+    @classmethod
+    def from_json(cls, data: Json) -> MobilityEntry:
+        measures = data["measures"]
+        return cls(
+            None if measures == "all" else tuple(measures),
+            tuple(float(t) for t in data["thresholds"]),
+            data["distortion"],
+            data["correlation"],
+        )
 
 
 @dataclass(frozen=True)
@@ -256,6 +290,7 @@ class Manifest:
     platform: dict[str, str]
     randomize: RandomizeEntry | None = None  # profiles catalogs
     policy: ReleasePolicy | None = None  # the config's release policy, if it has one
+    mobility: MobilityEntry | None = None  # the mobility measures, when assess computed them
     files: dict[str, str] | None = None  # path -> sha256; added when the catalog is finished
 
     @property
@@ -302,6 +337,8 @@ class Manifest:
             data["randomize"] = self.randomize.to_json()
         if self.policy is not None:
             data["policy"] = self.policy.to_json()
+        if self.mobility is not None:
+            data["mobility"] = self.mobility.to_json()
         if self.files is not None:
             data["files"] = dict(self.files)
         return data
@@ -335,6 +372,7 @@ class Manifest:
             platform=dict(data["platform"]),
             randomize=None if randomize is None else RandomizeEntry.from_json(randomize),
             policy=None if "policy" not in data else ReleasePolicy.from_json(data["policy"]),
+            mobility=None if "mobility" not in data else MobilityEntry.from_json(data["mobility"]),
             files=None if files is None else dict(files),
         )
 
@@ -351,6 +389,7 @@ __all__ = [
     "LevelEntry",
     "Manifest",
     "MechanismEntry",
+    "MobilityEntry",
     "PassEntry",
     "ProfileCounts",
     "RacEntry",

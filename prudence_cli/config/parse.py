@@ -17,6 +17,7 @@ from prudence_cli.config.dimensions import FORMATS, SEGMENT_FORMATS
 from prudence_cli.config.knowledge import ATTACK_SCHEMAS, KnowledgeLevel
 from prudence_cli.config.loader import read_yaml
 from prudence_cli.config.mechanisms import MECHANISMS, Setting
+from prudence_cli.config.mobility import parse_mobility
 from prudence_cli.config.policy import parse_policy
 from prudence_cli.config.reader import Reader
 from prudence_cli.config.schema import (
@@ -88,6 +89,7 @@ def parse_config(data: object, file: Path) -> Config:
         crs=r.convert(top["crs"], "crs", check_projected_crs) if "crs" in top else None,
         utility_scores=_parse_utility(r, top.get("utility")),
         utility_aggregate=_parse_aggregate(r, top.get("utility"), dataview),
+        mobility=parse_mobility(r, top.get("utility")),
         mechanisms=mechanisms,
         randomize=_parse_randomize(r, top.get("randomize", {}), input_config.timezone),
         policy=parse_policy(
@@ -343,8 +345,8 @@ def _parse_attacks(r: Reader, data: object, view_format: str) -> tuple[AttackCon
 def _parse_utility(r: Reader, data: object) -> Path | None:
     if data is None:
         return None
-    m = r.mapping(data, "utility", allowed={"scores", "aggregate"})
-    if ("scores" in m) == ("aggregate" in m):
+    m = r.mapping(data, "utility", allowed={"scores", "aggregate", "measures", "thresholds"})
+    if "scores" in m and "aggregate" in m:
         r.fail("utility", "give scores (a CSV of expert scores) or aggregate, not both")
     if "scores" not in m:
         return None

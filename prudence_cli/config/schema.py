@@ -12,6 +12,7 @@ import pandas as pd
 
 from prudence_cli.config.knowledge import KnowledgeLevel
 from prudence_cli.config.mechanisms import Setting
+from prudence_cli.config.mobility import MobilityConfig
 from prudence_cli.config.policy import ReleasePolicy
 from prudence_cli.io.specs import ColumnMap, PointsSpec, SegmentsSpec, TowersSpec
 
@@ -146,6 +147,7 @@ class Config:
     crs: str | None = None  # projected CRS for the grid; None: chosen from the data (space.py)
     utility_scores: Path | None = None  # expert utility score per profile (CSV)
     utility_aggregate: Aggregate | None = None  # or the error of a declared aggregate
+    mobility: MobilityConfig = field(default_factory=MobilityConfig)  # measured per dataview
     mechanisms: tuple[Setting, ...] = ()  # randomized settings swept on profiles dataviews
     randomize: RandomizeConfig = field(default_factory=RandomizeConfig)
     policy: ReleasePolicy | None = None  # the release policy, the default of sanitize etc.

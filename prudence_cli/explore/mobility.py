@@ -1,19 +1,39 @@
 """What a release at each risk threshold still tells an analyst, from a catalog: per
 dataview and counted attack level, the mobility measures (measures/mobility.py) on the
 people at risk ≤ t against the whole dataview, and their correlation with risk
-(Pellungrini et al., Analyzing Privacy Risk in Human Mobility Data, sections 5.2–5.3)."""
+(Pellungrini et al., Analyzing Privacy Risk in Human Mobility Data, sections 5.2–5.3).
+
+`prudence assess` computes them for every dataview and level (`view_mobility`) and stores
+the tables in the catalog; `catalog_mobility` reads them back when they hold what is
+asked, and computes them from the dataview's files otherwise (other thresholds or
+measures, or a catalog assessed before they were stored): the same numbers either way."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 
-from prudence_cli.catalog import Catalog
+from prudence_cli.catalog import Catalog, CatalogWriter
 from prudence_cli.catalog.query import Levels, dataview_entries
+from prudence_cli.catalog.records import DataviewEntry, MobilityEntry
+from prudence_cli.config.mobility import MobilityConfig
 from prudence_cli.errors import CatalogError
-from prudence_cli.measures.mobility import THRESHOLDS, Profile, visits_of
+from prudence_cli.measures.mobility import (
+    MEASURES,
+    PERSON_MEASURES,
+    THRESHOLDS,
+    Profile,
+    measures_for,
+    visits_of,
+)
+
+if TYPE_CHECKING:
+    from prudence_cli.dataviews.base import Dataview
 
 
 @dataclass(frozen=True)
@@ -23,6 +43,48 @@ class Mobility:
     skipped: tuple[str, ...]  # dataviews whose format has no places to measure
 
 
+@dataclass(frozen=True)
+class ViewMobility:
+    """One dataview's measures (`profile`) and, per attack level, their distortion by
+    risk threshold and their correlation with risk."""
+
+    profile: Profile
+    distortion: pd.DataFrame
+    correlation: pd.DataFrame
+
+
+def view_mobility(
+    view: Dataview,
+    crs: str,
+    risks: Mapping[str, np.ndarray],
+    keys: Mapping[str, str],
+    thresholds: Sequence[float] = THRESHOLDS,
+    measures: Sequence[str] | None = None,
+) -> ViewMobility | None:
+    """The tables of one dataview under each level of `risks` (level key → per-person
+    risk), every row starting with the columns `keys` (dataview and dimensions); None
+    when the format holds no places."""
+    visits = visits_of(view, crs)
+    if visits is None:
+        return None
+    profile = Profile(visits, measures)
+    levels = list(risks)
+    distortion = [profile.by_threshold(risks[level], thresholds) for level in levels]
+    correlation = [profile.correlation(risks[level]) for level in levels]
+    return ViewMobility(
+        profile, _keyed(distortion, levels, keys), _keyed(correlation, levels, keys)
+    )
+
+
+def _keyed(frames: list[pd.DataFrame], levels: list[str], keys: Mapping[str, str]) -> pd.DataFrame:
+    """The frames of each level one after the other, the columns `keys` and `level` first."""
+    if not frames:
+        return pd.DataFrame()
+    joined = pd.concat(frames, ignore_index=True)
+    level = np.repeat(np.array(levels, dtype=object), [len(f) for f in frames])
+    return pd.concat([pd.DataFrame({**keys, "level": level}, index=joined.index), joined], axis=1)
+
+
 def catalog_mobility(
     catalog: Catalog,
     levels: Levels,
@@ -30,42 +92,152 @@ def catalog_mobility(
     thresholds: Sequence[float] = THRESHOLDS,
     measures: Sequence[str] | None = None,
     progress: Callable[[int, int, str], None] | None = None,
+    stored_tables: bool = True,
 ) -> Mobility:
     """The distortion tables of every dataview kept by `where`, under each level of
-    `levels` (a person's risk at that level decides whether they are in D_t)."""
+    `levels` (a person's risk at that level decides whether they are in D_t): those
+    `assess` stored when they hold what is asked (unless not `stored_tables`), else
+    computed from the dataviews' files."""
     crs = catalog.record.selection.crs
     if crs is None:
         raise CatalogError(
             f"{catalog.path}: the catalog records no projection; run prudence assess again"
         )
     entries = dataview_entries(catalog, where)
+    stored = _stored(catalog, thresholds, measures) if stored_tables else None
+    if stored is not None:
+        return _kept(stored, entries, levels, thresholds, measures)
     distortion, correlation, skipped = [], [], []
     for done, entry in enumerate(entries):
         if progress is not None:
             progress(done, len(entries), f"measuring {entry.id}")
-        view = catalog.view(entry.id)[0]
-        visits = visits_of(view, crs)
-        if visits is None:
+        risks = catalog.risks(entry.id)
+        found = view_mobility(
+            catalog.view(entry.id)[0],
+            crs,
+            {level.key: risks[level.key].to_numpy(dtype=float) for _, level in levels},
+            {"dataview": entry.id, **{k: str(v) for k, v in entry.dimensions.items()}},
+            thresholds,
+            measures,
+        )
+        if found is None:
             skipped.append(entry.id)
             continue
-        profile = Profile(visits, measures)
-        risks = catalog.risks(entry.id)
-        keys = {"dataview": entry.id, **{k: str(v) for k, v in entry.dimensions.items()}}
-        for _, level in levels:
-            risk = risks[level.key].to_numpy(dtype=float)
-            named = {**keys, "level": level.key}
-            distortion.append(_first(profile.by_threshold(risk, thresholds), named))
-            correlation.append(_first(profile.correlation(risk), named))
+        distortion.append(found.distortion)
+        correlation.append(found.correlation)
     if progress is not None:
         progress(len(entries), len(entries), "measured")
     return Mobility(_joined(distortion), _joined(correlation), tuple(skipped))
 
 
-def _first(frame: pd.DataFrame, columns: dict[str, str]) -> pd.DataFrame:
-    for position, (name, value) in enumerate(columns.items()):
-        frame.insert(position, name, value)
-    return frame
+def _stored(
+    catalog: Catalog, thresholds: Sequence[float], measures: Sequence[str] | None
+) -> Mobility | None:
+    """The tables `assess` stored, when they hold every threshold and measure asked."""
+    entry = catalog.record.mobility
+    if entry is None:
+        return None
+    has = MEASURES if entry.measures is None else entry.measures
+    if not set(measures or MEASURES) <= set(has):
+        return None
+    if any(not np.isclose(entry.thresholds, t, rtol=0, atol=1e-12).any() for t in thresholds):
+        return None
+    distortion, correlation = catalog.mobility_tables()
+    skipped = tuple(e.id for e in catalog.dataviews if e.measures is None)
+    return Mobility(distortion, correlation, skipped)
+
+
+def _kept(
+    stored: Mobility,
+    entries: Sequence[DataviewEntry],
+    levels: Levels,
+    thresholds: Sequence[float],
+    measures: Sequence[str] | None,
+) -> Mobility:
+    """The stored rows asked for, in the order computing them gives: dataview, level,
+    threshold as asked, then the measures as `measures_for` orders them."""
+    views = [e.id for e in entries]
+    keys = [level.key for _, level in levels]
+    # person measures first, then location measures, each in the order asked
+    chosen = measures_for(True, measures)
+    order = [m for m in chosen if m in PERSON_MEASURES] + [
+        m for m in chosen if m not in PERSON_MEASURES
+    ]
+
+    def kept(frame: pd.DataFrame, by_threshold: bool) -> pd.DataFrame:
+        if frame.empty:
+            return frame
+        rank = {
+            "dataview": {v: i for i, v in enumerate(views)},
+            "level": {k: i for i, k in enumerate(keys)},
+            "measure": {m: i for i, m in enumerate(order)},
+        }
+        ranks = pd.DataFrame({c: frame[c].map(r) for c, r in rank.items()})
+        if by_threshold:
+            at = frame["threshold"].to_numpy(dtype=float)
+            ranks["threshold"] = np.nan
+            for i, t in enumerate(thresholds):
+                ranks.loc[np.isclose(at, t, rtol=0, atol=1e-12), "threshold"] = i
+        wanted = ranks.notna().all(axis=1).to_numpy()
+        by = ["dataview", "level", *(["threshold"] if by_threshold else []), "measure"]
+        ordered = ranks[wanted].sort_values(by, kind="stable").index
+        out = frame.loc[ordered].reset_index(drop=True)
+        if by_threshold:  # the thresholds as asked, not as stored
+            out["threshold"] = [thresholds[int(i)] for i in ranks.loc[ordered, "threshold"]]
+        return out
+
+    skipped = tuple(v for v in views if v in stored.skipped)
+    return Mobility(kept(stored.distortion, True), kept(stored.correlation, False), skipped)
 
 
 def _joined(frames: list[pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+class Measurer:
+    """What `assess` measures, one dataview at a time as its risks come: each dataview's
+    measures into `measures/` of the catalog, the tables of all of them at `finish`."""
+
+    def __init__(self, setting: MobilityConfig, crs: str | None, writer: CatalogWriter) -> None:
+        self.setting = setting
+        self.crs = crs
+        self.writer = writer
+        self.distortion: list[pd.DataFrame] = []
+        self.correlation: list[pd.DataFrame] = []
+        self.seconds = 0.0
+
+    def add(
+        self,
+        view: Dataview,
+        user_ids: np.ndarray,
+        risks: Mapping[str, np.ndarray],
+        keys: Mapping[str, str],
+    ) -> str | None:
+        """Measure `view` under each level of `risks`; the name of its measures file in
+        the catalog, None when nothing is measured (the setting, or no places)."""
+        if not self.setting.enabled or self.crs is None:
+            return None
+        started = time.perf_counter()
+        found = view_mobility(
+            view, self.crs, risks, keys, self.setting.thresholds, self.setting.measures
+        )
+        if found is None:
+            return None
+        profile = found.profile
+        labels = view.locations["label"].to_numpy()
+        places = profile.places.assign(location=labels[profile.places["location"].to_numpy()])
+        name = self.writer.write_measures(view.id, user_ids, profile.people, places)
+        self.distortion.append(found.distortion)
+        self.correlation.append(found.correlation)
+        self.seconds += time.perf_counter() - started
+        return name
+
+    def finish(self) -> MobilityEntry | None:
+        """Write the tables; the manifest's entry (None when nothing was measured)."""
+        if not self.distortion:
+            return None
+        distortion, correlation = self.writer.write_mobility(
+            _joined(self.distortion), _joined(self.correlation)
+        )
+        thresholds = tuple(float(t) for t in self.setting.thresholds)
+        return MobilityEntry(self.setting.measures, thresholds, distortion, correlation)

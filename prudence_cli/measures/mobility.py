@@ -32,8 +32,9 @@ Per location:
 
 Distortion: each measure's distribution on the people (or locations) left after removing
 those above a risk threshold, against the full dataview's, by the Kolmogorov–Smirnov
-statistic and the 1-Wasserstein distance (scipy.stats), with quantiles; and the Pearson
-and Spearman correlation of each per-person measure with risk (the paper's Table 1).
+statistic and the 1-Wasserstein distance, with quantiles; and the Pearson and Spearman
+correlation of each per-person measure with risk (the paper's Table 1). The statistics
+are in measures/distributions.py.
 """
 
 from __future__ import annotations
@@ -45,24 +46,25 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from prudence_cli.config.mobility import (
+    LOCATION_MEASURES,
+    MEASURES,
+    PERSON_MEASURES,
+    THRESHOLDS,
+    TRAJECTORY_ONLY,
+)
+from prudence_cli.measures.distributions import (
+    QUANTILES,
+    compare_sorted,
+    finite_sorted,
+    risk_correlation,
+    sorted_quantiles,
+)
 from prudence_cli.space import project
 
 if TYPE_CHECKING:
     from prudence_cli.dataviews.base import Dataview
 
-PERSON_MEASURES = (
-    "radius_of_gyration",
-    "mobility_entropy",
-    "max_distance",
-    "sum_distances",
-    "visits",
-    "locations",
-)
-LOCATION_MEASURES = ("location_entropy", "location_density", "flow")
-TRAJECTORY_ONLY = ("max_distance", "sum_distances", "flow")
-# the paper's D_1, D_0.5, D_0.33, D_0.25: risks are 1/k, so its 0.33 is 1/3
-THRESHOLDS = (1.0, 0.5, 1 / 3, 0.25)
-QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
 # the columns of a comparison (Profile.compare), per measure
 COMPARED = (
     "kind",
@@ -127,9 +129,8 @@ def visits_of(view: Dataview, crs: str) -> Visits | None:
 def measures_for(ordered: bool, chosen: Sequence[str] | None = None) -> tuple[str, ...]:
     """The measures a dataview allows (trajectory measures need ordered visits), in the
     order of `chosen` (default: all of them)."""
-    every = (*PERSON_MEASURES, *LOCATION_MEASURES)
-    wanted = tuple(chosen) if chosen is not None else every
-    unknown = [m for m in wanted if m not in every]
+    wanted = tuple(chosen) if chosen is not None else MEASURES
+    unknown = [m for m in wanted if m not in MEASURES]
     if unknown:
         raise ValueError(f"unknown mobility measures: {', '.join(unknown)}")
     return tuple(m for m in wanted if ordered or m not in TRAJECTORY_ONLY)
@@ -224,10 +225,19 @@ class _Tables:
         )
 
     def locations(self, chosen: Sequence[str] | None = None) -> pd.DataFrame:
+        visited = np.flatnonzero(np.bincount(self.pair_location, minlength=self.n_locations))
+        return pd.DataFrame({"location": visited, **self.measured(chosen, visited)})
+
+    def measured(
+        self, chosen: Sequence[str] | None = None, visited: np.ndarray | None = None
+    ) -> dict[str, np.ndarray]:
+        """Per location measure, its value at each location `visited` (default: every
+        location visited by anyone here), as floats."""
         names = [m for m in measures_for(self.ordered, chosen) if m in LOCATION_MEASURES]
         n = self.n_locations
-        visited = np.flatnonzero(np.bincount(self.pair_location, minlength=n))
-        out: dict[str, np.ndarray] = {"location": visited}
+        if visited is None:
+            visited = np.flatnonzero(np.bincount(self.pair_location, minlength=n))
+        out: dict[str, np.ndarray] = {}
         if "location_entropy" in names:
             entropy = _normalised_entropy(self.pair_location, self.pair_weight, n)
             out["location_entropy"] = entropy[visited]
@@ -238,7 +248,7 @@ class _Tables:
                 self.destination, minlength=n
             )
             out["flow"] = flow[visited].astype(float)
-        return pd.DataFrame(out)
+        return out
 
     def _top(self) -> np.ndarray:
         """Per person with visits, their most visited location; a tie goes to the lowest
@@ -287,70 +297,6 @@ def _trips(visits: Visits, person: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return person[1:][same], length
 
 
-def distortion(full: np.ndarray, kept: np.ndarray) -> dict[str, float]:
-    """How far the distribution of a measure on what is left (`kept`) is from the full
-    one: the Kolmogorov–Smirnov statistic, the 1-Wasserstein distance (in the measure's
-    unit), the counts; NaN when either side has no value. Computed as scipy.stats'
-    ks_2samp and wasserstein_distance define them (the tests compare the two)."""
-    return _compare(np.sort(full[~np.isnan(full)]), np.sort(kept[~np.isnan(kept)]))
-
-
-def _compare(full: np.ndarray, kept: np.ndarray) -> dict[str, float]:
-    """`distortion` of two sorted samples without NaN: both empirical CDFs evaluated on
-    every value of either."""
-    median = float(np.median(full)) if full.size else np.nan
-    if full.size == 0 or kept.size == 0:
-        return {
-            "ks": np.nan,
-            "wasserstein": np.nan,
-            "n_full": full.size,
-            "n_kept": kept.size,
-            "median_full": median,
-        }
-    values = np.sort(np.concatenate([full, kept]), kind="stable")  # two sorted runs
-    gap = np.abs(
-        np.searchsorted(full, values, side="right") / full.size
-        - np.searchsorted(kept, values, side="right") / kept.size
-    )
-    return {
-        "ks": float(gap.max()),
-        "wasserstein": float(np.sum(gap[:-1] * np.diff(values))),
-        "n_full": int(full.size),
-        "n_kept": int(kept.size),
-        "median_full": median,
-    }
-
-
-def quantiles(values: np.ndarray, at: Sequence[float] = QUANTILES) -> dict[str, float]:
-    values = values[~np.isnan(values)]
-    if values.size == 0:
-        return {f"q{round(q * 100)}": np.nan for q in at}
-    points = np.quantile(values, list(at))
-    return {f"q{round(q * 100)}": float(v) for q, v in zip(at, points, strict=True)}
-
-
-def risk_correlation(measures: pd.DataFrame, risk: np.ndarray) -> pd.DataFrame:
-    """Pearson and Spearman correlation of each per-person measure with the risk, over
-    the people with visits (the paper's Table 1); NaN where either side is constant."""
-    from scipy import stats
-
-    rows = []
-    for name in measures.columns:
-        values = measures[name].to_numpy(dtype=float)
-        ok = ~np.isnan(values) & ~np.isnan(risk)
-        x, y = values[ok], risk[ok]
-        constant = x.size < 2 or np.ptp(x) == 0 or np.ptp(y) == 0
-        rows.append(
-            {
-                "measure": name,
-                "pearson": np.nan if constant else float(stats.pearsonr(x, y).statistic),
-                "spearman": np.nan if constant else float(stats.spearmanr(x, y).statistic),
-                "people": int(x.size),
-            }
-        )
-    return pd.DataFrame(rows, columns=["measure", "pearson", "spearman", "people"])
-
-
 class Profile:
     """A dataview's measures, computed once, to compare with what is left after removing
     people: by risk threshold (`by_threshold`) or as a release keeps them (`against`)."""
@@ -360,8 +306,10 @@ class Profile:
         self.people = person_measures(visits, chosen)
         self.tables = _Tables.of(visits)
         self.places = self.tables.locations(chosen)
+        self._kept: dict[bytes, list[dict[str, Any]]] = {}
+        self._columns = {name: self.people[name].to_numpy(dtype=float) for name in self.people}
         self._sorted = {  # each full distribution sorted once, without NaN
-            (kind, name): _finite_sorted(frame[name].to_numpy(dtype=float))
+            (kind, name): finite_sorted(frame[name].to_numpy(dtype=float))
             for kind, frame in (("person", self.people), ("location", self.places))
             for name in frame.columns
             if name != "location"
@@ -371,7 +319,25 @@ class Profile:
         """Per measure, the distribution on the people where `people` is True (and the
         locations as they visit them) against the full one: KS, Wasserstein, counts and
         quantiles. A person's measures are theirs alone, so theirs are the full ones."""
-        return self.compare(self.people[people], self.tables.keep(people).locations(self.chosen))
+        return pd.DataFrame(self._kept_rows(people), columns=COMPARED)
+
+    def _kept_rows(self, people: np.ndarray) -> list[dict[str, Any]]:
+        """`kept`'s rows; the same people (often, at two thresholds or two attack levels)
+        are compared once."""
+        key = np.packbits(people).tobytes()
+        if key not in self._kept:
+            self._kept[key] = self._compared(people)
+        return self._kept[key]
+
+    def _compared(self, people: np.ndarray) -> list[dict[str, Any]]:
+        places = self.tables.keep(people).measured(self.chosen)
+        return self._rows({name: v[people] for name, v in self._columns.items()}, places)
+
+    def values_at(self, people: np.ndarray) -> dict[str, np.ndarray]:
+        """Each measure's values on the people where `people` is True, the location
+        measures as they visit the locations."""
+        kept = {name: values[people] for name, values in self._columns.items()}
+        return {**kept, **self.tables.keep(people).measured(self.chosen)}
 
     def against(self, released: Visits) -> pd.DataFrame:
         """The same comparison with the measures recomputed on a release's visits (a
@@ -387,34 +353,39 @@ class Profile:
     ) -> pd.DataFrame:
         """`kept` for D_t, the people at risk ≤ t, per threshold t (the paper's section
         5.3), with a `threshold` column first."""
-        frames = [self.kept(risk <= t).assign(threshold=t) for t in thresholds]
-        table = pd.concat(frames, ignore_index=True)
-        return table[["threshold", *[c for c in table.columns if c != "threshold"]]]
+        rows = [{"threshold": t, **row} for t in thresholds for row in self._kept_rows(risk <= t)]
+        return pd.DataFrame(rows, columns=["threshold", *COMPARED])
 
     def correlation(self, risk: np.ndarray) -> pd.DataFrame:
         return risk_correlation(self.people, risk)
 
     def compare(self, people: pd.DataFrame, places: pd.DataFrame) -> pd.DataFrame:
         """Per measure, these people's and places' distribution against the full one."""
+        return pd.DataFrame(
+            self._rows(_arrays(people), _arrays(places.drop(columns="location"))),
+            columns=COMPARED,
+        )
+
+    def _rows(
+        self, people: dict[str, np.ndarray], places: dict[str, np.ndarray]
+    ) -> list[dict[str, Any]]:
         rows = []
-        for kind, frame in (("person", people), ("location", places)):
-            for name in frame.columns:
-                if name == "location":
-                    continue
-                left = _finite_sorted(frame[name].to_numpy(dtype=float))
+        for kind, columns in (("person", people), ("location", places)):
+            for name, values in columns.items():
+                left = finite_sorted(values)
                 rows.append(
                     {
                         "kind": kind,
                         "measure": name,
-                        **_compare(self._sorted[kind, name], left),
-                        **quantiles(left),
+                        **compare_sorted(self._sorted[kind, name], left),
+                        **sorted_quantiles(left),
                     }
                 )
-        return pd.DataFrame(rows, columns=COMPARED if not rows else None)
+        return rows
 
 
-def _finite_sorted(values: np.ndarray) -> np.ndarray:
-    return np.sort(values[~np.isnan(values)])
+def _arrays(frame: pd.DataFrame) -> dict[str, np.ndarray]:
+    return {name: frame[name].to_numpy(dtype=float) for name in frame.columns}
 
 
 def by_threshold(

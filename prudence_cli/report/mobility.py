@@ -6,13 +6,15 @@ before and after (the paper's Figures 3–6) and their correlation with risk (it
 from __future__ import annotations
 
 import html
+import itertools
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import PercentFormatter
 
-from prudence_cli.measures.mobility import Profile, visits_of
+from prudence_cli.measures.mobility import THRESHOLDS, Profile, visits_of
 from prudence_cli.report.charts import Chart
 from prudence_cli.sanitize.forecast import Suppressed
 from prudence_cli.sanitize.report import shown_number
@@ -30,41 +32,72 @@ LABELS = {
 }
 
 
-def mobility_parts(crs: str | None, chosen: Suppressed) -> tuple[Chart, str] | None:
-    """The before/after chart and the HTML tables for the release of `chosen`; None when
-    its format has no places (or the catalog no projection)."""
+def mobility_parts(
+    crs: str | None, chosen: Suppressed, thresholds: Sequence[float] = THRESHOLDS
+) -> tuple[list[Chart], str] | None:
+    """The charts (the dataview against its release; the dataview's D_t, the people at
+    risk ≤ t, for each threshold t) and the HTML tables for the release of `chosen`;
+    None when its format has no places (or the catalog no projection)."""
     before = visits_of(chosen.before, crs) if crs else None
     after = visits_of(chosen.outcome.view, crs) if crs else None
     if before is None or after is None:
         return None
     profile = Profile(before)
     people, places = profile.measures_of(after)
-    title = f"What a release of {chosen.before.id} keeps of each measure"
-    chart = Chart("mobility", "mobility", title, _figure(profile, people, places, title))
-    correlation = profile.correlation(chosen.outcome.initial_risk)
-    return chart, _tables(profile.compare(people, places), correlation)
+    full = {**_series(profile.people), **_series(profile.places)}
+    view = chosen.before.id
+    title = f"What a release of {view} keeps of each measure"
+    release = _figure(
+        [("dataview", full), ("release", {**_series(people), **_series(places)})], title
+    )
+    risk = chosen.outcome.initial_risk
+    family = [(f"D_{_share(t)}", profile.values_at(risk <= t)) for t in thresholds]
+    by_risk = f"Each measure on the people of {view} at risk ≤ t (D_t)"
+    charts = [
+        Chart("mobility", "mobility", title, release),
+        Chart("mobility-thresholds", "mobility", by_risk, _figure(family, by_risk, full)),
+    ]
+    correlation = profile.correlation(risk)
+    return charts, _tables(profile.compare(people, places), correlation)
 
 
-def _figure(profile: Profile, people: pd.DataFrame, places: pd.DataFrame, title: str) -> Figure:
-    """One panel per measure: its distribution on the dataview and on the release."""
-    after = {**people.to_dict("series"), **places.to_dict("series")}
-    before = {**profile.people.to_dict("series"), **profile.places.to_dict("series")}
-    names = [m for m in LABELS if m in before]
+def _series(frame: pd.DataFrame) -> dict[str, np.ndarray]:
+    return {n: frame[n].to_numpy(dtype=float) for n in frame.columns if n != "location"}
+
+
+def _share(t: float) -> str:
+    """A threshold as the paper writes it: 1, 0.5, 0.33, 0.25."""
+    return f"{t:.2f}".rstrip("0").rstrip(".")
+
+
+_STYLES = ("-", "--", "-.", ":")
+
+
+def _figure(
+    lines: list[tuple[str, dict[str, np.ndarray]]],
+    title: str,
+    scale: dict[str, np.ndarray] | None = None,
+) -> Figure:
+    """One panel per measure: its distribution on each of `lines` (label, values per
+    measure), the bars cut at the 99th percentile of `scale` (default: the first line)."""
+    first = scale if scale is not None else lines[0][1]
+    names = [m for m in LABELS if m in first]
     columns = min(len(names), 4)
     rows = -(-len(names) // columns)
     figure = Figure(figsize=(2.4 * columns, 2.1 * rows), layout="constrained")
     axes = np.atleast_1d(figure.subplots(rows, columns)).ravel()
     for ax, name in zip(axes, names, strict=False):
-        full = before[name].dropna().to_numpy(dtype=float)
-        kept = after[name].dropna().to_numpy(dtype=float)
-        top = float(np.quantile(full, 0.99)) if full.size else 1.0
-        whole = full.size > 0 and bool(np.all(full == np.round(full)))
+        reference = first[name][~np.isnan(first[name])]
+        top = float(np.quantile(reference, 0.99)) if reference.size else 1.0
+        whole = reference.size > 0 and bool(np.all(reference == np.round(reference)))
         bins = (  # counts: one bar per whole number when they are few
             np.arange(-0.5, top + 1.5)
             if whole and top <= 40
             else np.linspace(0.0, max(top, 1e-9), 25)
         )
-        for values, label, style in ((full, "dataview", "-"), (kept, "release", "--")):
+        for (label, measured), style in zip(lines, itertools.cycle(_STYLES), strict=False):
+            values = measured.get(name, np.zeros(0))
+            values = values[~np.isnan(values)]
             if values.size:
                 ax.hist(
                     np.clip(values, 0, top),

@@ -16,6 +16,7 @@ from prudence_cli.catalog.query import Levels
 from prudence_cli.config.policy import ReleasePolicy
 from prudence_cli.explore import Scores, dataview_scores, epsilon_choice, natural_order
 from prudence_cli.io.atomic import atomic_folder, write_text_atomic
+from prudence_cli.measures.mobility import THRESHOLDS
 from prudence_cli.report.charts import (
     Chart,
     curve_charts,
@@ -45,7 +46,11 @@ READING = {
         "moves is one an analyst should not study on this release. The KS is also the largest "
         "difference, over every cut-off value, between the shares of people (or places) "
         "below it: KS 0.05 means no share moves by more than 5 points. The bars give the "
-        "share of people (or places) per bar.",
+        "share of people (or places) per bar. The second chart follows the paper's Figures "
+        "3–6: each measure on D_t, the people whose risk (the highest over the counted "
+        "levels) is at most t, for each threshold t the catalog measured (D_1 is everyone): "
+        "the further a line moves from D_1's, the more a release at that threshold distorts "
+        "the measure.",
     ),
     "map": (
         "Where the risk lies",
@@ -138,10 +143,12 @@ def page_parts(
     counted = {level.key for _, level in levels}
     shown = risk_map(catalog, found.chosen, max_risk) if found.chosen is not None else None
     crs = manifest.selection.crs
-    analyst = mobility_parts(crs, found.chosen) if found.chosen is not None else None
+    measured = manifest.mobility
+    thresholds = measured.thresholds if measured is not None else THRESHOLDS
+    analyst = mobility_parts(crs, found.chosen, thresholds) if found.chosen is not None else None
     charts = [
         *([shown] if shown is not None else []),
-        *([analyst[0]] if analyst is not None else []),
+        *(analyst[0] if analyst is not None else []),
         pareto_chart(scores),
         *plane_charts(catalog, counted, where),
         *curve_charts(catalog, counted, where, _worth_a_curve(scores, found)),

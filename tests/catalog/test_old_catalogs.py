@@ -22,9 +22,15 @@ _GZIP = {"method": "gzip", "compresslevel": 1, "mtime": 0}
 
 def write_version_1(folder: Path) -> None:
     """Rewrite the assessed catalog `folder` as version 1 wrote it: each dataview, its
-    risks as `.csv.gz` and its locations as `.csv`, catalog.json naming them."""
+    risks as `.csv.gz` and its locations as `.csv`, catalog.json naming them, and no
+    mobility measures (commands compute them when asked)."""
     manifest = json.loads((folder / "catalog.json").read_text())
+    mobility = manifest.pop("mobility")
+    for name in (mobility["distortion"], mobility["correlation"]):
+        (folder / name).unlink()
+    shutil.rmtree(folder / "measures")
     for entry in manifest["dataviews"]:
+        del entry["measures"]
         view, risks = entry["file"], entry["risks"]
         locations = view.replace(".parquet", ".locations.parquet")
         entry["file"] = view.replace(".parquet", ".csv.gz")
@@ -72,10 +78,14 @@ def test_the_assessed_catalog_is_version_2_with_parquet_tables(both):
         ("catalog", "best", "--max-risk", "0.5", "--format", "csv"),
         ("check", "--max-risk", "0.3", "--format", "json"),
         ("check", "--max-risk", "0.5", "--min-coverage", "0.2", "--format", "json"),
+        ("catalog", "utility", "--format", "csv"),
+        ("catalog", "utility", "--show", "correlation", "--format", "json", "--where", "h=1"),
     ],
-    ids=["show", "risks-csv", "risks-json", "best", "check", "check-coverage"],
+    ids=["show", "risks-csv", "risks-json", "best", "check", "check-coverage", "utility", "corr"],
 )
 def test_every_reading_command_prints_the_same_from_either_version(both, command):
+    """(Version 1 stored no mobility measures: `catalog utility` computes from its
+    dataviews what it reads from version 2's tables.)"""
     new, old = both
     from_new = run(*command, "--catalog", str(new))
     from_old = run(*command, "--catalog", str(old))

@@ -133,3 +133,55 @@ def test_places_only_measures(catalog):  # noqa: F811
     """A choice without any per-person measure still compares the places."""
     frame = csv("catalog", "utility", "--measure", "location_entropy", "--format", "csv")
     assert set(frame["measure"]) == {"location_entropy"} and set(frame["kind"]) == {"location"}
+
+
+def test_assess_stores_the_measures_and_the_tables(catalog):  # noqa: F811
+    """`assess` writes each dataview's measures and the tables `catalog utility` prints;
+    computing them again from the dataview's files gives the same numbers."""
+    import prudence_cli.explore.mobility as explore
+    from prudence_cli.catalog.query import counted_levels
+    from prudence_cli.measures.mobility import Profile, visits_of
+
+    opened = open_catalog(catalog)
+    entry = opened.record.mobility
+    assert entry is not None and entry.measures is None
+    assert entry.thresholds == pytest.approx((1, 1 / 2, 1 / 3, 1 / 4))
+    view_id = opened.dataviews[0].id
+    people, places = opened.measures(view_id)
+    assert list(people["user"]) == list(opened.risks(view_id)["user"])
+    profile = Profile(visits_of(opened.view(view_id)[0], opened.record.selection.crs))
+    assert np.allclose(
+        people["radius_of_gyration"], profile.people["radius_of_gyration"], equal_nan=True
+    )
+    assert len(places) == len(profile.places) and places["location"].str.len().min() > 0
+
+    levels = counted_levels(opened)
+    for thresholds, measures in (
+        (entry.thresholds, None),
+        ((0.25, 1.0), ["visits", "location_entropy", "radius_of_gyration"]),
+    ):
+        stored = explore.catalog_mobility(opened, levels, (), thresholds, measures)
+        computed = explore.catalog_mobility(
+            open_catalog(catalog), levels, (), thresholds, measures, stored_tables=False
+        )
+        for a, b in (
+            (stored.distortion, computed.distortion),
+            (stored.correlation, computed.correlation),
+        ):
+            assert len(a) > 0
+            pd.testing.assert_frame_equal(a, b, check_dtype=False)
+    # a threshold the catalog did not measure is computed
+    other = explore.catalog_mobility(opened, levels, (), (0.2,), ["visits"])
+    assert set(other.distortion["threshold"]) == {0.2}
+
+
+def test_measures_none_stores_nothing_and_commands_still_measure(catalog, tmp_path):  # noqa: F811
+    config = (tmp_path / "demo.yaml").read_text()
+    (tmp_path / "none.yaml").write_text(config + "utility:\n  measures: none\n")
+    result = run("assess", "none.yaml", "--out", "catalog/none", "--quiet")
+    assert result.exit_code == 0, result.output
+    opened = open_catalog(tmp_path / "catalog" / "none")
+    assert opened.record.mobility is None
+    assert not (tmp_path / "catalog" / "none" / "measures").exists()
+    frame = csv("catalog", "utility", "--catalog", "catalog/none", "--format", "csv")
+    assert sorted(set(frame["threshold"])) == pytest.approx([1 / 4, 1 / 3, 1 / 2, 1])

@@ -151,6 +151,25 @@ def replace(old: str, new: str) -> str:
             "select.period.end: '2011-13-45' is not a date or time (month must be in 1..12)",
         ),
         ("seed: " + "[" * 5000 + "]" * 5000, "seed[0][0]…: is nested more than 32 levels deep"),
+        (
+            MINIMAL_CONFIG + "utility: {measures: [radius, visits]}\n",
+            "utility.measures[0]: 'radius' is not one of: radius_of_gyration,",
+        ),
+        (
+            MINIMAL_CONFIG + "utility: {measures: some}\n",
+            "utility.measures: 'some' must be all, none or a list of measure names",
+        ),
+        (MINIMAL_CONFIG + "utility: {measures: [visits, visits]}\n", "names a measure twice"),
+        (
+            MINIMAL_CONFIG + "utility: {thresholds: [0.5, 0]}\n",
+            "utility.thresholds[1]: 0 is not a risk in (0, 1] (a number or a fraction",
+        ),
+        (
+            MINIMAL_CONFIG + "utility: {thresholds: [1/0]}\n",
+            "utility.thresholds[0]: '1/0' is not a risk in (0, 1]",
+        ),
+        (MINIMAL_CONFIG + "utility: {thresholds: []}\n", "utility.thresholds: [] must be a non"),
+        (MINIMAL_CONFIG + "utility: {thresholds: [1/2, 0.5]}\n", "names a threshold twice"),
     ],
 )
 def test_config_errors_name_file_and_key(write_config, text, message):
@@ -158,6 +177,16 @@ def test_config_errors_name_file_and_key(write_config, text, message):
         load_config(write_config(text))
     assert message in str(info.value)
     assert str(info.value).startswith("config.yaml: ")
+
+
+def test_mobility_measures_and_thresholds(write_config):
+    default = load_config(write_config(MINIMAL_CONFIG)).mobility
+    assert default.measures is None and default.thresholds == (1.0, 0.5, 1 / 3, 0.25)
+    text = MINIMAL_CONFIG + "utility:\n  measures: [visits, flow]\n  thresholds: [1, 1/3, 0.2]\n"
+    chosen = load_config(write_config(text)).mobility
+    assert chosen.measures == ("visits", "flow") and chosen.thresholds == (1.0, 1 / 3, 0.2)
+    off = load_config(write_config(MINIMAL_CONFIG + "utility: {measures: none}\n")).mobility
+    assert not off.enabled
 
 
 def test_missing_config_file(tmp_path):

@@ -13,13 +13,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from prudence_cli.measures.distributions import distortion, quantiles, risk_correlation
 from prudence_cli.measures.mobility import (
     Visits,
     by_threshold,
-    distortion,
     location_measures,
     person_measures,
-    risk_correlation,
 )
 
 # locations on a line and a corner: 0 at the origin, 1 at 3 km east, 2 at 4 km north
@@ -224,3 +223,39 @@ def test_distortion_is_scipys_ks_and_wasserstein(full, kept):
         want = stats.ks_2samp(full, kept, method="asymp").statistic
     assert got["ks"] == pytest.approx(want)
     assert got["wasserstein"] == pytest.approx(stats.wasserstein_distance(full, kept))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    x=st.lists(st.integers(0, 5).map(float), min_size=2, max_size=15),
+    data=st.data(),
+)
+def test_correlation_is_scipys_pearson_and_spearman(x, data):
+    """Pearson's r, and Spearman's as Pearson's of the average ranks, as scipy gives them."""
+    import pandas as pd
+    from scipy import stats
+
+    y = data.draw(
+        st.lists(st.sampled_from([1.0, 0.5, 1 / 3, 0.25, 0.1]), min_size=len(x), max_size=len(x))
+    )
+    row = risk_correlation(pd.DataFrame({"m": x}), np.array(y)).iloc[0]
+    if np.ptp(x) == 0 or np.ptp(y) == 0:
+        assert math.isnan(row["pearson"]) and math.isnan(row["spearman"])
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert row["pearson"] == pytest.approx(stats.pearsonr(x, y).statistic, abs=1e-12)
+        assert row["spearman"] == pytest.approx(stats.spearmanr(x, y).statistic, abs=1e-12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.lists(st.floats(-1e6, 1e6) | st.just(float("nan")), max_size=20))
+def test_quantiles_are_numpys(values):
+    got = quantiles(np.array(values, dtype=float))
+    finite = [v for v in values if not math.isnan(v)]
+    if not finite:
+        assert all(math.isnan(v) for v in got.values())
+        return
+    want = np.quantile(finite, [0.1, 0.25, 0.5, 0.75, 0.9])
+    assert list(got.values()) == list(want)
+    assert distortion(np.array(values), np.array(finite))["median_full"] == np.median(finite)

@@ -44,11 +44,11 @@ def front_and_chosen(catalog) -> tuple[set[str], str]:
 
 
 def expected_charts(catalog) -> int:
-    """1 map, 1 chart of mobility measures, 1 Pareto chart, 5 planes (one per attack
-    level: 3 counted, 2 folded), and RAC curves per attack for the front's dataviews and
-    the recommended one."""
+    """1 map, 2 charts of mobility measures (the release; D_t by threshold), 1 Pareto
+    chart, 5 planes (one per attack level: 3 counted, 2 folded), and RAC curves per
+    attack for the front's dataviews and the recommended one."""
     front, chosen = front_and_chosen(catalog)
-    return 1 + 1 + 1 + 5 + 2 * len(front | {chosen})
+    return 1 + 2 + 1 + 5 + 2 * len(front | {chosen})
 
 
 @pytest.fixture(scope="module")
@@ -215,3 +215,4 @@ def test_report_tells_the_analyst_what_the_release_keeps(report, catalog):
         assert re.search(rf"<td>{re.escape(measure)}</td><td>people</td>.*?{people}", section)
     assert "longest trip" not in section and "location entropy" in section
     assert "Pearson" in section and 'alt="What a release of' in section
+    assert f'alt="Each measure on the people of {chosen} at risk ≤ t (D_t)"' in section

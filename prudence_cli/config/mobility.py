@@ -1,0 +1,88 @@
+"""`utility.measures` and `utility.thresholds`: which mobility measures of Pellungrini,
+Pappalardo, Pratesi and Monreale, "Analyzing Privacy Risk in Human Mobility Data" (section
+2) `prudence assess` computes per dataview, and the risk thresholds t of the
+distributions it compares (its section 5.3: the people at risk ≤ t against everyone).
+The measures themselves are in measures/mobility.py; docs/mobility.md defines them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from prudence_cli.config.reader import Reader
+from prudence_cli.errors import shown
+
+PERSON_MEASURES = (
+    "radius_of_gyration",
+    "mobility_entropy",
+    "max_distance",
+    "sum_distances",
+    "visits",
+    "locations",
+)
+LOCATION_MEASURES = ("location_entropy", "location_density", "flow")
+MEASURES = (*PERSON_MEASURES, *LOCATION_MEASURES)
+TRAJECTORY_ONLY = ("max_distance", "sum_distances", "flow")
+# the paper's D_1, D_0.5, D_0.33, D_0.25: risks are 1/k, so its 0.33 is 1/3
+THRESHOLDS = (1.0, 0.5, 1 / 3, 0.25)
+
+
+@dataclass(frozen=True)
+class MobilityConfig:
+    """What `assess` measures: `measures` (None: every one a dataview's format allows;
+    empty: none) at each risk threshold of `thresholds`."""
+
+    measures: tuple[str, ...] | None = None
+    thresholds: tuple[float, ...] = THRESHOLDS
+
+    @property
+    def enabled(self) -> bool:
+        return self.measures is None or bool(self.measures)
+
+
+def parse_mobility(r: Reader, data: object) -> MobilityConfig:
+    """`utility.measures`: a list of measure names, `all` (the default) or `none`;
+    `utility.thresholds`: a list of risks in (0, 1] (default 1, 1/2, 1/3, 1/4)."""
+    if not isinstance(data, dict):
+        return MobilityConfig()
+    measures: tuple[str, ...] | None = None
+    if "measures" in data:
+        value = data["measures"]
+        key = "utility.measures"
+        if value == "all":
+            measures = None
+        elif value == "none" or value == []:
+            measures = ()
+        else:
+            if not isinstance(value, list):
+                r.fail(key, f"{shown(value)} must be all, none or a list of measure names")
+            names = [r.choice(v, f"{key}[{i}]", MEASURES) for i, v in enumerate(value)]
+            if len(set(names)) < len(names):
+                r.fail(key, "names a measure twice")
+            measures = tuple(names)
+    thresholds: tuple[float, ...] = THRESHOLDS
+    if "thresholds" in data:
+        value = data["thresholds"]
+        key = "utility.thresholds"
+        if not isinstance(value, list) or not value:
+            r.fail(key, f"{shown(value)} must be a non-empty list of risks in (0, 1]")
+        found = []
+        for i, v in enumerate(value):
+            t = _fraction(v) if isinstance(v, str) else r.number(v, f"{key}[{i}]")
+            if t is None or not 0 < t <= 1:
+                r.fail(
+                    f"{key}[{i}]",
+                    f"{shown(v)} is not a risk in (0, 1] (a number or a fraction such as 1/3)",
+                )
+            found.append(t)
+        if len(set(found)) < len(found):
+            r.fail(key, "names a threshold twice")
+        thresholds = tuple(found)
+    return MobilityConfig(measures, thresholds)
+
+
+def _fraction(text: str) -> float | None:
+    """ "1/3" → 1/3 (YAML reads it as text); None when it is not a fraction."""
+    top, slash, bottom = text.partition("/")
+    if not slash or not top.strip().isdigit() or not bottom.strip().isdigit():
+        return None
+    return int(top) / int(bottom) if int(bottom) else None

@@ -1,0 +1,119 @@
+"""How far a distribution moves: the Kolmogorov–Smirnov statistic and the 1-Wasserstein
+distance between two samples, their quantiles, and the Pearson and Spearman correlation of
+per-person values with risk — computed once from sorted samples, as scipy.stats defines
+them (the tests compare the two), without importing scipy."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
+
+
+def distortion(full: np.ndarray, kept: np.ndarray) -> dict[str, float]:
+    """How far the distribution of a measure on what is left (`kept`) is from the full
+    one: the Kolmogorov–Smirnov statistic, the 1-Wasserstein distance (in the measure's
+    unit), the counts; NaN when either side has no value. Computed as scipy.stats'
+    ks_2samp and wasserstein_distance define them (the tests compare the two)."""
+    return compare_sorted(np.sort(full[~np.isnan(full)]), np.sort(kept[~np.isnan(kept)]))
+
+
+def compare_sorted(full: np.ndarray, kept: np.ndarray) -> dict[str, float]:
+    """`distortion` of two sorted samples without NaN: both empirical CDFs evaluated on
+    every value of either."""
+    half = full.size // 2  # the median of sorted values, as np.median gives it
+    median = (
+        np.nan
+        if full.size == 0
+        else float(full[half] if full.size % 2 else (full[half - 1] + full[half]) / 2)
+    )
+    if full.size == 0 or kept.size == 0:
+        return {
+            "ks": np.nan,
+            "wasserstein": np.nan,
+            "n_full": full.size,
+            "n_kept": kept.size,
+            "median_full": median,
+        }
+    values = np.sort(np.concatenate([full, kept]), kind="stable")  # two sorted runs
+    gap = np.abs(
+        np.searchsorted(full, values, side="right") / full.size
+        - np.searchsorted(kept, values, side="right") / kept.size
+    )
+    return {
+        "ks": float(gap.max()),
+        "wasserstein": float(np.sum(gap[:-1] * np.diff(values))),
+        "n_full": int(full.size),
+        "n_kept": int(kept.size),
+        "median_full": median,
+    }
+
+
+def quantiles(values: np.ndarray, at: Sequence[float] = QUANTILES) -> dict[str, float]:
+    """The quantiles `at` of the values that are not NaN (numpy's linear method)."""
+    return sorted_quantiles(finite_sorted(values), at)
+
+
+def sorted_quantiles(ordered: np.ndarray, at: Sequence[float] = QUANTILES) -> dict[str, float]:
+    """`quantiles` of sorted values without NaN: numpy's linear interpolation between the
+    two values around q × (n − 1), without sorting again (the tests compare the two)."""
+    names = [f"q{round(q * 100)}" for q in at]
+    if ordered.size == 0:
+        return dict.fromkeys(names, np.nan)
+    index = np.asarray(at, dtype=float) * (ordered.size - 1)
+    below = np.floor(index).astype(np.int64)
+    above = np.minimum(below + 1, ordered.size - 1)
+    a, b, t = ordered[below], ordered[above], index - below
+    with np.errstate(invalid="ignore"):  # inf − inf between two infinite values
+        points = np.where(t >= 0.5, b - (b - a) * (1 - t), a + (b - a) * t)
+    return {name: float(v) for name, v in zip(names, points, strict=True)}
+
+
+def risk_correlation(measures: pd.DataFrame, risk: np.ndarray) -> pd.DataFrame:
+    """Pearson and Spearman correlation of each per-person measure with the risk, over
+    the people with visits (the paper's Table 1); NaN where either side is constant.
+    Spearman's is Pearson's of the average ranks, as scipy.stats.spearmanr defines it
+    (the tests compare the two)."""
+    rows = []
+    for name in measures.columns:
+        values = measures[name].to_numpy(dtype=float)
+        ok = ~np.isnan(values) & ~np.isnan(risk)
+        x, y = values[ok], risk[ok]
+        constant = x.size < 2 or np.ptp(x) == 0 or np.ptp(y) == 0
+        rows.append(
+            {
+                "measure": name,
+                "pearson": np.nan if constant else _pearson(x, y),
+                "spearman": np.nan if constant else _pearson(_ranks(x), _ranks(y)),
+                "people": int(x.size),
+            }
+        )
+    return pd.DataFrame(rows, columns=["measure", "pearson", "spearman", "people"])
+
+
+def _pearson(x: np.ndarray, y: np.ndarray) -> float:
+    dx, dy = x - x.mean(), y - y.mean()
+    # each side scaled by its largest deviation first: no overflow on large values
+    dx, dy = dx / np.abs(dx).max(), dy / np.abs(dy).max()
+    r = float(np.dot(dx, dy) / np.sqrt(np.dot(dx, dx) * np.dot(dy, dy)))
+    return max(-1.0, min(1.0, r))
+
+
+def _ranks(values: np.ndarray) -> np.ndarray:
+    """Ranks from 1, tied values sharing the average of their ranks."""
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    sizes = np.diff(np.r_[starts, values.size])
+    average = starts + (sizes + 1) / 2.0  # ranks starts+1 .. starts+size
+    ranks = np.empty(values.size)
+    ranks[order] = np.repeat(average, sizes)
+    return ranks
+
+
+def finite_sorted(values: np.ndarray) -> np.ndarray:
+    """The values that are not NaN, sorted."""
+    return np.sort(values[~np.isnan(values)])
