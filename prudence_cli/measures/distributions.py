@@ -5,7 +5,8 @@ them (the tests compare the two), without importing scipy."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -24,12 +25,7 @@ def distortion(full: np.ndarray, kept: np.ndarray) -> dict[str, float]:
 def compare_sorted(full: np.ndarray, kept: np.ndarray) -> dict[str, float]:
     """`distortion` of two sorted samples without NaN: both empirical CDFs evaluated on
     every value of either."""
-    half = full.size // 2  # the median of sorted values, as np.median gives it
-    median = (
-        np.nan
-        if full.size == 0
-        else float(full[half] if full.size % 2 else (full[half - 1] + full[half]) / 2)
-    )
+    median = _median(full)
     if full.size == 0 or kept.size == 0:
         return {
             "ks": np.nan,
@@ -52,6 +48,33 @@ def compare_sorted(full: np.ndarray, kept: np.ndarray) -> dict[str, float]:
     }
 
 
+def compare_subset(full: np.ndarray, kept: np.ndarray) -> dict[str, float]:
+    """`compare_sorted` of a sorted sample `full` without NaN and the part of it where
+    `kept` (a mask in `full`'s order) is True, in one pass: both CDFs step only at the
+    distinct values of `full`, where counting gives them — the same KS, and the same
+    Wasserstein up to the order of summation (the tests compare the two)."""
+    n, k = full.size, int(np.count_nonzero(kept))
+    if n == 0 or k == 0:
+        return compare_sorted(full, full[kept])
+    last = np.flatnonzero(np.r_[full[1:] != full[:-1], True])  # of each distinct value
+    gap = np.abs((last + 1) / n - np.cumsum(kept)[last] / k)
+    return {
+        "ks": float(gap.max()),
+        "wasserstein": float(np.sum(gap[:-1] * np.diff(full[last]))),
+        "n_full": int(n),
+        "n_kept": k,
+        "median_full": _median(full),
+    }
+
+
+def _median(ordered: np.ndarray) -> float:
+    """The median of sorted values, as np.median gives it; NaN without values."""
+    half = ordered.size // 2
+    if ordered.size == 0:
+        return np.nan
+    return float(ordered[half] if ordered.size % 2 else (ordered[half - 1] + ordered[half]) / 2)
+
+
 def quantiles(values: np.ndarray, at: Sequence[float] = QUANTILES) -> dict[str, float]:
     """The quantiles `at` of the values that are not NaN (numpy's linear method)."""
     return sorted_quantiles(finite_sorted(values), at)
@@ -72,14 +95,19 @@ def sorted_quantiles(ordered: np.ndarray, at: Sequence[float] = QUANTILES) -> di
     return {name: float(v) for name, v in zip(names, points, strict=True)}
 
 
-def risk_correlation(measures: pd.DataFrame, risk: np.ndarray) -> pd.DataFrame:
+def risk_correlation(
+    measures: pd.DataFrame | Mapping[str, np.ndarray],
+    risk: np.ndarray,
+    ranks: Callable[[np.ndarray], np.ndarray] | None = None,
+) -> pd.DataFrame:
     """Pearson and Spearman correlation of each per-person measure with the risk, over
     the people with visits (the paper's Table 1); NaN where either side is constant.
     Spearman's is Pearson's of the average ranks, as scipy.stats.spearmanr defines it
-    (the tests compare the two)."""
+    (the tests compare the two); `ranks` computes them (e.g. a `RankMemo`)."""
+    ranks = ranks or average_ranks
     rows = []
-    for name in measures.columns:
-        values = measures[name].to_numpy(dtype=float)
+    for name in measures:
+        values = np.asarray(measures[name], dtype=float)
         ok = ~np.isnan(values) & ~np.isnan(risk)
         x, y = values[ok], risk[ok]
         constant = x.size < 2 or np.ptp(x) == 0 or np.ptp(y) == 0
@@ -87,7 +115,7 @@ def risk_correlation(measures: pd.DataFrame, risk: np.ndarray) -> pd.DataFrame:
             {
                 "measure": name,
                 "pearson": np.nan if constant else _pearson(x, y),
-                "spearman": np.nan if constant else _pearson(_ranks(x), _ranks(y)),
+                "spearman": np.nan if constant else _pearson(ranks(x), ranks(y)),
                 "people": int(x.size),
             }
         )
@@ -102,7 +130,7 @@ def _pearson(x: np.ndarray, y: np.ndarray) -> float:
     return max(-1.0, min(1.0, r))
 
 
-def _ranks(values: np.ndarray) -> np.ndarray:
+def average_ranks(values: np.ndarray) -> np.ndarray:
     """Ranks from 1, tied values sharing the average of their ranks."""
     order = np.argsort(values, kind="stable")
     ordered = values[order]
@@ -112,6 +140,21 @@ def _ranks(values: np.ndarray) -> np.ndarray:
     ranks = np.empty(values.size)
     ranks[order] = np.repeat(average, sizes)
     return ranks
+
+
+class RankMemo:
+    """`average_ranks`, each distinct array ranked once: a dataview's measures are
+    correlated with the risk of every attack level, and the risks of one level with every
+    measure (arrays told apart by a 128-bit digest of their bytes)."""
+
+    def __init__(self) -> None:
+        self._ranked: dict[bytes, np.ndarray] = {}
+
+    def __call__(self, values: np.ndarray) -> np.ndarray:
+        digest = hashlib.blake2b(np.ascontiguousarray(values).tobytes(), digest_size=16).digest()
+        if digest not in self._ranked:
+            self._ranked[digest] = average_ranks(values)
+        return self._ranked[digest]
 
 
 def finite_sorted(values: np.ndarray) -> np.ndarray:

@@ -55,7 +55,9 @@ from prudence_cli.config.mobility import (
 )
 from prudence_cli.measures.distributions import (
     QUANTILES,
+    RankMemo,
     compare_sorted,
+    compare_subset,
     finite_sorted,
     risk_correlation,
     sorted_quantiles,
@@ -136,8 +138,13 @@ def measures_for(ordered: bool, chosen: Sequence[str] | None = None) -> tuple[st
     return tuple(m for m in wanted if ordered or m not in TRAJECTORY_ONLY)
 
 
-def person_measures(visits: Visits, chosen: Sequence[str] | None = None) -> pd.DataFrame:
-    """One row per person (NaN for a person without visits), one column per measure."""
+def person_measures(
+    visits: Visits,
+    chosen: Sequence[str] | None = None,
+    pairs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+) -> pd.DataFrame:
+    """One row per person (NaN for a person without visits), one column per measure;
+    `pairs`: the visits' (person, location) pairs (`_pairs`), when already known."""
     names = [m for m in measures_for(visits.ordered, chosen) if m in PERSON_MEASURES]
     person = visits.person
     n = visits.people
@@ -155,7 +162,9 @@ def person_measures(visits: Visits, chosen: Sequence[str] | None = None) -> pd.D
                 np.maximum(np.bincount(person, weights=spread, minlength=n) / total, 0.0)
             )
         if {"mobility_entropy", "locations"} & set(names):
-            pair_person, _, pair_weight = _pairs(person, visits.location, w, visits.x.shape[0])
+            pair_person, _, pair_weight = pairs or _pairs(
+                person, visits.location, w, visits.x.shape[0]
+            )
             distinct = np.bincount(pair_person, minlength=n)
             if "mobility_entropy" in names:
                 out["mobility_entropy"] = _normalised_entropy(pair_person, pair_weight, n)
@@ -303,17 +312,26 @@ class Profile:
 
     def __init__(self, visits: Visits, chosen: Sequence[str] | None = None) -> None:
         self.chosen = chosen
-        self.people = person_measures(visits, chosen)
         self.tables = _Tables.of(visits)
+        pairs = (self.tables.pair_person, self.tables.pair_location, self.tables.pair_weight)
+        self.people = person_measures(visits, chosen, pairs)
         self.places = self.tables.locations(chosen)
         self._kept: dict[bytes, list[dict[str, Any]]] = {}
         self._columns = {name: self.people[name].to_numpy(dtype=float) for name in self.people}
-        self._sorted = {  # each full distribution sorted once, without NaN
-            (kind, name): finite_sorted(frame[name].to_numpy(dtype=float))
-            for kind, frame in (("person", self.people), ("location", self.places))
-            for name in frame.columns
-            if name != "location"
+        # per person measure, the people with a value in the order of their values
+        self._order = {
+            name: np.argsort(values, kind="stable")[: np.count_nonzero(~np.isnan(values))]
+            for name, values in self._columns.items()
         }
+        self._sorted = {  # each full distribution sorted once, without NaN
+            **{("person", n): self._columns[n][order] for n, order in self._order.items()},
+            **{
+                ("location", n): finite_sorted(self.places[n].to_numpy(dtype=float))
+                for n in self.places.columns
+                if n != "location"
+            },
+        }
+        self._ranks = RankMemo()
 
     def kept(self, people: np.ndarray) -> pd.DataFrame:
         """Per measure, the distribution on the people where `people` is True (and the
@@ -330,8 +348,22 @@ class Profile:
         return self._kept[key]
 
     def _compared(self, people: np.ndarray) -> list[dict[str, Any]]:
+        """The kept people's measures are a part of everyone's: compared in one pass over
+        the sorted values (compare_subset); the places' are measured again."""
+        rows = []
+        for name, order in self._order.items():
+            full = self._sorted["person", name]
+            kept = people[order]
+            rows.append(
+                {
+                    "kind": "person",
+                    "measure": name,
+                    **compare_subset(full, kept),
+                    **sorted_quantiles(full[kept]),
+                }
+            )
         places = self.tables.keep(people).measured(self.chosen)
-        return self._rows({name: v[people] for name, v in self._columns.items()}, places)
+        return rows + self._rows({}, places)
 
     def values_at(self, people: np.ndarray) -> dict[str, np.ndarray]:
         """Each measure's values on the people where `people` is True, the location
@@ -357,7 +389,7 @@ class Profile:
         return pd.DataFrame(rows, columns=["threshold", *COMPARED])
 
     def correlation(self, risk: np.ndarray) -> pd.DataFrame:
-        return risk_correlation(self.people, risk)
+        return risk_correlation(self._columns, risk, self._ranks)
 
     def compare(self, people: pd.DataFrame, places: pd.DataFrame) -> pd.DataFrame:
         """Per measure, these people's and places' distribution against the full one."""

@@ -13,7 +13,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prudence_cli.measures.distributions import distortion, quantiles, risk_correlation
+from prudence_cli.measures.distributions import (
+    RankMemo,
+    compare_sorted,
+    compare_subset,
+    distortion,
+    quantiles,
+    risk_correlation,
+)
 from prudence_cli.measures.mobility import (
     Visits,
     by_threshold,
@@ -259,3 +266,32 @@ def test_quantiles_are_numpys(values):
     want = np.quantile(finite, [0.1, 0.25, 0.5, 0.75, 0.9])
     assert list(got.values()) == list(want)
     assert distortion(np.array(values), np.array(finite))["median_full"] == np.median(finite)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    values=st.lists(st.integers(0, 6).map(float) | st.floats(0, 1e4), max_size=25),
+    data=st.data(),
+)
+def test_a_part_is_compared_as_any_sample(values, data):
+    """compare_subset (one pass, the kept people being part of everyone) gives
+    compare_sorted's KS exactly and its Wasserstein up to the order of summation."""
+    full = np.sort(np.array(values, dtype=float))
+    drawn = data.draw(st.lists(st.booleans(), min_size=full.size, max_size=full.size))
+    kept = np.array(drawn, dtype=bool)
+    got, want = compare_subset(full, kept), compare_sorted(full, full[kept])
+    assert got.keys() == want.keys()
+    for key in ("ks", "n_full", "n_kept", "median_full"):
+        assert got[key] == want[key] or (math.isnan(got[key]) and math.isnan(want[key]))
+    assert got["wasserstein"] == pytest.approx(
+        want["wasserstein"], rel=1e-12, abs=1e-9, nan_ok=True
+    )
+
+
+def test_ranks_are_remembered_by_content():
+    memo = RankMemo()
+    a = np.array([3.0, 1.0, 1.0])
+    first = memo(a)
+    assert list(first) == [3.0, 1.5, 1.5]
+    assert memo(a.copy()) is first  # the same values: ranked once
+    assert list(memo(np.array([1.0, 3.0, 1.0]))) == [1.5, 3.0, 1.5]
