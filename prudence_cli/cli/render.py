@@ -117,7 +117,14 @@ def to_json(frame: pd.DataFrame, typed: Sequence[str] = ()) -> str:
 
 
 def print_table(table: Table) -> None:
-    Console().print(table)
+    """Print `table` whole: narrower than its content, rich would cut numbers down to
+    `0.…`; a table wider than the terminal is printed at its own width instead (the
+    terminal wraps its lines), so no value is ever shortened."""
+    console = Console()
+    needed = console.measure(table, options=console.options.update(max_width=4096)).maximum
+    if needed > console.width:
+        console = Console(width=needed)
+    console.print(table)
 
 
 def _number(value: float, percent: bool = False) -> str:

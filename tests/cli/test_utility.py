@@ -185,3 +185,15 @@ def test_measures_none_stores_nothing_and_commands_still_measure(catalog, tmp_pa
     assert not (tmp_path / "catalog" / "none" / "measures").exists()
     frame = csv("catalog", "utility", "--catalog", "catalog/none", "--format", "csv")
     assert sorted(set(frame["threshold"])) == pytest.approx([1 / 4, 1 / 3, 1 / 2, 1])
+
+
+def test_a_narrow_terminal_never_shortens_a_value(catalog, monkeypatch):  # noqa: F811
+    """Tables wider than the terminal are printed whole (the terminal wraps their
+    lines): rich would otherwise cut `0.017` to `0.…`."""
+    monkeypatch.setenv("COLUMNS", "60")
+    for args, whole in (
+        (("catalog", "utility"), "radius_of_gyration"),
+        (("catalog", "best", "--max-risk", "0.5"), "nobody released"),
+    ):
+        shown = run(*args, "--format", "table").stdout
+        assert whole in shown and "…" not in shown
