@@ -11,6 +11,7 @@ The points left are projected to the config's `crs`, or to the CRS chosen for th
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,6 +19,7 @@ import pandas as pd
 import shapely
 
 from prudence_cli import columns as C
+from prudence_cli.arrays import stable_order
 from prudence_cli.config import Area, Config
 from prudence_cli.errors import ConfigError, PrudenceError
 from prudence_cli.io.geojson import read_area_geojson
@@ -69,24 +71,25 @@ def select(raw: RawPoints, config: Config) -> Selection:
     stats["rows_in_period"] = int(keep.sum())
 
     order = _by_user_and_time(np.flatnonzero(keep), codes, time)
-    user = codes[order]
+    user = _sorted_codes(codes, keep, len(all_ids))  # codes[order], without the gather
+    when = time[order]
     if C.TRIP in table:  # trips given by the input (map-matched segments)
         trip_codes = pd.factorize(
             pd.Series(codes).astype(str) + "\x00" + table[C.TRIP].astype(str)
         )[0]
         trip = _given_trips(user, trip_codes[order])
     else:
-        trip = _trip_numbers(user, time[order], sel.max_gap)
+        trip = _trip_numbers(user, when, sel.max_gap)
     if sel.points == "trip_ends":
         last = np.ones(len(order), dtype=bool)
         last[:-1] = trip[1:] != trip[:-1]
-        order, user, trip = order[last], user[last], trip[last]
+        order, user, trip, when = order[last], user[last], trip[last], when[last]
 
     lon = table[C.LON].to_numpy()[order]
     lat = table[C.LAT].to_numpy()[order]
     if sel.area is not None:
         inside = shapely.intersects_xy(_prepared(area_geometry(sel.area)), lon, lat)
-        order, user, trip, lon, lat = (a[inside] for a in (order, user, trip, lon, lat))
+        order, user, trip, when, lon, lat = (a[inside] for a in (order, user, trip, when, lon, lat))
 
     points_per_user = np.bincount(user, minlength=len(all_ids))
     first_of_trip = np.ones(len(trip), dtype=bool)
@@ -95,7 +98,7 @@ def select(raw: RawPoints, config: Config) -> Selection:
     active_user = (points_per_user >= sel.min_points) & (trips_per_user >= sel.min_trips)
     active = active_user[user] if len(user) else np.zeros(0, dtype=bool)
     if not active.all():  # often every user is active: then nothing is copied
-        order, user, trip, lon, lat = (a[active] for a in (order, user, trip, lon, lat))
+        order, user, trip, when, lon, lat = (a[active] for a in (order, user, trip, when, lon, lat))
     stats["points"] = len(order)
 
     kept_codes, dense_user = _renumbered(user, len(all_ids))
@@ -108,7 +111,7 @@ def select(raw: RawPoints, config: Config) -> Selection:
     crs = projection.crs
     x, y = _projected(lon, lat, projection, config)
     points = pd.DataFrame(
-        {C.USER: dense_user.astype(np.int32), C.TIME: time[order], C.X: x, C.Y: y}, copy=False
+        {C.USER: dense_user.astype(np.int32), C.TIME: when, C.X: x, C.Y: y}, copy=False
     )
     locations = geometry = None
     if C.LOCATION in table:
@@ -132,7 +135,7 @@ def _projected(
     lon: np.ndarray, lat: np.ndarray, projection: Projection, config: Config
 ) -> tuple[np.ndarray, np.ndarray]:
     """The points in the projection's CRS; an error naming a point it cannot place."""
-    x, y = project(lon, lat, projection.crs)
+    x, y = project(lon, lat, projection.crs, threads=config.engine.jobs or os.cpu_count() or 1)
     lost = ~(np.isfinite(x) & np.isfinite(y))
     if lost.any():
         first = int(np.argmax(lost))
@@ -168,39 +171,46 @@ def _factorized(
 def _by_user_and_time(index: np.ndarray, codes: np.ndarray, time: np.ndarray) -> np.ndarray:
     """`index` sorted by user code, then time, ties kept in index order: the order of
     `index[np.lexsort((time[index], codes[index]))]`, several times faster. Rows already
-    in time order (as many exports are) are sorted by user alone, 16 bits at a time;
-    others by one 64-bit key (user code in the high bits, time in the low ones) when
-    both fit."""
+    in time order (as many exports are) are sorted by user alone; others by one 64-bit
+    key (user code in the high bits, time in the low ones) when both fit, or by time and
+    then by user (a stable sort keeps the time order within each user). `index` must be
+    increasing (as `np.flatnonzero` gives it)."""
     if len(index) == 0:
         return index
     when = time[index]
     if (when[1:] >= when[:-1]).all():
-        return index[_stable_order(codes[index])]
+        return _taken(index, stable_order(codes[index]), len(time))
     first, last = int(when.min()), int(when.max())
     unit = 1_000_000_000 if not (when % 1_000_000_000).any() else 1  # whole seconds
     time_bits = ((last - first) // unit).bit_length()
-    key = codes[index].astype(np.int64)
-    if time_bits + int(key.max()).bit_length() > 62:
-        order: np.ndarray = index[np.lexsort((when, key))]
+    user = codes[index].astype(np.int64)
+    if time_bits > 62:  # a span of time no int64 difference holds
+        order: np.ndarray = index[np.lexsort((when, user))]
         return order
-    key <<= time_bits
     when -= first
     when //= unit
-    key |= when
+    if time_bits + int(user.max()).bit_length() <= 62:
+        user <<= time_bits
+        user |= when
+        del when
+        return _taken(index, stable_order(user), len(time))
+    by_time = stable_order(when)
     del when
-    return index[np.argsort(key, kind="stable")]
+    return _taken(index, by_time[stable_order(user[by_time])], len(time))
 
 
-def _stable_order(codes: np.ndarray) -> np.ndarray:
-    """The stable sorting order of non-negative integer codes, by a radix sort on 16 bits
-    at a time (numpy sorts 16-bit keys by counting)."""
-    order: np.ndarray | None = None
-    for shift in range(0, max(int(codes.max()).bit_length(), 1), 16):
-        digits = ((codes if order is None else codes[order]) >> shift).astype(np.uint16)
-        step = np.argsort(digits, kind="stable")
-        order = step if order is None else order[step]
-    assert order is not None
-    return order
+def _taken(index: np.ndarray, order: np.ndarray, n_rows: int) -> np.ndarray:
+    """`index[order]`; `order` itself when `index` (increasing) holds every row, as it
+    does without a period filter, so that ten million rows are not gathered for nothing."""
+    taken: np.ndarray = order if len(index) == n_rows else index[order]
+    return taken
+
+
+def _sorted_codes(codes: np.ndarray, keep: np.ndarray, n_codes: int) -> np.ndarray:
+    """The codes of the kept rows in increasing order, each as often as it is kept: what
+    `codes[order]` is when `order` sorts the kept rows by code, found by counting."""
+    counts = np.bincount(codes[keep] if not keep.all() else codes, minlength=n_codes)
+    return np.repeat(np.arange(n_codes, dtype=codes.dtype), counts)
 
 
 def _renumbered(user: np.ndarray, n_codes: int) -> tuple[np.ndarray, np.ndarray]:

@@ -15,6 +15,7 @@ latitudes, whichever distorts lengths least over the data.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +29,13 @@ from pyproj.database import query_utm_crs_info
 WGS84 = "EPSG:4326"
 # the scale error is measured on at most this many distinct positions (see `_positions`)
 MEASURED_POSITIONS = 100_000
+# `project` splits at least this many points per thread among its threads
+PARALLEL_POINTS = 500_000
+# `project` copies repeated points when at most this share of them differ from the last
+REPEATS_WORTH_COPYING = 0.9
+# `_positions` and `grid_cells` mark what they see in a table of at most this many cells
+# (and 8 per point): bytes, and 4 bytes each to rank them
+DENSE_CELLS = 1 << 25
 # a scale error above this is worth a warning: a "1 km" cell more than 10 m off
 WARN_ABOVE = 0.01
 
@@ -149,15 +157,20 @@ def _measured(crs: str, rule: str, lon: np.ndarray, lat: np.ndarray) -> Projecti
 def _positions(lon: np.ndarray, lat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The data's distinct positions rounded to 0.01° (about 1 km), or to 0.1° or 1° when
     there are more than MEASURED_POSITIONS of them: the extent and the scale error are
-    measured on these, so that they cost little on millions of points."""
+    measured on these, so that they cost little on millions of points. In the order of
+    their rounded longitude, then latitude."""
     for step in (0.01, 0.1, 1.0):
-        ix = np.round(lon / step).astype(np.int64)
-        iy = np.round(lat / step).astype(np.int64)
-        key = np.unique(ix * 1_000_000 + iy)
-        if key.size <= MEASURED_POSITIONS:
+        kx, ky, _ = _cells_of(_rounded(lon, step), _rounded(lat, step), inverse=False)
+        if kx.size <= MEASURED_POSITIONS:
             break
-    kx = np.floor_divide(key + 500_000, 1_000_000)
-    return kx * step, (key - kx * 1_000_000) * step
+    return kx * step, ky * step
+
+
+def _rounded(values: np.ndarray, step: float) -> np.ndarray:
+    """`np.round(values / step)` as integers."""
+    steps = values / step
+    np.round(steps, out=steps)
+    return steps.astype(np.int64)
 
 
 def _extent(lon: np.ndarray, lat: np.ndarray) -> tuple[float, float, float, float]:
@@ -223,10 +236,55 @@ def check_projected_crs(text: object) -> str:
     return text
 
 
-def project(lon: np.ndarray, lat: np.ndarray, crs: str) -> tuple[np.ndarray, np.ndarray]:
-    transformer = pyproj.Transformer.from_crs(WGS84, crs, always_xy=True)
-    x, y = transformer.transform(lon, lat)
-    return np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+def project(
+    lon: np.ndarray, lat: np.ndarray, crs: str, threads: int = 1
+) -> tuple[np.ndarray, np.ndarray]:
+    """The points from lon/lat to the CRS. PROJ computes every point alone, so a point
+    the same to the bit as the one before it (a GPS trace repeats its position while
+    the device stands still) is projected once and copied, when that saves enough.
+    With `threads` > 1 and millions of points, consecutive parts of them are projected
+    at once by that many threads. Either way the result is the same to the bit."""
+    lon = np.asarray(lon, dtype=float)
+    lat = np.asarray(lat, dtype=float)
+    if lon.ndim != 1 or lon.shape != lat.shape or len(lon) < 2:
+        return _projected_parts(lon, lat, crs, threads)
+    moved = np.empty(len(lon), dtype=bool)  # bits, not values: -0.0 is not 0.0 here
+    moved[0] = True
+    lon_bits = np.ascontiguousarray(lon).view(np.int64)
+    lat_bits = np.ascontiguousarray(lat).view(np.int64)
+    np.not_equal(lon_bits[1:], lon_bits[:-1], out=moved[1:])
+    moved[1:] |= lat_bits[1:] != lat_bits[:-1]
+    starts = np.flatnonzero(moved)
+    del moved
+    if len(starts) > REPEATS_WORTH_COPYING * len(lon):
+        return _projected_parts(lon, lat, crs, threads)
+    x, y = _projected_parts(lon[starts], lat[starts], crs, threads)
+    repeats = np.diff(starts, append=len(lon))
+    return np.repeat(x, repeats), np.repeat(y, repeats)
+
+
+def _projected_parts(
+    lon: np.ndarray, lat: np.ndarray, crs: str, threads: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """`project` without looking for repeats: in parts of at least PARALLEL_POINTS, by
+    at most `threads` threads at once (PROJ lets go of the GIL), each with its own
+    transformer as pyproj requires."""
+    parts = min(threads, len(lon) // PARALLEL_POINTS)
+    if parts <= 1:
+        transformer = pyproj.Transformer.from_crs(WGS84, crs, always_xy=True)
+        x, y = transformer.transform(lon, lat)
+        return np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    x = np.array(lon, dtype=float)  # copies, projected in place
+    y = np.array(lat, dtype=float)
+    bounds = np.linspace(0, len(x), parts + 1).astype(np.int64).tolist()
+
+    def part(start: int, stop: int) -> None:
+        transformer = pyproj.Transformer.from_crs(WGS84, crs, always_xy=True)
+        transformer.transform(x[start:stop], y[start:stop], inplace=True)
+
+    with ThreadPoolExecutor(parts) as pool:
+        list(pool.map(part, bounds[:-1], bounds[1:]))  # list(): raise what a part raised
+    return x, y
 
 
 def project_lines(lines: np.ndarray, crs: str) -> np.ndarray:
@@ -257,10 +315,9 @@ def grid_cells(
     """
     ix = np.floor(x / side).astype(np.int64)
     iy = np.floor(y / side).astype(np.int64)
-    cell = ix * (1 << 32) + (iy + (1 << 31))
-    ids, codes = np.unique(cell, return_inverse=True)
-    cx = ids // (1 << 32)
-    cy = ids % (1 << 32) - (1 << 31)
+    cx, cy, codes = _cells_of(ix, iy)
+    assert codes is not None
+    del ix, iy
     centre_x, centre_y = (cx + 0.5) * side, (cy + 0.5) * side
     lon, lat = unproject(centre_x, centre_y, crs)
     off_map = ~(np.isfinite(lon) & np.isfinite(lat))
@@ -270,6 +327,43 @@ def grid_cells(
     labels = [f"{a}_{b}" for a, b in zip(cx.tolist(), cy.tolist(), strict=True)]
     cells = pd.DataFrame({"label": labels, "lon": lon, "lat": lat})
     return codes.astype(np.int32), cells
+
+
+def _cells_of(
+    ix: np.ndarray, iy: np.ndarray, inverse: bool = True
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """The distinct cells (column cx, row cy) of points in column `ix` and row `iy`,
+    sorted by column then row (their id cx·2³² + cy + 2³¹), and, when `inverse`, each
+    point's rank among them: what `np.unique(id, return_inverse=True)` gives. By a table
+    over the rectangle of cells spanning the points when it is small (as for any data in
+    a country), which costs a fraction of sorting the ids: ranked column by column, row
+    by row, the cells are in the order of their ids when the rows are 32-bit integers."""
+    if len(ix) == 0:
+        return ix, iy, np.zeros(0, dtype=np.int32)
+    x0, y0 = int(ix.min()), int(iy.min())
+    height, width = int(iy.max()) - y0 + 1, int(ix.max()) - x0 + 1
+    small = width * height <= min(max(8 * len(ix), 1 << 20), DENSE_CELLS)
+    if not (small and -(1 << 31) <= y0 <= y0 + height <= 1 << 31):
+        key = ix * (1 << 32) + (iy + (1 << 31))
+        if inverse:
+            ids, found = np.unique(key, return_inverse=True)
+            codes = found.ravel()
+        else:
+            ids, codes = np.unique(key), None
+        return ids // (1 << 32), ids % (1 << 32) - (1 << 31), codes
+    cell = ix - x0
+    cell *= height
+    cell += iy
+    cell -= y0
+    seen = np.zeros(width * height, dtype=bool)
+    seen[cell] = True
+    codes = None
+    if inverse:
+        rank = np.cumsum(seen, dtype=np.int32)
+        rank -= 1
+        codes = rank[cell]
+    found = np.flatnonzero(seen)
+    return found // height + x0, found % height + y0, codes
 
 
 def cell_squares(lon: np.ndarray, lat: np.ndarray, side: float, crs: str) -> np.ndarray:

@@ -11,7 +11,7 @@ import pytest
 from prudence_cli.config import DataviewConfig, load_config
 from prudence_cli.dataviews.build import build_dataviews
 from prudence_cli.io.readers import RawPoints
-from prudence_cli.select import select
+from prudence_cli.select import _by_user_and_time, _sorted_codes, select
 from prudence_cli.space import grid_cells, project, utm_zone
 from tests.conftest import MINIMAL_CONFIG
 
@@ -143,3 +143,29 @@ def test_trajectory_bins_are_local_and_repeats_collapse(write_config):
     assert table["user"].tolist() == ["a", "b"]
     assert len(daily.table(selection.user_ids)) == 2
     assert hourly.coverage("records").tolist() == [1, 1]
+
+
+def _reference_order(index: np.ndarray, codes: np.ndarray, time: np.ndarray) -> np.ndarray:
+    """The order `_by_user_and_time` must give: by user, then time, then index."""
+    return index[np.lexsort((time[index], codes[index]))]
+
+
+@pytest.mark.parametrize("times", ["sorted", "seconds", "nanoseconds", "ties", "huge_span"])
+@pytest.mark.parametrize("subset", [False, True])
+def test_sorting_by_user_and_time_is_a_stable_lexsort(times, subset):
+    """Every path of `_by_user_and_time` (time-ordered rows, one packed key, a sort by
+    time then user) gives the order of a stable lexsort, with or without a period."""
+    rng = np.random.default_rng(7)
+    n = 5_000
+    codes = rng.integers(0, 300, n).astype(np.int32)
+    time = {
+        "sorted": np.sort(rng.integers(0, 10**6, n)) * 10**9,
+        "seconds": rng.integers(0, 10**6, n) * 10**9,
+        "nanoseconds": rng.integers(0, 10**15, n),
+        "ties": rng.integers(0, 5, n) * 10**9,
+        "huge_span": rng.integers(-(2**62), 2**62, n),  # beyond one 64-bit key
+    }[times].astype(np.int64)
+    index = np.flatnonzero(rng.random(n) < 0.7) if subset else np.arange(n)
+    expected = _reference_order(index, codes, time)
+    assert np.array_equal(_by_user_and_time(index, codes, time), expected)
+    assert np.array_equal(_sorted_codes(codes, np.isin(np.arange(n), index), 300), codes[expected])

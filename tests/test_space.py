@@ -8,9 +8,11 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from prudence_cli import space
 from prudence_cli.space import (
     MEASURED_POSITIONS,
     Projection,
+    _positions,
     choose_projection,
     grid_cells,
     project,
@@ -182,3 +184,70 @@ def test_a_1km_cell_in_hawaii_is_about_1km_wide():
     width = geod.inv(lon0, lat0, lon1, lat1)[2]
     height = geod.inv(lon0, lat0, lon2, lat2)[2]
     assert width == pytest.approx(1000, rel=0.02) and height == pytest.approx(1000, rel=0.02)
+
+
+def _unique_positions(lon: np.ndarray, lat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The positions as `_positions` found them by `np.unique` of one key per point."""
+    for step in (0.01, 0.1, 1.0):
+        ix = np.round(lon / step).astype(np.int64)
+        iy = np.round(lat / step).astype(np.int64)
+        key = np.unique(ix * 1_000_000 + iy)
+        if key.size <= space.MEASURED_POSITIONS:
+            break
+    kx = np.floor_divide(key + 500_000, 1_000_000)
+    return kx * step, (key - kx * 1_000_000) * step
+
+
+@pytest.mark.parametrize("measured", [100_000, 300, 30])
+@pytest.mark.parametrize(
+    "lon, lat",
+    [
+        (np.array([10.3, 10.5]), np.array([43.6, 43.8])),  # Pisa: a small table
+        (US_LON, US_LAT),  # spread: sorted keys
+        (np.array([-179.9, 179.9, 0.0, 10.0]), np.array([-89.0, 89.0, 0.0, -5.0])),
+    ],
+)
+def test_positions_are_the_distinct_rounded_points_in_key_order(lon, lat, measured, monkeypatch):
+    """However they are found, at every rounding step."""
+    monkeypatch.setattr(space, "MEASURED_POSITIONS", measured)
+    rng = np.random.default_rng(5)
+    lon = np.tile(lon, 500) + rng.normal(0, 0.05, 500 * lon.size)
+    lat = np.clip(np.tile(lat, 500) + rng.normal(0, 0.05, 500 * lat.size), -90, 90)
+    found = _positions(lon, lat)
+    expected = _unique_positions(lon, lat)
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(found, expected, strict=True))
+
+
+@pytest.mark.parametrize("side", [250.0, 1000.0, 5e6])
+def test_grid_cells_rank_cells_in_the_order_of_their_ids(side):
+    """The table of cells and the sort of their ids (data spread over the world) agree."""
+    rng = np.random.default_rng(11)
+    for spread in (3e4, 2e7):  # a city (a small table), the world (sorting the ids)
+        x, y = rng.normal(0, spread, 20_000), rng.normal(-spread / 3, spread, 20_000)
+        codes, cells = grid_cells(x, y, side, "+proj=laea +lat_0=0 +lon_0=0 +datum=WGS84")
+        ix, iy = np.floor(x / side).astype(np.int64), np.floor(y / side).astype(np.int64)
+        ids, expected = np.unique(ix * (1 << 32) + (iy + (1 << 31)), return_inverse=True)
+        assert np.array_equal(codes, expected.astype(np.int32))
+        labels = [f"{i // (1 << 32)}_{i % (1 << 32) - (1 << 31)}" for i in ids.tolist()]
+        assert cells["label"].tolist() == labels
+
+
+def test_projecting_in_threads_gives_the_same_bits(monkeypatch):
+    monkeypatch.setattr(space, "PARALLEL_POINTS", 1_000)
+    rng = np.random.default_rng(2)
+    lon, lat = rng.uniform(9, 12, 10_001), rng.uniform(43, 46, 10_001)
+    one = project(lon, lat, "EPSG:32632")
+    several = project(lon, lat, "EPSG:32632", threads=3)
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(one, several, strict=True))
+
+
+@pytest.mark.parametrize("crs", ["EPSG:32632", "+proj=laea +lat_0=0 +lon_0=0 +datum=WGS84"])
+def test_repeated_points_are_projected_to_the_same_bits(crs):
+    """A point repeated is projected once and copied; -0.0 and 0.0 are not the same."""
+    lon = np.repeat([10.0, 10.0, -0.0, 0.0, 0.0, np.nan, np.nan, 11.0], [5, 1, 2, 3, 1, 2, 1, 4])
+    lat = np.repeat([44.0, 44.5, 0.0, 0.0, -0.0, 44.0, 44.0, 45.0], [5, 1, 2, 3, 1, 2, 1, 4])
+    x, y = project(lon, lat, crs)
+    transformer = pyproj.Transformer.from_crs("EPSG:4326", crs, always_xy=True)
+    alone = [transformer.transform(a, b) for a, b in zip(lon.tolist(), lat.tolist(), strict=True)]
+    assert x.tobytes() == np.array([p[0] for p in alone]).tobytes()
+    assert y.tobytes() == np.array([p[1] for p in alone]).tobytes()

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from prudence_cli.arrays import stable_order
 from prudence_cli.engine import compiled
 from prudence_cli.engine.plan import _SATURATE, _binomials
 from prudence_cli.engine.problem import MATCHES, MODES, CountingProblem, Elements, QuerySpec
@@ -19,7 +20,7 @@ class _StartIndex:
 
     def __init__(self, lists: Elements) -> None:
         self.lists = lists
-        self.order = np.argsort(lists.elements, kind="stable")
+        self.order = stable_order(lists.elements)
         self.sorted = lists.elements[self.order]
         self.owners = np.repeat(np.arange(lists.n_users, dtype=np.int64), lists.lengths)
 
@@ -46,7 +47,7 @@ class _Postings:
         (element, user) pair is already distinct and a stable sort suffices."""
         owners = np.repeat(np.arange(members.n_users, dtype=np.int64), members.lengths)
         if distinct:
-            self.users = owners[np.argsort(members.elements, kind="stable")]
+            self.users = owners[stable_order(members.elements)]
             counts = np.bincount(members.elements, minlength=n_elements)
         else:
             n = max(members.n_users, 1)
@@ -242,7 +243,7 @@ def _key_order(keys: np.ndarray, n_elements: int, owners: np.ndarray | None = No
         for j in range(s):
             packed = (packed << bits) | keys[:, j].astype(np.int64)
         if owners is None:
-            return np.argsort(packed, kind="stable")
+            return stable_order(packed)
         return np.lexsort((owners, packed))
     columns = [keys[:, j] for j in range(s - 1, -1, -1)]
     return np.lexsort(([owners] if owners is not None else []) + columns)
