@@ -72,24 +72,23 @@ def select(raw: RawPoints, config: Config) -> Selection:
 
     order = _by_user_and_time(np.flatnonzero(keep), codes, time)
     user = _sorted_codes(codes, keep, len(all_ids))  # codes[order], without the gather
-    when = time[order]
     if C.TRIP in table:  # trips given by the input (map-matched segments)
         trip_codes = pd.factorize(
             pd.Series(codes).astype(str) + "\x00" + table[C.TRIP].astype(str)
         )[0]
         trip = _given_trips(user, trip_codes[order])
     else:
-        trip = _trip_numbers(user, when, sel.max_gap)
+        trip = _trip_numbers(user, time[order], sel.max_gap)
     if sel.points == "trip_ends":
         last = np.ones(len(order), dtype=bool)
         last[:-1] = trip[1:] != trip[:-1]
-        order, user, trip, when = order[last], user[last], trip[last], when[last]
+        order, user, trip = order[last], user[last], trip[last]
 
     lon = table[C.LON].to_numpy()[order]
     lat = table[C.LAT].to_numpy()[order]
     if sel.area is not None:
         inside = shapely.intersects_xy(_prepared(area_geometry(sel.area)), lon, lat)
-        order, user, trip, when, lon, lat = (a[inside] for a in (order, user, trip, when, lon, lat))
+        order, user, trip, lon, lat = (a[inside] for a in (order, user, trip, lon, lat))
 
     points_per_user = np.bincount(user, minlength=len(all_ids))
     first_of_trip = np.ones(len(trip), dtype=bool)
@@ -98,7 +97,7 @@ def select(raw: RawPoints, config: Config) -> Selection:
     active_user = (points_per_user >= sel.min_points) & (trips_per_user >= sel.min_trips)
     active = active_user[user] if len(user) else np.zeros(0, dtype=bool)
     if not active.all():  # often every user is active: then nothing is copied
-        order, user, trip, when, lon, lat = (a[active] for a in (order, user, trip, when, lon, lat))
+        order, user, trip, lon, lat = (a[active] for a in (order, user, trip, lon, lat))
     stats["points"] = len(order)
 
     kept_codes, dense_user = _renumbered(user, len(all_ids))
@@ -111,7 +110,7 @@ def select(raw: RawPoints, config: Config) -> Selection:
     crs = projection.crs
     x, y = _projected(lon, lat, projection, config)
     points = pd.DataFrame(
-        {C.USER: dense_user.astype(np.int32), C.TIME: when, C.X: x, C.Y: y}, copy=False
+        {C.USER: dense_user.astype(np.int32), C.TIME: time[order], C.X: x, C.Y: y}, copy=False
     )
     locations = geometry = None
     if C.LOCATION in table:

@@ -258,24 +258,31 @@ def project(
     del moved
     if len(starts) > REPEATS_WORTH_COPYING * len(lon):
         return _projected_parts(lon, lat, crs, threads)
-    x, y = _projected_parts(lon[starts], lat[starts], crs, threads)
-    repeats = np.diff(starts, append=len(lon))
-    return np.repeat(x, repeats), np.repeat(y, repeats)
+    repeats = np.diff(starts, append=len(lon)).astype(np.int32 if len(lon) < 1 << 31 else np.int64)
+    x, y = lon[starts], lat[starts]
+    del starts  # memory: the distinct points, projected in place, then one copy at a time
+    x, y = _projected_parts(x, y, crs, threads, own=True)
+    x = np.repeat(x, repeats)
+    y = np.repeat(y, repeats)
+    return x, y
 
 
 def _projected_parts(
-    lon: np.ndarray, lat: np.ndarray, crs: str, threads: int
+    lon: np.ndarray, lat: np.ndarray, crs: str, threads: int, own: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
     """`project` without looking for repeats: in parts of at least PARALLEL_POINTS, by
     at most `threads` threads at once (PROJ lets go of the GIL), each with its own
-    transformer as pyproj requires."""
+    transformer as pyproj requires. `own`: `lon` and `lat` are this call's to overwrite
+    (contiguous float64), so they are projected in place, without a copy."""
     parts = min(threads, len(lon) // PARALLEL_POINTS)
-    if parts <= 1:
+    if parts <= 1 and not own:
         transformer = pyproj.Transformer.from_crs(WGS84, crs, always_xy=True)
         x, y = transformer.transform(lon, lat)
         return np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    x = np.array(lon, dtype=float)  # copies, projected in place
-    y = np.array(lat, dtype=float)
+    # projected in place: the inputs when they are ours, else copies of them
+    x = lon if own else np.array(lon, dtype=float)
+    y = lat if own else np.array(lat, dtype=float)
+    parts = max(parts, 1)
     bounds = np.linspace(0, len(x), parts + 1).astype(np.int64).tolist()
 
     def part(start: int, stop: int) -> None:

@@ -260,6 +260,22 @@ class FormatChoice(click.Choice):
         return super().convert(self.aliases.get(value, value), param, ctx)
 
 
+class Risk(click.ParamType):
+    """A risk written as a number or a fraction (`1/3`: risks are 1/k, and 0.33 is not
+    1/3)."""
+
+    name = "risk"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, float):
+            return value
+        top, slash, bottom = str(value).partition("/")
+        try:
+            return int(top) / int(bottom) if slash else float(value)
+        except (ValueError, ZeroDivisionError):
+            self.fail(f"{value!r} is not a number or a fraction like 1/3", param, ctx)
+
+
 def echo_json(payload: Any) -> None:
     """A JSON document on stdout (a number that is not one, NaN, as null)."""
     click.echo(json.dumps(_finite(payload), indent=2, default=str, allow_nan=False))

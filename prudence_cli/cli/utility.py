@@ -15,6 +15,7 @@ from prudence_cli.cli.common import (
     PROFILES_HINT,
     QUIET_OPTION,
     WHERE_OPTION,
+    Risk,
     UserError,
     check_share,
     handle_errors,
@@ -30,18 +31,20 @@ from prudence_cli.cli.common import (
 @click.option(
     "--threshold",
     "thresholds",
-    type=float,
+    type=Risk(),
     multiple=True,
     metavar="T",
-    help="A risk threshold t: compare the people at risk ≤ t with everyone (repeatable; "
-    "default 1, 1/2, 1/3, 1/4: the paper's D_1, D_0.5, D_0.33, D_0.25).",
+    help="A risk threshold t, a number or a fraction such as 1/3: compare the people at "
+    "risk ≤ t with everyone (repeatable; default: the config's utility.thresholds, else "
+    "1, 1/2, 1/3, 1/4: the paper's D_1, D_0.5, D_0.33, D_0.25).",
 )
 @click.option(
     "--measure",
     "measures",
     multiple=True,
     metavar="NAME",
-    help="Only this mobility measure (repeatable; default: every one the format allows).",
+    help="Only this mobility measure (repeatable; default: the config's utility.measures, "
+    "else every one the format allows).",
 )
 @click.option(
     "--show",
@@ -74,7 +77,9 @@ def utility(
     radius of gyration, entropies, trips, visits and places on the people at risk ≤ t
     against the whole dataview (Kolmogorov–Smirnov statistic, 1-Wasserstein distance,
     quantiles), or their Pearson and Spearman correlation with risk. The counted levels
-    are the policy's, as for catalog best."""
+    are the policy's, as for catalog best. D_t is taken before suppression, as the paper
+    does; a release at t (sanitize) also removes those whom removal makes unique, and
+    can keep far fewer people: catalog best --utility ks:MEASURE gives what it keeps."""
     from prudence_cli.catalog import find_catalog, open_catalog
     from prudence_cli.catalog.query import catalog_policy, counted_levels, numeric_columns
     from prudence_cli.explore.mobility import catalog_mobility
@@ -92,6 +97,7 @@ def utility(
             + ", ".join(PERSON_MEASURES)
         )
     opened = open_catalog(find_catalog(catalog_dir), "risks", PROFILES_HINT)
+    stored = opened.record.mobility  # what assess measured, as the config chose
     policy, _ = catalog_policy(opened, None, attacks, where, default_max_risk=1.0)
     levels = counted_levels(opened, policy.attacks, policy.where)
     with progress_bar(quiet) as progress:
@@ -99,8 +105,8 @@ def utility(
             opened,
             levels,
             policy.where,
-            thresholds or THRESHOLDS,
-            measures or None,
+            thresholds or (stored.thresholds if stored else THRESHOLDS),
+            measures or (stored.measures if stored else None),
             progress,
         )
     if found.skipped and not quiet:

@@ -24,6 +24,9 @@ MEASURES = (*PERSON_MEASURES, *LOCATION_MEASURES)
 TRAJECTORY_ONLY = ("max_distance", "sum_distances", "flow")
 # the paper's D_1, D_0.5, D_0.33, D_0.25: risks are 1/k, so its 0.33 is 1/3
 THRESHOLDS = (1.0, 0.5, 1 / 3, 0.25)
+ORDERED_FORMATS = ("trajectory", "segments")  # rows are single visits in time order
+# formats whose locations are places: the others' are (place, time bin) profiles or clusters
+PLACE_FORMATS = (*ORDERED_FORMATS, "presence", "probability")
 
 
 @dataclass(frozen=True)
@@ -39,9 +42,10 @@ class MobilityConfig:
         return self.measures is None or bool(self.measures)
 
 
-def parse_mobility(r: Reader, data: object) -> MobilityConfig:
+def parse_mobility(r: Reader, data: object, view_format: str) -> MobilityConfig:
     """`utility.measures`: a list of measure names, `all` (the default) or `none`;
-    `utility.thresholds`: a list of risks in (0, 1] (default 1, 1/2, 1/3, 1/4)."""
+    `utility.thresholds`: a list of risks in (0, 1] (default 1, 1/2, 1/3, 1/4). A
+    measure the dataviews' format cannot give is an error."""
     if not isinstance(data, dict):
         return MobilityConfig()
     measures: tuple[str, ...] | None = None
@@ -50,14 +54,23 @@ def parse_mobility(r: Reader, data: object) -> MobilityConfig:
         key = "utility.measures"
         if value == "all":
             measures = None
-        elif value == "none" or value == []:
+        elif value == "none":
             measures = ()
         else:
-            if not isinstance(value, list):
+            if not isinstance(value, list) or not value:
                 r.fail(key, f"{shown(value)} must be all, none or a list of measure names")
             names = [r.choice(v, f"{key}[{i}]", MEASURES) for i, v in enumerate(value)]
-            if len(set(names)) < len(names):
-                r.fail(key, "names a measure twice")
+            for i, name in enumerate(names):
+                if name in names[:i]:
+                    r.fail(f"{key}[{i}]", f"{name} is named twice")
+                if name in TRAJECTORY_ONLY and view_format not in ORDERED_FORMATS:
+                    r.fail(
+                        f"{key}[{i}]",
+                        f"{name} needs trips, which only trajectory and segments dataviews "
+                        f"have (dataview.format is {view_format})",
+                    )
+            if view_format not in PLACE_FORMATS:
+                r.fail(key, f"{view_format} dataviews hold no places to measure; write none")
             measures = tuple(names)
     thresholds: tuple[float, ...] = THRESHOLDS
     if "thresholds" in data:
@@ -74,8 +87,9 @@ def parse_mobility(r: Reader, data: object) -> MobilityConfig:
                     f"{shown(v)} is not a risk in (0, 1] (a number or a fraction such as 1/3)",
                 )
             found.append(t)
-        if len(set(found)) < len(found):
-            r.fail(key, "names a threshold twice")
+        for i, t in enumerate(found):
+            if t in found[:i]:
+                r.fail(f"{key}[{i}]", f"{shown(value[i])} is the threshold {t:g} again")
         thresholds = tuple(found)
     return MobilityConfig(measures, thresholds)
 

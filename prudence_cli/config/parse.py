@@ -89,7 +89,7 @@ def parse_config(data: object, file: Path) -> Config:
         crs=r.convert(top["crs"], "crs", check_projected_crs) if "crs" in top else None,
         utility_scores=_parse_utility(r, top.get("utility")),
         utility_aggregate=_parse_aggregate(r, top.get("utility"), dataview),
-        mobility=parse_mobility(r, top.get("utility")),
+        mobility=parse_mobility(r, top.get("utility"), dataview.format),
         mechanisms=mechanisms,
         randomize=_parse_randomize(r, top.get("randomize", {}), input_config.timezone),
         policy=parse_policy(

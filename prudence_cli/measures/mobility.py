@@ -49,7 +49,9 @@ import pandas as pd
 from prudence_cli.config.mobility import (
     LOCATION_MEASURES,
     MEASURES,
+    ORDERED_FORMATS,
     PERSON_MEASURES,
+    PLACE_FORMATS,
     THRESHOLDS,
     TRAJECTORY_ONLY,
 )
@@ -100,11 +102,6 @@ class Visits:
     def person(self) -> np.ndarray:
         """The person of each row."""
         return np.repeat(np.arange(self.people), np.diff(self.offsets))
-
-
-ORDERED_FORMATS = ("trajectory", "segments")  # rows are single visits in time order
-# formats whose locations are places: the others' are (place, time bin) profiles or clusters
-PLACE_FORMATS = (*ORDERED_FORMATS, "presence", "probability")
 
 
 def visits_of(view: Dataview, crs: str) -> Visits | None:

@@ -33,7 +33,10 @@ LABELS = {
 
 
 def mobility_parts(
-    crs: str | None, chosen: Suppressed, thresholds: Sequence[float] = THRESHOLDS
+    crs: str | None,
+    chosen: Suppressed,
+    thresholds: Sequence[float] = THRESHOLDS,
+    measures: Sequence[str] | None = None,
 ) -> tuple[list[Chart], str] | None:
     """The charts (the dataview against its release; the dataview's D_t, the people at
     risk ≤ t, for each threshold t) and the HTML tables for the release of `chosen`;
@@ -42,7 +45,7 @@ def mobility_parts(
     after = visits_of(chosen.outcome.view, crs) if crs else None
     if before is None or after is None:
         return None
-    profile = Profile(before)
+    profile = Profile(before, measures)
     people, places = profile.measures_of(after)
     full = {**_series(profile.people), **_series(profile.places)}
     view = chosen.before.id
@@ -51,7 +54,9 @@ def mobility_parts(
         [("dataview", full), ("release", {**_series(people), **_series(places)})], title
     )
     risk = chosen.outcome.initial_risk
-    family = [(f"D_{_share(t)}", profile.values_at(risk <= t)) for t in thresholds]
+    family = [("everyone (D_1)", full)] + [
+        (f"D_{_share(t)}", profile.values_at(risk <= t)) for t in thresholds if t < 1
+    ]
     by_risk = f"Each measure on the people of {view} at risk ≤ t (D_t)"
     charts = [
         Chart("mobility", "mobility", title, release),

@@ -48,9 +48,11 @@ READING = {
         "below it: KS 0.05 means no share moves by more than 5 points. The bars give the "
         "share of people (or places) per bar. The second chart follows the paper's Figures "
         "3–6: each measure on D_t, the people whose risk (the highest over the counted "
-        "levels) is at most t, for each threshold t the catalog measured (D_1 is everyone): "
-        "the further a line moves from D_1's, the more a release at that threshold distorts "
-        "the measure.",
+        "levels) is at most t before any suppression, for each threshold t the catalog "
+        "measured, against everyone (D_1): the further a line moves from everyone's, the "
+        "more removing the people above t distorts the measure. A release at t removes at "
+        "least those people (suppression also removes those whom removal makes unique), so "
+        "the first chart, of the release itself, can move further.",
     ),
     "map": (
         "Where the risk lies",

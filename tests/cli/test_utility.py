@@ -175,6 +175,24 @@ def test_assess_stores_the_measures_and_the_tables(catalog):  # noqa: F811
     assert set(other.distortion["threshold"]) == {0.2}
 
 
+def test_the_configs_choice_is_what_catalog_utility_shows(catalog, tmp_path):  # noqa: F811
+    config = (tmp_path / "demo.yaml").read_text()
+    chosen = "utility:\n  measures: [visits, location_entropy]\n  thresholds: [0.5, 1/10]\n"
+    (tmp_path / "chosen.yaml").write_text(config + chosen)
+    result = run("assess", "chosen.yaml", "--out", "catalog/chosen", "--quiet")
+    assert result.exit_code == 0, result.output
+    frame = csv("catalog", "utility", "--catalog", "catalog/chosen", "--format", "csv")
+    assert sorted(set(frame["threshold"])) == pytest.approx([0.1, 0.5])
+    assert set(frame["measure"]) == {"visits", "location_entropy"}
+    # a fraction on the command line is that fraction, not 0.33
+    third = csv(
+        "catalog", "utility", "--threshold", "1/3", "--measure", "visits", "--format", "csv"
+    )
+    assert set(third["threshold"]) == {1 / 3}
+    bad = run("catalog", "utility", "--threshold", "1/x")
+    assert bad.exit_code == 2 and "'1/x' is not a number or a fraction like 1/3" in bad.stderr
+
+
 def test_measures_none_stores_nothing_and_commands_still_measure(catalog, tmp_path):  # noqa: F811
     config = (tmp_path / "demo.yaml").read_text()
     (tmp_path / "none.yaml").write_text(config + "utility:\n  measures: none\n")

@@ -159,7 +159,16 @@ def replace(old: str, new: str) -> str:
             MINIMAL_CONFIG + "utility: {measures: some}\n",
             "utility.measures: 'some' must be all, none or a list of measure names",
         ),
-        (MINIMAL_CONFIG + "utility: {measures: [visits, visits]}\n", "names a measure twice"),
+        (
+            MINIMAL_CONFIG + "utility: {measures: [visits, visits]}\n",
+            "utility.measures[1]: visits is named twice",
+        ),
+        (MINIMAL_CONFIG + "utility: {measures: []}\n", "utility.measures: [] must be all, none"),
+        (
+            MINIMAL_CONFIG + "utility: {measures: [flow]}\n",
+            "utility.measures[0]: flow needs trips, which only trajectory and segments "
+            "dataviews have (dataview.format is presence)",
+        ),
         (
             MINIMAL_CONFIG + "utility: {thresholds: [0.5, 0]}\n",
             "utility.thresholds[1]: 0 is not a risk in (0, 1] (a number or a fraction",
@@ -169,7 +178,10 @@ def replace(old: str, new: str) -> str:
             "utility.thresholds[0]: '1/0' is not a risk in (0, 1]",
         ),
         (MINIMAL_CONFIG + "utility: {thresholds: []}\n", "utility.thresholds: [] must be a non"),
-        (MINIMAL_CONFIG + "utility: {thresholds: [1/2, 0.5]}\n", "names a threshold twice"),
+        (
+            MINIMAL_CONFIG + "utility: {thresholds: [1/2, 0.5]}\n",
+            "utility.thresholds[1]: 0.5 is the threshold 0.5 again",
+        ),
     ],
 )
 def test_config_errors_name_file_and_key(write_config, text, message):
@@ -182,9 +194,10 @@ def test_config_errors_name_file_and_key(write_config, text, message):
 def test_mobility_measures_and_thresholds(write_config):
     default = load_config(write_config(MINIMAL_CONFIG)).mobility
     assert default.measures is None and default.thresholds == (1.0, 0.5, 1 / 3, 0.25)
-    text = MINIMAL_CONFIG + "utility:\n  measures: [visits, flow]\n  thresholds: [1, 1/3, 0.2]\n"
-    chosen = load_config(write_config(text)).mobility
-    assert chosen.measures == ("visits", "flow") and chosen.thresholds == (1.0, 1 / 3, 0.2)
+    text = MINIMAL_CONFIG + "utility:\n  measures: [visits, location_entropy]\n"
+    chosen = load_config(write_config(text + "  thresholds: [1, 1/3, 0.2]\n")).mobility
+    assert chosen.measures == ("visits", "location_entropy")
+    assert chosen.thresholds == (1.0, 1 / 3, 0.2)
     off = load_config(write_config(MINIMAL_CONFIG + "utility: {measures: none}\n")).mobility
     assert not off.enabled
 
