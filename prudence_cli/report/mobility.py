@@ -120,7 +120,8 @@ def _figure(
         ax.set_visible(False)
     for ax in axes[::columns]:
         ax.set_ylabel("share per bar", fontsize=8)
-    axes[0].legend(fontsize=7)
+    handles, labels = axes[0].get_legend_handles_labels()  # one legend, under the panels
+    figure.legend(handles, labels, loc="outside lower center", ncols=len(labels), fontsize=8)
     figure.suptitle(title)
     return figure
 
