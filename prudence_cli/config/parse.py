@@ -11,8 +11,6 @@ import zoneinfo
 from pathlib import Path
 from typing import Any
 
-import shapely
-
 from prudence_cli.config.dimensions import FORMATS, SEGMENT_FORMATS
 from prudence_cli.config.knowledge import ATTACK_SCHEMAS, KnowledgeLevel
 from prudence_cli.config.loader import read_yaml
@@ -40,7 +38,6 @@ from prudence_cli.config.schema import (
 )
 from prudence_cli.errors import shown
 from prudence_cli.io.specs import ColumnMap
-from prudence_cli.space import check_projected_crs
 from prudence_cli.units import parse_bytes, parse_duration, parse_size
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -86,7 +83,7 @@ def parse_config(data: object, file: Path) -> Config:
         coverage=coverage,
         output=output,
         engine=_parse_engine(r, top.get("engine", {})),
-        crs=r.convert(top["crs"], "crs", check_projected_crs) if "crs" in top else None,
+        crs=r.convert(top["crs"], "crs", _projected_crs) if "crs" in top else None,
         utility_scores=_parse_utility(r, top.get("utility")),
         utility_aggregate=_parse_aggregate(r, top.get("utility"), dataview),
         mobility=parse_mobility(r, top.get("utility"), dataview.format),
@@ -115,6 +112,14 @@ _TOP_KEYS = {
     "randomize",
     "policy",
 }
+
+
+def _projected_crs(text: object) -> str:
+    """`crs`: checked by pyproj, loaded only for a config that names one (the catalog
+    commands read the config's policy, not its projection)."""
+    from prudence_cli.space import check_projected_crs
+
+    return check_projected_crs(text)
 
 
 def _parse_input(r: Reader, data: object) -> InputConfig:
@@ -249,6 +254,8 @@ def _parse_area(r: Reader, data: object) -> Area:
             r.fail(key, f"{nums} is not [min_lon, min_lat, max_lon, max_lat] in degrees")
         return Area(kind="bbox", bbox=(min_lon, min_lat, max_lon, max_lat))
     if kind == "wkt":
+        import shapely  # here: loading GEOS costs every command that reads a catalog
+
         text = r.string(value, key)
         try:
             geom = shapely.from_wkt(text)

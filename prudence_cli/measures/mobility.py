@@ -64,7 +64,6 @@ from prudence_cli.measures.distributions import (
     risk_correlation,
     sorted_quantiles,
 )
-from prudence_cli.space import project
 
 if TYPE_CHECKING:
     from prudence_cli.dataviews.base import Dataview
@@ -114,6 +113,8 @@ def visits_of(view: Dataview, crs: str) -> Visits | None:
     lat = locations["lat"].to_numpy(dtype=float)
     if np.isnan(lon).any() or np.isnan(lat).any():
         return None
+    from prudence_cli.space import project  # pyproj: only when something is measured
+
     x, y = project(lon, lat, crs)
     ordered = view.format in ORDERED_FORMATS
     count = getattr(view, "count", None)
