@@ -22,7 +22,10 @@ _REPR.maxstring = _REPR.maxother = SHOWN_WIDTH
 
 def shown(value: object, width: int = SHOWN_WIDTH) -> str:
     """`value` quoted as repr() does, cut to `width` characters with an ellipsis: a
-    single line (line breaks escaped) that costs the same whatever the value's size."""
+    single line (line breaks escaped) that costs the same whatever the value's size.
+    Booleans and null as YAML writes them (true, false, null), not as Python does."""
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
     text = repr(value[: width + 1]) if isinstance(value, str) else _REPR.repr(value)
     return text if len(text) <= width else text[: width - 1] + "…"
 

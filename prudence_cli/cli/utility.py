@@ -120,7 +120,7 @@ def utility(
         raise UserError(
             "nothing to measure: "
             + (
-                f"{', '.join(measures)} need(s) trips, which only trajectory and segments "
+                f"{', '.join(measures)}: trip measures, which only trajectory and segments "
                 "dataviews have"
                 if measures
                 else "no dataview of these has places"
@@ -145,8 +145,10 @@ def _table(frame: Any, show: str, dims: list[str]) -> Any:
         caption=(
             "KS at t: Kolmogorov–Smirnov statistic between the measure on the people at "
             "risk ≤ t (and the places as they visit them) and on everyone: 0 the same "
-            "distribution, 1 disjoint. left: people (or places) at the lowest t. --format "
-            "csv|json adds the Wasserstein distances and quantiles."
+            "distribution, 1 disjoint; —: nobody (or no place) left at t. left: people (or "
+            "places) at the lowest t, of all. D_t is before suppression: a release at t can "
+            "keep fewer (catalog best --utility ks:MEASURE). --format csv|json adds the "
+            "Wasserstein distances and quantiles."
             if show == "distortion"
             else "Pearson and Spearman correlation of each person's measure with their risk."
         ),
