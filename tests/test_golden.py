@@ -6,8 +6,11 @@ a behaviour-preserving change keeps them. A change that means to alter results r
 them on purpose (PRUDENCE_GOLDEN=update) and says why in its commit.
 
 Each table is fingerprinted by its content, not its bytes: it is read back into a frame and
-written in one canonical text form (floats with 17 significant digits), so a catalog that
-stores the same numbers in another file format still matches.
+written in one canonical text form, so a catalog that stores the same numbers in another
+file format still matches. Floats, in tables and manifests, count to 12 significant
+digits: their last bits depend on the CPU (numpy's vectorized sums and math functions
+round differently on different instruction sets), and a fingerprint must belong to the
+code, not to the machine that ran it.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ VOLATILE = {
     "manifest_sha256",
 }
 TABLE_SUFFIXES = (".csv.gz", ".csv", ".parquet")
+DIGITS = 12  # significant digits of a float in a fingerprint (see the module docstring)
 
 
 def _stem(path: Path) -> str | None:
@@ -61,7 +65,7 @@ def _table_digest(path: Path) -> str:
         frame = pd.read_parquet(path)
     else:
         frame = pd.read_csv(path, keep_default_na=False, na_values=[""])
-    text = frame.to_csv(index=False, float_format="%.17g", lineterminator="\n")
+    text = frame.to_csv(index=False, float_format=f"%.{DIGITS}g", lineterminator="\n")
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -73,6 +77,8 @@ def _plain(value: Any, root: Path) -> Any:
         return [_plain(v, root) for v in value]
     if isinstance(value, str) and value.startswith("/"):
         return Path(value).name
+    if isinstance(value, float):
+        return float(f"{value:.{DIGITS}g}")
     return value
 
 
@@ -212,3 +218,16 @@ def test_fingerprint_is_the_same_for_the_same_table_in_parquet(tmp_path: Path) -
     assert fingerprint(old)["tables"] == fingerprint(new)["tables"]
     write_table(frame.assign(user=["a", "7"]), new / "risks" / "d1.parquet", ("user",))
     assert fingerprint(old)["tables"] != fingerprint(new)["tables"]
+
+
+def test_fingerprint_ignores_the_last_bits_of_a_float(tmp_path: Path) -> None:
+    """Not machine-bound: the same number rounded otherwise in its last bits (as another
+    CPU's vectorized sum gives it) keeps the fingerprint."""
+    table = tmp_path / "risks" / "d1.csv.gz"
+    table.parent.mkdir()
+    with gzip.open(table, "wt") as f:
+        f.write(f"user,risk\na,{0.1 + 0.2!r}\n")
+    before = fingerprint(tmp_path)
+    with gzip.open(table, "wt") as f:
+        f.write("user,risk\na,0.3\n")
+    assert fingerprint(tmp_path)["tables"] == before["tables"]
