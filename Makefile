@@ -11,17 +11,17 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-# `make demo` installs what the tool needs to run; `make test` adds the test and lint tools.
-# Both then compile the counting kernels into numba's cache once (prudence_cli/attacks/
-# warm.py), so that the first assessment loads them instead of compiling them.
+# `make demo` installs what the tool needs to run: on the demo's few hundred people the
+# counting kernels run as Python, so nothing is compiled. `make test` adds the test and
+# lint tools and compiles every kernel into numba's cache once (prudence_cli/warm.py,
+# two processes), since the tests run each kernel both ways.
 $(RUN): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
-	$(BIN)/python -m prudence_cli.attacks.warm
 	touch $(RUN)
 
 $(DEV): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test,lint]'
-	$(BIN)/python -m prudence_cli.attacks.warm
+	$(BIN)/python -m prudence_cli.warm
 	touch $(RUN) $(DEV)
 
 demo: $(RUN)

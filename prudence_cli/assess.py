@@ -47,7 +47,7 @@ from prudence_cli.config.knowledge import ATTACK_SCHEMAS
 from prudence_cli.dataviews.build import build_dataviews, count_dataviews
 from prudence_cli.dataviews.restore import parse_dimensions
 from prudence_cli.engine import Engine
-from prudence_cli.engine.compiled import threads
+from prudence_cli.engine.jit import threads
 from prudence_cli.engine.runner import DaskRunner, LocalRunner
 from prudence_cli.errors import BudgetError, PrudenceError
 from prudence_cli.explore.mobility import Measurer

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tempfile
 import textwrap
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from prudence_cli.dataviews.presence import PresenceView
+from prudence_cli.engine import jit
 
 # the `pristine` and `catalog` fixtures of one small assessed catalog (tests/assessed.py)
 pytest_plugins = ["tests.assessed"]
@@ -35,6 +36,14 @@ def _private_tmpdir(
     """Logs of internal errors (exit 3) go to $TMPDIR when a command has no --out: keep
     them in the test's own temporary folder, not the machine's."""
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path_factory.getbasetemp()))
+
+
+@pytest.fixture(scope="module", params=["python", "compiled"])
+def kernels(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Every test of a module that uses it runs twice: the counting kernels as Python,
+    then compiled by numba (prudence_cli/engine/jit.py), whatever the work."""
+    with jit.running(request.param):
+        yield request.param
 
 
 def presence_view(

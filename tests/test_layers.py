@@ -23,7 +23,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("sanitize",),
     ("explore",),
     ("randomized",),
-    ("assess", "evaluation", "sample", "sample_network"),
+    ("assess", "evaluation", "sample", "sample_network", "warm"),
     ("report",),
     ("cli",),
 ]

@@ -360,9 +360,37 @@ def progress_bar(quiet: bool) -> Iterator[ProgressCallback | None]:
     is not a terminal (a log file or CI gets no bar, and the library skips the updates).
     Messages meanwhile go through `message`."""
     console = Console(stderr=True)
-    if quiet or not console.is_terminal:
+    if quiet:
         yield None
         return
+    with _compiling_said():
+        if not console.is_terminal:
+            yield None
+            return
+        with _bar(console) as update:
+            yield update
+
+
+@contextmanager
+def _compiling_said() -> Iterator[None]:
+    """Say so when the counting kernels are compiled, once per machine (a pause of
+    seconds to a minute that no progress bar would explain)."""
+    from prudence_cli.engine import jit
+
+    jit.on_compile(
+        lambda: message(
+            "Compiling the counting kernels for this machine; numba caches them for the "
+            "next runs (python -m prudence_cli.warm compiles them all ahead)."
+        )
+    )
+    try:
+        yield
+    finally:
+        jit.on_compile(None)
+
+
+@contextmanager
+def _bar(console: Console) -> Iterator[ProgressCallback]:
     columns = (
         TextColumn("{task.description}", markup=False),
         BarColumn(),

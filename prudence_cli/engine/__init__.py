@@ -4,13 +4,14 @@ Domain-free: the problem is stated in `problem.py`, the `Engine` (strategy choic
 partitions) is in `core.py`, work planning and instance counts in `plan.py`, whole-record
 queries in `whole.py`, sampled levels in `sampling.py`, partition tasks in `tasks.py`,
 indexes and enumeration helpers in `indexes.py`, containment of explicit keys in
-`containment.py`, where tasks run in `runner.py`, and the compiled kernels in
+`containment.py`, where tasks run in `runner.py`, and the kernels in
 `kernels.py`, `enumeration_kernels.py` and `group_kernels.py`. This module only re-exports
 the public API.
 
 Importing the engine loads no kernel: the problem's types and the plan are plain numpy,
-and every module that calls a kernel imports it when it first counts (see `compiled.py`), so
-that reading a catalog or validating a config never loads numba.
+and every module that calls a kernel imports it when it first counts (see `compiled.py`),
+so that reading a catalog or validating a config never loads a kernel or numba. The
+kernels run as Python on small counts and compiled by numba on large ones (`jit.py`).
 """
 
 from __future__ import annotations

@@ -1,12 +1,11 @@
 """The compiled kernel modules, imported on first use.
 
-Importing numba and loading the kernels from numba's cache costs most of a second, far
-more than counting a small data set. The engine's modules (core, indexes, tasks,
-sampling, containment) reach the kernels through this module — `compiled.kernels`,
-`compiled.group_kernels`, `compiled.enumeration_kernels` — which imports each kernel
-module when it is first named, i.e. when a level is counted. So importing the engine,
-for its types or to read a catalog, loads neither numba nor a kernel; and numba then
-compiles (or loads from its cache) only the kernels that are called.
+The engine's modules (core, indexes, tasks, sampling, containment) reach the kernels
+through this module — `compiled.kernels`, `compiled.group_kernels`,
+`compiled.enumeration_kernels` — which imports each kernel module when it is first
+named, i.e. when a level is counted. So importing the engine, for its types or to read a
+catalog, loads no kernel module; how the kernels then run, as Python or compiled by
+numba, is `jit.py`'s choice.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from prudence_cli.engine import enumeration_kernels, group_kernels, kernels
 
-__all__ = ["enumeration_kernels", "group_kernels", "kernels", "set_threads", "threads"]
+__all__ = ["enumeration_kernels", "group_kernels", "kernels"]
 
 _KERNEL_MODULES = ("kernels", "group_kernels", "enumeration_kernels")
 
@@ -26,17 +25,3 @@ def __getattr__(name: str) -> Any:
     if name not in _KERNEL_MODULES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     return importlib.import_module(f"prudence_cli.engine.{name}")
-
-
-def set_threads(threads: int) -> None:
-    """Let numba's parallel kernels use `threads` threads (at most what numba has)."""
-    import numba
-
-    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
-
-
-def threads() -> int:
-    """The threads numba's parallel kernels use now."""
-    import numba
-
-    return int(numba.get_num_threads())

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from prudence_cli.engine import compiled
+from prudence_cli.engine import compiled, jit
 from prudence_cli.engine.indexes import _enumerate_members, _key_order, _Postings
+from prudence_cli.engine.plan import _sum_binomials
 from prudence_cli.engine.problem import CountingProblem, Elements, QuerySpec
 
 
@@ -15,6 +16,7 @@ def distinct_subsequences(lists: Elements, h: int) -> tuple[np.ndarray, np.ndarr
     """Every distinct h-subsequence of the lists (rows of a (k, h) array, sorted) and the
     number of lists holding it."""
     n_elements = int(lists.elements.max(initial=-1)) + 1
+    jit.choose(_sum_binomials(lists.lengths, h))
     starts = np.arange(lists.elements.shape[0], dtype=np.int64)
     keys, _, owners = _enumerate_members(lists, starts, h)
     order = _key_order(keys, n_elements, owners)
@@ -31,6 +33,7 @@ def containment_counts(lists: Elements, queries: np.ndarray, ordered: bool = Tru
     if queries.shape[0] == 0:
         return np.zeros(0, dtype=np.int64)
     n_elements = max(int(lists.elements.max(initial=-1)), int(queries.max(initial=-1))) + 1
+    jit.choose(_checks(lists, queries, n_elements))
     h = queries.shape[1]
     offsets = np.arange(0, queries.size + 1, h, dtype=np.int64)
     flat = queries.ravel().astype(np.int32)
@@ -50,6 +53,7 @@ def max_over_containing(lists: Elements, queries: np.ndarray, values: np.ndarray
     if queries.shape[0] == 0:
         return out
     n_elements = max(int(lists.elements.max(initial=-1)), int(queries.max(initial=-1))) + 1
+    jit.choose(_checks(lists, queries, n_elements))
     postings = _Postings(lists, n_elements)
     h = queries.shape[1]
     offsets = np.arange(0, queries.size + 1, h, dtype=np.int64)
@@ -65,3 +69,9 @@ def max_over_containing(lists: Elements, queries: np.ndarray, values: np.ndarray
         out,
     )
     return out
+
+
+def _checks(lists: Elements, queries: np.ndarray, n_elements: int) -> int:
+    """About the candidate checks of `queries` against the lists' posting lists: each
+    element of a query, times the mean length of a posting list."""
+    return int(queries.size * (lists.elements.shape[0] / max(n_elements, 1) + 1))

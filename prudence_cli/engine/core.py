@@ -30,8 +30,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from prudence_cli.engine import compiled
-from prudence_cli.engine.compiled import set_threads
+from prudence_cli.engine import compiled, jit
 from prudence_cli.engine.indexes import (
     _by_rarity,
     _n_elements,
@@ -41,6 +40,7 @@ from prudence_cli.engine.indexes import (
     _segment_sums,
     _StartIndex,
 )
+from prudence_cli.engine.jit import set_threads
 from prudence_cli.engine.plan import (
     _BYTES_PER_ELEMENT,
     _BYTES_PER_INSTANCE,
@@ -127,13 +127,8 @@ class Engine:
         """The work of an exact count of `problem` by the strategies `plan` chooses: the
         instances enumerated by keyed sizes, the candidate checks of posting sizes, and the
         elements of the whole-record queries (saturating)."""
-        whole, rest, plans, _ = self._work(problem)
-        lengths = problem.queries.elements.lengths[whole]
-        work = float(lengths.sum()) + sum(
-            float(plan.posting_cost if plan.strategy == "posting" else plan.instances)
-            for plan in plans
-        )
-        return int(min(_SATURATE, work))
+        whole, _, plans, _ = self._work(problem)
+        return _cost(problem, whole, plans)
 
     def samples(self, problem: CountingProblem) -> bool:
         """True when counting `problem` would be sampled (some risk a lower bound): it is
@@ -173,6 +168,8 @@ class Engine:
             )
         if self.jobs:
             set_threads(self.jobs)
+        # as Python, a unit of work counted by bounds costs about four by containment
+        jit.choose(_cost(problem, whole, plans, bounded=4))
         support = np.full(problem.n_users, compiled.kernels.UNSET, dtype=np.int64)
         if whole.any():
             self._whole(problem, np.flatnonzero(whole), support)
@@ -300,6 +297,20 @@ class Engine:
             problem, users, self.sample or 0, rng, support, self.partition_instances
         )
         return checked, bool(users.size)
+
+
+def _cost(
+    problem: CountingProblem, whole: np.ndarray, plans: list[SizePlan], bounded: int = 1
+) -> int:
+    """See `Engine.cost`: what the plans do, and the whole-record queries' elements; an
+    instance counted by bounds (dominance, boxes, ratios) weighs `bounded` instances."""
+    weight = 1 if problem.match == "contains" else bounded
+    lengths = problem.queries.elements.lengths[whole]
+    work = float(lengths.sum()) + sum(
+        float(plan.posting_cost if plan.strategy == "posting" else weight * plan.instances)
+        for plan in plans
+    )
+    return int(min(_SATURATE, work))
 
 
 def _asks(spec: QuerySpec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -1,21 +1,21 @@
-"""Compiled kernels (numba): enumeration of instances — every s-subset of a list whose
-first position is in a partition, as keys and values, as packed codes, or as bounded
-queries — and seeded sampling of random queries.
+"""Kernels (run as Python or compiled, `jit.py`): enumeration of instances — every s-subset
+of a list whose first position is in a partition, as keys and values, as packed codes, or
+as bounded queries — and seeded sampling of random queries.
 
 Plain arrays in, plain arrays out; codes are in `kernels.py`.
 """
 
 from __future__ import annotations
 
-import numba as nb
 import numpy as np
 
+from prudence_cli.engine.jit import kernel
 from prudence_cli.engine.kernels import COMPOSITIONS, RATIOS
 
 # --- enumeration -------------------------------------------------------------------------
 
 
-@nb.njit(cache=True)
+@kernel
 def _next_combination(idx, first, end, s):
     """Advance idx[1:] to the next combination of positions in (first, end); False at the
     end. idx[0] stays at `first`."""
@@ -30,7 +30,7 @@ def _next_combination(idx, first, end, s):
     return True
 
 
-@nb.njit(cache=True)
+@kernel
 def enumerate_members(offsets, owners, elements, values, starts, s, keys, vals, own):
     """Every s-subset of a user's list whose first position is in `starts` (list order).
 
@@ -59,7 +59,7 @@ def enumerate_members(offsets, owners, elements, values, starts, s, keys, vals, 
     return k
 
 
-@nb.njit(cache=True)
+@kernel
 def _emit_compositions(idx, s, target, lower, write, k, keys, elements, lo, hi, ref, own, u):
     """Every way to write `target` as s positive parts, part j ≤ lower[idx[j]]."""
     parts = np.zeros(s, np.int64)
@@ -100,7 +100,7 @@ def _emit_compositions(idx, s, target, lower, write, k, keys, elements, lo, hi, 
     return k
 
 
-@nb.njit(cache=True)
+@kernel
 def enumerate_queries(
     offsets,
     owners,
@@ -168,7 +168,7 @@ def enumerate_queries(
     return k
 
 
-@nb.njit(cache=True)
+@kernel
 def enumerate_codes(offsets, owners, elements, starts, s, bits, owner_bits, out):
     """Like enumerate_members, but writes one int64 per subset: the subset's elements
     packed `bits` each, then the owner in the low `owner_bits`. Shape-0 out: count only."""
@@ -198,7 +198,7 @@ def enumerate_codes(offsets, owners, elements, starts, s, bits, owner_bits, out)
 # --- sampling --------------------------------------------------------------------------
 
 
-@nb.njit(cache=True)
+@kernel
 def sample_positions(n, s, randoms, scratch, out):
     """s distinct positions of [0, n), uniformly (partial Fisher-Yates), ascending."""
     for i in range(n):
@@ -209,7 +209,7 @@ def sample_positions(n, s, randoms, scratch, out):
     out[:s] = np.sort(scratch[:s])
 
 
-@nb.njit(cache=True)
+@kernel
 def _write_query(mode, a, picked, s, elements, lower, upper, delta, e, q_elements, q_lo, q_hi):
     """Write one query from `picked` (ascending): s positions of the list starting at a
     (subsets, ratios), or s items of its multiset, element i repeated lower[i] times
@@ -249,7 +249,7 @@ def _write_query(mode, a, picked, s, elements, lower, upper, delta, e, q_element
     return e, r
 
 
-@nb.njit(cache=True)
+@kernel
 def _longest(offsets, users, mode, totals):
     n_max = 1
     for u in users:
@@ -259,7 +259,7 @@ def _longest(offsets, users, mode, totals):
     return n_max
 
 
-@nb.njit(cache=True)
+@kernel
 def sample_queries(
     offsets,
     elements,
@@ -312,7 +312,7 @@ def sample_queries(
     return q
 
 
-@nb.njit(cache=True)
+@kernel
 def rarest_queries(
     offsets,
     elements,

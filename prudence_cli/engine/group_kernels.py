@@ -1,28 +1,28 @@
-"""Compiled kernels (numba): counting inside key groups — pairing runs of equal keys,
-counting the members inside each query's bounds (sorted search, Fenwick sweeps, brute
-force for small groups), and folding counts into running minima.
+"""Kernels (run as Python or compiled, `jit.py`): counting inside key groups — pairing runs
+of equal keys, counting the members inside each query's bounds (sorted search, Fenwick
+sweeps, brute force for small groups), and folding counts into running minima.
 
 Plain arrays in, plain arrays out; codes are in `kernels.py`.
 """
 
 from __future__ import annotations
 
-import numba as nb
 import numpy as np
 
+from prudence_cli.engine.jit import kernel, prange
 from prudence_cli.engine.kernels import CONTAINS, DOMINANCE, RATIO
 
 # --- counting inside a key group -----------------------------------------------------------
 
 
-@nb.njit(cache=True)
+@kernel
 def _bit_add(tree, i):
     while i < tree.shape[0]:
         tree[i] += 1
         i += i & -i
 
 
-@nb.njit(cache=True)
+@kernel
 def _bit_sum(tree, i):
     total = 0
     while i > 0:
@@ -31,7 +31,7 @@ def _bit_sum(tree, i):
     return total
 
 
-@nb.njit(cache=True)
+@kernel
 def _bit2_add(tree, i, j):
     while i < tree.shape[0]:
         k = j
@@ -41,7 +41,7 @@ def _bit2_add(tree, i, j):
         i += i & -i
 
 
-@nb.njit(cache=True)
+@kernel
 def _bit2_sum(tree, i, j):
     total = 0
     while i > 0:
@@ -53,7 +53,7 @@ def _bit2_sum(tree, i, j):
     return total
 
 
-@nb.njit(cache=True)
+@kernel
 def _brute(mv, lo, hi, out):
     for i in range(lo.shape[0]):
         c = 0
@@ -68,7 +68,7 @@ def _brute(mv, lo, hi, out):
         out[i] = c
 
 
-@nb.njit(cache=True)
+@kernel
 def _inside_all(mv, lo, hi):
     """True when every member lies in every query's box (the common easy case)."""
     for j in range(mv.shape[1]):
@@ -77,7 +77,7 @@ def _inside_all(mv, lo, hi):
     return True
 
 
-@nb.njit(cache=True)
+@kernel
 def _dominance_sweep(mv, lo, out):
     """Counts of members ≥ lo for 2 or 3 columns: sweep column 0, Fenwick tree on the rest."""
     m = mv.shape[0]
@@ -110,7 +110,7 @@ def _dominance_sweep(mv, lo, out):
         out[i] = p - low_y - low_z + _bit2_sum(tree2, ry, rz)
 
 
-@nb.njit(cache=True)
+@kernel
 def _box_sweep(mv, lo, hi, out):
     """Counts of members inside 2-column boxes: F(x ≤ hi0) − F(x < lo0), where F counts
     inserted members with lo1 ≤ y ≤ hi1 on a Fenwick tree."""
@@ -141,7 +141,7 @@ def _box_sweep(mv, lo, hi, out):
         )
 
 
-@nb.njit(cache=True)
+@kernel
 def count_in_group(dominance, mv, lo, hi, brute_limit, out):
     """out[i] = number of member rows inside query i's bounds (lo ≤ value ≤ hi)."""
     m = mv.shape[0]
@@ -175,7 +175,7 @@ def count_in_group(dominance, mv, lo, hi, brute_limit, out):
     _dominance_sweep(mv, lo, out)
 
 
-@nb.njit(cache=True)
+@kernel
 def _count_ratio_group(mv, lo, hi, ref, brute_limit, out):
     """Boxes on members' values divided by their value at each query's reference column."""
     s = mv.shape[1]
@@ -193,7 +193,7 @@ def _count_ratio_group(mv, lo, hi, ref, brute_limit, out):
             out[chosen[t]] = part[t]
 
 
-@nb.njit(cache=True)
+@kernel
 def _compare_rows(a, i, b, j):
     for c in range(a.shape[1]):
         if a[i, c] < b[j, c]:
@@ -203,7 +203,7 @@ def _compare_rows(a, i, b, j):
     return 0
 
 
-@nb.njit(cache=True)
+@kernel
 def match_groups(mkeys, qkeys):
     """Pair each run of equal query keys with the run of equal member keys (both sorted).
 
@@ -237,7 +237,7 @@ def match_groups(mkeys, qkeys):
     return qs[:g], qe[:g], ms[:g], me[:g]
 
 
-@nb.njit(cache=True)
+@kernel
 def _brute_rows(mvals, a, b, qlo, qhi, c, d, counts):
     """Inline brute count for a small group: no slicing, no allocation."""
     s = mvals.shape[1]
@@ -254,11 +254,11 @@ def _brute_rows(mvals, a, b, qlo, qhi, c, d, counts):
         counts[i] = n
 
 
-@nb.njit(parallel=True, cache=True)
+@kernel(parallel=True)
 def grouped_counts(match, mvals, qlo, qhi, qref, qs, qe, ms, me, brute_limit):
     """Support of every query against its key group, groups in parallel."""
     counts = np.zeros(qlo.shape[0], np.int64)
-    for g in nb.prange(qs.shape[0]):
+    for g in prange(qs.shape[0]):
         a, b, c, d = ms[g], me[g], qs[g], qe[g]
         if match == CONTAINS:
             for i in range(c, d):
@@ -274,12 +274,12 @@ def grouped_counts(match, mvals, qlo, qhi, qref, qs, qe, ms, me, brute_limit):
     return counts
 
 
-@nb.njit(parallel=True, cache=True)
+@kernel(parallel=True)
 def self_dominance(mvals, starts, ends, brute_limit):
     """Per member row: the members of its key group whose values are all ≥ its own."""
     counts = np.zeros(mvals.shape[0], np.int64)
     s = mvals.shape[1]
-    for g in nb.prange(starts.shape[0]):
+    for g in prange(starts.shape[0]):
         a, b = starts[g], ends[g]
         if (b - a) * (b - a) <= 64:
             for i in range(a, b):
@@ -301,7 +301,7 @@ def self_dominance(mvals, starts, ends, brute_limit):
     return counts
 
 
-@nb.njit(cache=True)
+@kernel
 def runs(keys):
     """Start and end of each run of equal rows of sorted keys."""
     n = keys.shape[0]
@@ -320,7 +320,7 @@ def runs(keys):
     return starts[:g], ends[:g]
 
 
-@nb.njit(cache=True)
+@kernel
 def self_containment(codes, owner_bits, queried, support):
     """From sorted (key, owner) codes: support of a key = its distinct owners; each
     queried owner takes the minimum over its keys."""
@@ -342,7 +342,7 @@ def self_containment(codes, owner_bits, queried, support):
         i = e
 
 
-@nb.njit(cache=True)
+@kernel
 def scatter_min(support, owners, counts):
     for i in range(owners.shape[0]):
         u = owners[i]
@@ -350,7 +350,7 @@ def scatter_min(support, owners, counts):
             support[u] = counts[i]
 
 
-@nb.njit(cache=True)
+@kernel
 def distinct_rows(keys, owners):
     """Mask of the first row of each run of equal (key, owner) rows (rows sorted)."""
     n = keys.shape[0]

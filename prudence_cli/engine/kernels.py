@@ -1,4 +1,5 @@
-"""Compiled kernels (numba): the codes they share, and posting-list checks.
+"""Kernels (run as Python or compiled, `jit.py`): the codes they share, and posting-list
+checks.
 
 Plain arrays in, plain arrays out. `prudence_cli.engine` plans the work and calls these;
 nothing here knows about attacks, dataviews or files. Match codes: 0 dominance, 1 box,
@@ -11,8 +12,9 @@ posting-list checks of explicit queries (the posting strategy, sampling, contain
 
 from __future__ import annotations
 
-import numba as nb
 import numpy as np
+
+from prudence_cli.engine.jit import kernel, prange
 
 UNSET = np.int64(2**62)  # "no instance counted yet" for a running minimum
 DOMINANCE, BOX, RATIO, CONTAINS = 0, 1, 2, 3
@@ -22,7 +24,7 @@ SUBSETS, COMPOSITIONS, RATIOS = 0, 1, 2
 # --- posting lists: check candidates one query at a time ----------------------------------
 
 
-@nb.njit(cache=True)
+@kernel
 def rarest_element(post_offsets, q_elements, a, b):
     """The element of query q_elements[a:b] with the shortest posting list."""
     pivot = q_elements[a]
@@ -33,7 +35,7 @@ def rarest_element(post_offsets, q_elements, a, b):
     return pivot
 
 
-@nb.njit(cache=True)
+@kernel
 def candidates(post_offsets, post_users, q_elements, a, b):
     """The users in the posting lists of both the rarest and the second-rarest distinct
     element of query q_elements[a:b] (ascending): every user whose list holds the query is
@@ -66,7 +68,7 @@ def candidates(post_offsets, post_users, q_elements, a, b):
     return out[:n]
 
 
-@nb.njit(cache=True)
+@kernel
 def _holds(match, ordered, offsets, elements, values, v, q_elements, q_lo, q_hi, a, b, r):
     """Does user v match the query at query positions [a, b) (reference a + r)?"""
     va = offsets[v]
@@ -95,7 +97,7 @@ def _holds(match, ordered, offsets, elements, values, v, q_elements, q_lo, q_hi,
     return True
 
 
-@nb.njit(parallel=True, cache=True)
+@kernel(parallel=True)
 def verify_queries(
     match,
     ordered,
@@ -112,7 +114,7 @@ def verify_queries(
     counts,
 ):
     """Support of each explicit query: check the candidates of its two rarest elements."""
-    for q in nb.prange(q_offsets.shape[0] - 1):
+    for q in prange(q_offsets.shape[0] - 1):
         a = q_offsets[q]
         b = q_offsets[q + 1]
         c = 0
@@ -135,7 +137,7 @@ def verify_queries(
         counts[q] = c
 
 
-@nb.njit(cache=True)
+@kernel
 def spread_max(offsets, elements, post_offsets, post_users, q_offsets, q_elements, q_value, out):
     """out[v] = max over the queries contained in v's list (in order) of q_value."""
     for q in range(q_offsets.shape[0] - 1):

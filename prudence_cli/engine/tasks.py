@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 
 from prudence_cli.engine import compiled
-from prudence_cli.engine.compiled import set_threads
 from prudence_cli.engine.indexes import (
     _enumerate_codes,
     _enumerate_members,
@@ -14,6 +13,7 @@ from prudence_cli.engine.indexes import (
     _key_order,
     _Postings,
 )
+from prudence_cli.engine.jit import set_threads
 from prudence_cli.engine.problem import MATCHES, CountingProblem
 from prudence_cli.engine.whole import whole_queries
 

@@ -27,10 +27,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba as nb
 import numpy as np
 
 from prudence_cli.engine import CountingProblem, Elements, Engine, QuerySpec
+from prudence_cli.engine.jit import choose, kernel
 from prudence_cli.engine.kernels import candidates
 
 
@@ -116,6 +116,7 @@ def disclosure(
     np.cumsum(np.bincount(records.elements, minlength=n_bins), out=post_offsets[1:])
     owners = np.repeat(np.arange(records.n_users), records.lengths)
     order = np.argsort(records.elements, kind="stable")
+    choose(int(sizes[users].sum() * (records.lengths.mean() if records.n_users else 0)))
     em_user, kl_user, em_sum, kl_sum, touched = _em_kl(
         records.offsets,
         records.elements,
@@ -145,7 +146,7 @@ def disclosure(
     )
 
 
-@nb.njit(cache=True)
+@kernel
 def _em_kl(
     offsets,
     elements,
@@ -158,7 +159,7 @@ def _em_kl(
     untouched_kl,
     q_total,
     kl_total,
-):  # pragma: no cover - compiled
+):
     """Per sampled user: Σ_j EM_ij and Σ_j KL_ij; per bin: the sums over the sample of
     EM_ij and KL_ij where some member of E_i is active, and how many users touched it."""
     n_bins = q.shape[0]

@@ -40,13 +40,13 @@ from abc import abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-import numba as nb
 import numpy as np
 from scipy import sparse
 
 from prudence_cli.attacks.base import AttackSpec, KnowledgeLevel
 from prudence_cli.config.mechanisms import Setting
 from prudence_cli.dataviews.profiles import ProfilesView
+from prudence_cli.engine.jit import choose, kernel, prange
 
 MAX_DISTANCES = 25_000_000  # released × leaked profiles compared per attack
 
@@ -160,6 +160,8 @@ def l1_distances(a: sparse.csr_matrix, b: sparse.csr_matrix) -> np.ndarray:
     b = b.tocsr()
     a.sort_indices()
     b.sort_indices()
+    rows = a.shape[0] * b.shape[0]
+    choose(int(rows * (a.nnz / max(a.shape[0], 1) + b.nnz / max(b.shape[0], 1) + 1)))
     return _l1(
         a.indptr,
         a.indices,
@@ -170,12 +172,12 @@ def l1_distances(a: sparse.csr_matrix, b: sparse.csr_matrix) -> np.ndarray:
     )
 
 
-@nb.njit(parallel=True, cache=True)
-def _l1(a_ptr, a_idx, a_val, b_ptr, b_idx, b_val):  # pragma: no cover - compiled
+@kernel(parallel=True)
+def _l1(a_ptr, a_idx, a_val, b_ptr, b_idx, b_val):
     na = a_ptr.shape[0] - 1
     nb_ = b_ptr.shape[0] - 1
     out = np.empty((na, nb_))
-    for i in nb.prange(na):
+    for i in prange(na):
         for k in range(nb_):
             p, pe = a_ptr[i], a_ptr[i + 1]
             q, qe = b_ptr[k], b_ptr[k + 1]

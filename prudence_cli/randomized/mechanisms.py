@@ -38,11 +38,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
-import numba as nb
 import numpy as np
 from scipy import sparse
 
 from prudence_cli.config.mechanisms import Setting
+from prudence_cli.engine.jit import choose, kernel
 
 _BLOCK_CELLS = 1 << 22  # dense cells per block when noise covers every location
 
@@ -68,6 +68,7 @@ def neighbourhoods(
     b.sort_indices()
     scores = (b @ aff).tocsr()
     scores.sort_indices()
+    choose(scores.nnz + b.nnz)
     indptr, indices = _top_unvisited(
         b.indptr, b.indices, scores.indptr, scores.indices, scores.data, n_i
     )
@@ -75,8 +76,8 @@ def neighbourhoods(
     return sparse.csr_matrix((data, indices, indptr), shape=boolean.shape)
 
 
-@nb.njit(cache=True)
-def _top_unvisited(b_ptr, b_idx, s_ptr, s_idx, s_val, k):  # pragma: no cover - compiled
+@kernel
+def _top_unvisited(b_ptr, b_idx, s_ptr, s_idx, s_val, k):
     n = b_ptr.shape[0] - 1
     indptr = np.zeros(n + 1, dtype=np.int64)
     chosen = np.empty(b_idx.shape[0] + n * k, dtype=np.int32)

@@ -16,6 +16,9 @@ from prudence_cli.engine import Engine
 from tests.conftest import presence_view, probability_view, trajectory_view
 from tests.reference import trajectory_attack_risks, vector_attack_risks
 
+# each test runs with the kernels as Python and compiled (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("kernels")
+
 ENGINES = [
     Engine(),
     Engine(strategy="keyed", brute_limit=0, partition_instances=5),

@@ -14,6 +14,9 @@ from prudence_cli.engine import CountingProblem, Elements, Engine, QuerySpec
 from tests.conftest import presence_view
 from tests.reference import presence_risks
 
+# each test runs with the kernels as Python and compiled (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("kernels")
+
 ATTACK = PresenceAttack()
 
 

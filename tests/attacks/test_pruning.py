@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,6 +18,9 @@ from tests.attacks.test_attacks import count_vectors
 from tests.attacks.test_sampled import cases, level, reference, view_of
 from tests.conftest import presence_view, trajectory_view
 from tests.reference import vector_attack_risks
+
+# each test runs with the kernels as Python and compiled (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("kernels")
 
 STRATEGIES = ["auto", "keyed", "posting"]
 

@@ -5,6 +5,7 @@ or computed for the floor when nobody asked for it), and not sampled past risk 1
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -14,6 +15,9 @@ from prudence_cli.engine import CountingProblem, Engine
 from tests.attacks.test_attacks import count_vectors, trajectories
 from tests.conftest import presence_view, probability_view, trajectory_view
 from tests.reference import trajectory_attack_risks, vector_attack_risks
+
+# each test runs with the kernels as Python and compiled (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("kernels")
 
 TRAJECTORY = ["location", "location_sequence", "visit"]
 VECTOR = ["unique_location", "unique_location_sequence", "frequency", "probability"]
@@ -143,6 +147,9 @@ def test_people_at_risk_1_at_a_smaller_h_are_not_sampled_again():
     assert got.floor == (level("location_sequence", 2).key, level("location_sequence", 1).key)
 
 
+# compiled only: as Python, its 80,000 draws take half a minute (a level this size is
+# compiled whenever the kernels choose for themselves)
+@pytest.mark.parametrize("kernels", ["compiled"], indirect=True)
 def test_sampling_stops_once_a_person_reaches_risk_1():
     """40 records of 80 visits over 60 shared places, 2,000 samples: h = 4 is sampled (so
     are h = 3 and 2 for its floor), and its sample counter stays far below 40 × 2,000,

@@ -104,7 +104,10 @@ def test_best_by_distortion_on_the_command_line(catalog):  # noqa: F811
         ),
         (("catalog", "best", "--max-risk", "0.5", "--utility", "mean"), "--utility mean: known"),
         (("catalog", "utility", "--where", "h=9"), "no assessed attack level is left"),
-        (("catalog", "utility", "--measure", "max_distance"), "max_distance: trip measures, which only"),
+        (
+            ("catalog", "utility", "--measure", "max_distance"),
+            "max_distance: trip measures, which only",
+        ),
         (
             ("catalog", "utility", "--show", "correlation", "--measure", "location_entropy"),
             "--show correlation needs a per-person measure",

@@ -18,6 +18,9 @@ from prudence_cli.engine.plan import _SATURATE, _binomials, binomial
 from tests.engine.test_engine import MATCH_MODES, random_problem
 from tests.reference import engine_support, queries_of_size, subsets_by_first_element
 
+# each test runs with the kernels as Python and compiled (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("kernels")
+
 
 @settings(max_examples=300, deadline=None)
 @given(st.integers(0, 6000), st.integers(-2, 6002))

@@ -20,6 +20,9 @@ from prudence_cli.engine import (
 from prudence_cli.errors import BudgetError
 from tests.reference import engine_support
 
+# each test runs with the kernels as Python and compiled (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("kernels")
+
 MATCH_MODES = [
     ("dominance", "subsets"),
     ("box", "subsets"),

@@ -5,12 +5,16 @@ stops drawing."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from prudence_cli.engine import CountingProblem, Elements, Engine, QuerySpec
 from tests.engine.test_engine import MATCH_MODES, random_problem
 from tests.reference import engine_support, queries_of_size
+
+# each test runs with the kernels as Python and compiled (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("kernels")
 
 
 @settings(max_examples=60, deadline=None)

@@ -1,14 +1,18 @@
-"""Compile the counting kernels ahead of the first assessment.
+"""Compile every kernel ahead of the first large assessment.
 
-numba compiles a kernel the first time it is called and keeps it in its cache (next to
-the package, or in NUMBA_CACHE_DIR); on a new machine the first assessment would spend
-most of its time compiling. `python -m prudence_cli.attacks.warm` (run by `make` when it
-installs the tool) calls every kernel the counting attacks on presence and trajectory
-dataviews use — both exact strategies, whole-record queries and sampled levels — on tiny
-views, so that a first assessment loads them from the cache instead. The views are built
-like the dataview builders build them (same array types), which is what a compiled
-kernel is specialised on; their content does not matter. The keyed strategy's kernels
-and the others' compile in two processes at once (numba compiles on one core).
+The kernels run as Python on small work and compiled by numba on large work
+(`engine/jit.py`). numba compiles a kernel the first time it is called compiled and
+keeps it in its cache (next to the package, or in NUMBA_CACHE_DIR): on a new machine, the
+first large assessment spends seconds to a minute compiling what it uses.
+`python -m prudence_cli.warm` (run by `make test`; useful when building an image for CI
+or for Dask workers) compiles them all: every kernel the counting attacks on presence and
+trajectory dataviews use — both exact strategies, whole-record queries and sampled
+levels — and those of the unicity attack, of `prudence evaluate` and of the attacks on
+randomized profiles, each on tiny data, so that a first assessment loads them from the
+cache instead. The data is built as the pipelines build theirs (same array types), which
+is what a compiled kernel is specialised on; its content does not matter. The keyed
+strategy's kernels and the others' compile in two processes at once (numba compiles on
+one core).
 """
 
 from __future__ import annotations
@@ -20,13 +24,19 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import sparse
 
 from prudence_cli.attacks.base import CountingAttack, KnowledgeLevel
 from prudence_cli.attacks.registry import ATTACKS
+from prudence_cli.config.evaluate import EvaluationSettings
 from prudence_cli.dataviews.base import Dataview
 from prudence_cli.dataviews.presence import PresenceView, ProbabilityView
 from prudence_cli.dataviews.trajectory import TrajectoryView
-from prudence_cli.engine import Engine
+from prudence_cli.engine import Elements, Engine
+from prudence_cli.engine.jit import running
+from prudence_cli.measures.empirical import evaluate
+from prudence_cli.randomized.attacks import l1_distances
+from prudence_cli.randomized.mechanisms import affinity, neighbourhoods
 
 __all__ = ["main", "warm"]
 
@@ -87,7 +97,8 @@ def _levels(attack: CountingAttack[Any]) -> list[KnowledgeLevel]:
 
 def warm(strategy: str) -> list[tuple[str, float]]:
     """Call every kernel the warmed attacks use with the engines of `strategy` (a key of
-    `_ENGINES`); the seconds each attack took."""
+    `_ENGINES`), compiled whatever the work; then, in the `posting` process, the kernels
+    of unicity, evaluate and the randomized profiles. The seconds each one took."""
     views = _views()
     spent = []
     for name in ATTACKS:
@@ -98,11 +109,44 @@ def warm(strategy: str) -> list[tuple[str, float]]:
         if not formats:
             continue
         started = time.perf_counter()
-        for level in _levels(attack):
-            for engine in _ENGINES[strategy]:
-                attack.risks(views[formats[0]], level, engine)
+        with running("compiled"):
+            for level in _levels(attack):
+                for engine in _ENGINES[strategy]:
+                    attack.risks(views[formats[0]], level, engine)
         spent.append((f"{name} ({strategy})", time.perf_counter() - started))
+    if strategy == "posting":
+        for name, step in (
+            ("unicity", lambda: _unicity(views["presence"])),
+            ("evaluate", _evaluate),
+            ("randomized profiles", _profiles),
+        ):
+            started = time.perf_counter()
+            with running("compiled"):
+                step()
+            spent.append((name, time.perf_counter() - started))
     return spent
+
+
+def _unicity(view: Dataview) -> None:
+    attack = ATTACKS["unicity"]
+    level = attack.levels({"points": (2,), "draw": ("activity",), "samples": (2,)})[0]
+    attack.risks(view, level, _ENGINES["posting"][0])
+
+
+def _evaluate() -> None:
+    """Both ways `prudence evaluate` draws its attacks: every sub-trajectory, sampled."""
+    users = _ROWS[:, 0].astype(np.int64)
+    lists = Elements.from_rows(4, users, _ROWS[:, 1].astype(np.int32))
+    for samples in (None, 2):
+        evaluate(lists, lists, EvaluationSettings(max_h=2, samples=samples))
+
+
+def _profiles() -> None:
+    profiles = sparse.csr_matrix(
+        (_ROWS[:, 2].astype(float), (_ROWS[:, 0], _ROWS[:, 1])), shape=(4, 4)
+    )
+    l1_distances(profiles, profiles)
+    neighbourhoods(profiles > 0, affinity(profiles > 0), 1)
 
 
 def main() -> None:
