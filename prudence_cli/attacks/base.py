@@ -183,7 +183,9 @@ def _pays_to_prune(
     level costs at least `engine.prune_from`, and `engine.prune_gain` times more than
     `below`. With the default 2, pruning pays off once half of the level's work belongs
     to people at risk 1 at `below`, and costs at most half as much again otherwise.
-    Costs are the engine's estimates from instance counts, made before any enumeration."""
+    Costs are the engine's estimates from instance counts, made before any enumeration,
+    each with the overhead of a count (`Engine.overhead`): on short records a smaller h
+    saves instances but not its indexes."""
     if not engine.prune_from:
         return False
     cost = engine.cost(problem)
@@ -191,7 +193,9 @@ def _pays_to_prune(
         return False
     members, spec = attack.instances(view, below)
     lower = _problem(members, spec, known_ones, attack.match, attack.ordered)
-    return engine.cost(lower) * engine.prune_gain <= cost and not engine.samples(lower)
+    overhead = engine.overhead(problem)
+    pays = (engine.cost(lower) + overhead) * engine.prune_gain <= cost + overhead
+    return pays and not engine.samples(lower)
 
 
 def _floor_of(

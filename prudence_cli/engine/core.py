@@ -33,12 +33,11 @@ import numpy as np
 from prudence_cli.engine import compiled, jit
 from prudence_cli.engine.indexes import (
     _by_rarity,
+    _Indexes,
     _n_elements,
-    _Postings,
     _query_sizes_ok,
     _segment_min,
     _segment_sums,
-    _StartIndex,
 )
 from prudence_cli.engine.jit import set_threads
 from prudence_cli.engine.plan import (
@@ -61,6 +60,8 @@ from prudence_cli.engine.sampling import sample_support
 from prudence_cli.engine.tasks import _keyed_self_task, _keyed_task, _posting_task, _whole_task
 from prudence_cli.engine.whole import whole_targets, without_whole
 from prudence_cli.errors import BudgetError
+
+_OVERHEAD_PER_ELEMENT = 1.5  # see Engine.overhead
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,15 @@ class Engine:
         whole, _, plans, _ = self._work(problem)
         return _cost(problem, whole, plans)
 
+    def overhead(self, problem: CountingProblem) -> int:
+        """What counting `problem` costs whatever its instances, in the units of `cost`:
+        relabelling, start indexes, posting lists and plans over every element of its
+        lists — about 1.5 instances' worth per element (measured on 1M people)."""
+        lists = problem.members.elements.shape[0]
+        if not problem.self_queries:
+            lists += problem.queries.elements.elements.shape[0]
+        return int(_OVERHEAD_PER_ELEMENT * lists)
+
     def samples(self, problem: CountingProblem) -> bool:
         """True when counting `problem` would be sampled (some risk a lower bound): it is
         over the budget, `sample` is set, and some target has more than `sample`
@@ -171,19 +181,25 @@ class Engine:
         # as Python, a unit of work counted by bounds costs about four by containment
         jit.choose(_cost(problem, whole, plans, bounded=4))
         support = np.full(problem.n_users, compiled.kernels.UNSET, dtype=np.int64)
+        sampling = total > self.max_instances and bool(plans)  # whole records never are
+        if not sampling and any(plan.strategy == "keyed" for plan in plans):
+            # only keyed partitions depend on the labels; supports do not
+            problem = _by_rarity(problem)
+            rest = without_whole(problem, whole) if whole.any() else problem
+        if not sampling and problem.self_queries:
+            whole, rest = _whole_in_keyed(problem, whole, plans)
+        indexes = _Indexes(problem)
         if whole.any():
-            self._whole(problem, np.flatnonzero(whole), support)
-        if total > self.max_instances and plans:  # whole records are never sampled
-            checked, sampled = self._sampled(rest, support)
+            self._whole(problem, np.flatnonzero(whole), support, indexes)
+        if sampling:
+            checked, sampled = self._sampled(rest, support, indexes)
             instances = int(whole.sum()) + checked
         else:
-            if any(plan.strategy == "keyed" for plan in plans):
-                rest = _by_rarity(rest)  # only keyed partitions depend on the labels
             for plan in plans:
                 if plan.strategy == "keyed":
-                    self._keyed(rest, plan.size, support)
+                    self._keyed(rest, plan.size, support, indexes)
                 else:
-                    self._posting(rest, plan.size, support)
+                    self._posting(rest, plan.size, support, indexes)
             instances, sampled = total, False
         support[support == compiled.kernels.UNSET] = 0
         return Support(support, instances, sampled)
@@ -221,21 +237,24 @@ class Engine:
         for users, values in results:
             compiled.group_kernels.scatter_min(support, users, values)
 
-    def _keyed(self, problem: CountingProblem, s: int, support: np.ndarray) -> None:
+    def _keyed(
+        self, problem: CountingProblem, s: int, support: np.ndarray, indexes: _Indexes
+    ) -> None:
         members, spec = problem.members, problem.queries
-        n_elements = _n_elements(problem)
+        n_elements, threads = indexes.n_elements, self.worker_threads
+        m_index = indexes.starts(members)
         if problem.self_queries:
-            index = _StartIndex(members)
-            weights = index.weights(s, n_elements)
+            weights = m_index.weights(s, n_elements)
             budget = self._partition_budget(problem, s, weights)
+            partitions = (m_index.starts(lo, hi) for lo, hi in _partitions(weights, budget))
+            per_position = m_index.subsets(s)
             tasks = (
-                (index.starts(lo, hi), s, n_elements, self.brute_limit, self.worker_threads)
-                for lo, hi in _partitions(weights, budget)
+                (starts, per_position[starts], s, n_elements, self.brute_limit, threads)
+                for starts in partitions
             )
             self._fold(support, self.runner.run(_keyed_self_task, problem, tasks))
             return
-        m_index = _StartIndex(members)
-        q_index = _StartIndex(spec.elements)
+        q_index = indexes.starts(spec.elements)
         weights = m_index.weights(s, n_elements)
         weights += q_index.weights(s, n_elements, _query_sizes_ok(spec, s))
         budget = self._partition_budget(problem, s, weights)
@@ -252,28 +271,33 @@ class Engine:
         )
         self._fold(support, self.runner.run(_keyed_task, problem, pairs))
 
-    def _posting(self, problem: CountingProblem, s: int, support: np.ndarray) -> None:
+    def _posting(
+        self, problem: CountingProblem, s: int, support: np.ndarray, indexes: _Indexes
+    ) -> None:
         spec = problem.queries
-        n_elements = _n_elements(problem)
-        q_index = _StartIndex(spec.elements)
-        weights = q_index.weights(s, n_elements, _query_sizes_ok(spec, s))
-        postings = _Postings(problem.members, n_elements, not problem.ordered)
+        q_index = indexes.starts(spec.elements)
+        weights = q_index.weights(s, indexes.n_elements, _query_sizes_ok(spec, s))
         budget = self._partition_budget(problem, s, weights * s)
         tasks = (
             (q_index.starts(lo, hi), s, self.worker_threads)
             for lo, hi in _partitions(weights, max(budget // max(s, 1), 1))
         )
-        self._fold(support, self.runner.run(_posting_task, (problem, postings), tasks))
+        shared = (problem, indexes.postings())
+        self._fold(support, self.runner.run(_posting_task, shared, tasks))
 
-    def _whole(self, problem: CountingProblem, users: np.ndarray, support: np.ndarray) -> None:
+    def _whole(
+        self, problem: CountingProblem, users: np.ndarray, support: np.ndarray, indexes: _Indexes
+    ) -> None:
         """Each of `users`' whole-record query, checked once against the posting lists."""
-        postings = _Postings(problem.members, _n_elements(problem), not problem.ordered)
         lengths = problem.queries.elements.lengths[users]
         chunks = _partitions(lengths.astype(float), max(self.partition_instances, 1))
         tasks = ((users[lo:hi], self.worker_threads) for lo, hi in chunks)
-        self._fold(support, self.runner.run(_whole_task, (problem, postings), tasks))
+        shared = (problem, indexes.postings())
+        self._fold(support, self.runner.run(_whole_task, shared, tasks))
 
-    def _sampled(self, problem: CountingProblem, support: np.ndarray) -> tuple[int, bool]:
+    def _sampled(
+        self, problem: CountingProblem, support: np.ndarray, indexes: _Indexes
+    ) -> tuple[int, bool]:
         """Sampling (see the module): targets with at most `sample` instances exactly, by
         postings; the others by drawn queries. Returns the instances checked and whether
         any target drew (else every support is exact)."""
@@ -289,14 +313,35 @@ class Engine:
         )
         checked = 0
         for plan in self.plan(exact):
-            self._posting(exact, plan.size, support)
+            self._posting(exact, plan.size, support, indexes)
             checked += plan.queries
         rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=self.seed_key))
         users = np.flatnonzero(drawn)
         checked += sample_support(
-            problem, users, self.sample or 0, rng, support, self.partition_instances
+            problem,
+            indexes.postings(),
+            users,
+            self.sample or 0,
+            rng,
+            support,
+            self.partition_instances,
         )
         return checked, bool(users.size)
+
+
+def _whole_in_keyed(
+    problem: CountingProblem, whole: np.ndarray, plans: list[SizePlan]
+) -> tuple[np.ndarray, CountingProblem]:
+    """When queries are the members' own subsets, a whole record as long as a size the
+    keyed plans enumerate is one of the subsets counted there, at no extra cost: those
+    targets are asked at that size instead of checked against the posting lists (their
+    smaller sizes, if any, cannot have a smaller support). The whole targets left, and
+    the problem without them."""
+    keyed = [plan.size for plan in plans if plan.strategy == "keyed"]
+    inside = whole & np.isin(problem.queries.elements.lengths, keyed)
+    if inside.any():
+        whole = whole & ~inside
+    return whole, without_whole(problem, whole) if whole.any() else problem
 
 
 def _cost(

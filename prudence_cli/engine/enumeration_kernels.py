@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from prudence_cli.engine.jit import kernel
+from prudence_cli.engine.jit import kernel, prange
 from prudence_cli.engine.kernels import COMPOSITIONS, RATIOS
+
+_BLOCK = 4096  # start positions per parallel block
 
 # --- enumeration -------------------------------------------------------------------------
 
@@ -168,31 +170,31 @@ def enumerate_queries(
     return k
 
 
-@kernel
-def enumerate_codes(offsets, owners, elements, starts, s, bits, owner_bits, out):
-    """Like enumerate_members, but writes one int64 per subset: the subset's elements
-    packed `bits` each, then the owner in the low `owner_bits`. Shape-0 out: count only."""
-    write = out.shape[0] > 0
-    k = 0
-    idx = np.empty(s, np.int64)
-    for t in range(starts.shape[0]):
-        p = starts[t]
-        u = owners[p]
-        end = offsets[u + 1]
-        if end - p < s:
-            continue
-        for j in range(s):
-            idx[j] = p + j
-        while True:
-            if write:
+@kernel(parallel=True)
+def enumerate_codes(offsets, owners, elements, starts, first, s, bits, owner_bits, out):
+    """Like enumerate_members, but one int64 per subset: the subset's elements packed
+    `bits` each, then the owner in the low `owner_bits`. The subsets beginning at
+    starts[t] go to out[first[t]:first[t + 1]]; blocks of starts in parallel."""
+    n_blocks = (starts.shape[0] + _BLOCK - 1) // _BLOCK
+    for block in prange(n_blocks):
+        idx = np.empty(s, np.int64)
+        for t in range(block * _BLOCK, min((block + 1) * _BLOCK, starts.shape[0])):
+            p = starts[t]
+            u = owners[p]
+            end = offsets[u + 1]
+            if end - p < s:
+                continue
+            for j in range(s):
+                idx[j] = p + j
+            k = first[t]
+            while True:
                 code = np.int64(0)
                 for j in range(s):
                     code = (code << bits) | elements[idx[j]]
                 out[k] = (code << owner_bits) | u
-            k += 1
-            if not _next_combination(idx, p, end, s):
-                break
-    return k
+                k += 1
+                if not _next_combination(idx, p, end, s):
+                    break
 
 
 # --- sampling --------------------------------------------------------------------------

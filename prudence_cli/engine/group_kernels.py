@@ -359,3 +359,51 @@ def distinct_rows(keys, owners):
         if owners[i] == owners[i - 1] and _compare_rows(keys, i, keys, i - 1) == 0:
             keep[i] = False
     return keep
+
+
+# --- orders of small integers ---------------------------------------------------------------
+
+
+@kernel
+def counting_order(values, n_values):
+    """The stable order of `values` (integers in [0, n_values)) by a counting sort: the
+    same as np.argsort(values, kind="stable"), in two passes."""
+    starts = np.zeros(n_values + 1, np.int64)
+    for i in range(values.shape[0]):
+        starts[values[i] + 1] += 1
+    for v in range(n_values):
+        starts[v + 1] += starts[v]
+    order = np.empty(values.shape[0], np.int64)
+    for i in range(values.shape[0]):
+        v = values[i]
+        order[starts[v]] = i
+        starts[v] += 1
+    return order
+
+
+@kernel(parallel=True)
+def segment_order(offsets, keys):
+    """Positions sorted by `keys` within each CSR segment, the segments in place: the order
+    of (segment, key) when no segment repeats a key. Insertion sort for short segments."""
+    order = np.arange(keys.shape[0])
+    for u in prange(offsets.shape[0] - 1):
+        a, b = offsets[u], offsets[u + 1]
+        if b - a > 32:
+            order[a:b] = a + np.argsort(keys[a:b], kind="mergesort")
+            continue
+        for i in range(a + 1, b):
+            x = order[i]
+            j = i
+            while j > a and keys[order[j - 1]] > keys[x]:
+                order[j] = order[j - 1]
+                j -= 1
+            order[j] = x
+    return order
+
+
+@kernel(parallel=True)
+def sort_runs(values, bounds):
+    """Sort values[bounds[r]:bounds[r + 1]] in place for every r, the runs in parallel:
+    the whole array sorted when each run holds larger values than the ones before."""
+    for r in prange(bounds.shape[0] - 1):
+        values[bounds[r] : bounds[r + 1]].sort()

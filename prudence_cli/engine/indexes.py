@@ -9,20 +9,43 @@ from dataclasses import replace
 import numpy as np
 
 from prudence_cli.arrays import stable_order
-from prudence_cli.engine import compiled
+from prudence_cli.engine import compiled, jit
 from prudence_cli.engine.plan import _SATURATE, _binomials
 from prudence_cli.engine.problem import MATCHES, MODES, CountingProblem, Elements, QuerySpec
+
+# elements from which a compiled counting sort orders them (numpy's sort below)
+_COUNTING_SORT_FROM = 1 << 16
+
+
+def _element_order(elements: np.ndarray, n_elements: int) -> np.ndarray:
+    """`np.argsort(elements, kind="stable")` of element ids below `n_elements`: when the
+    kernels run compiled, a counting sort (two passes, the ids are small integers);
+    otherwise numpy's sort. The stable order is unique, so both give the same."""
+    if jit.is_compiled() and elements.shape[0] >= _COUNTING_SORT_FROM:
+        order: np.ndarray = compiled.group_kernels.counting_order(elements, n_elements)
+        return order
+    return stable_order(elements)
 
 
 class _StartIndex:
     """Positions of a CSR list ordered by element, so that a partition [lo, hi) of element
     ids is a contiguous slice of first positions."""
 
-    def __init__(self, lists: Elements) -> None:
+    def __init__(self, lists: Elements, n_elements: int) -> None:
         self.lists = lists
-        self.order = stable_order(lists.elements)
+        self.order = _element_order(lists.elements, n_elements)
         self.sorted = lists.elements[self.order]
         self.owners = np.repeat(np.arange(lists.n_users, dtype=np.int64), lists.lengths)
+        self._subsets: dict[int, np.ndarray] = {}
+
+    def subsets(self, s: int) -> np.ndarray:
+        """Per position, how many s-subsets of its list begin there: C(r, s - 1), r the
+        positions after it in its list."""
+        if s not in self._subsets:
+            ends = self.lists.offsets[1:][self.owners]
+            remaining = ends - 1 - np.arange(self.lists.elements.shape[0])
+            self._subsets[s] = _binomials(remaining, s - 1)
+        return self._subsets[s]
 
     def starts(self, lo: int, hi: int) -> np.ndarray:
         a, b = np.searchsorted(self.sorted, [lo, hi])
@@ -31,9 +54,7 @@ class _StartIndex:
     def weights(self, s: int, n_elements: int, users: np.ndarray | None = None) -> np.ndarray:
         """Number of s-subsets per first element (optionally only for `users`): a subset
         starting at a position with r positions after it in its list is one of C(r, s-1)."""
-        ends = self.lists.offsets[1:][self.owners]
-        remaining = ends - 1 - np.arange(self.lists.elements.shape[0])
-        w = _binomials(remaining, s - 1).astype(float)
+        w = self.subsets(s).astype(float)
         if users is not None:
             w *= users[self.owners]
         return np.bincount(self.lists.elements, weights=w, minlength=n_elements)
@@ -42,12 +63,21 @@ class _StartIndex:
 class _Postings:
     """Distinct (element, user) pairs grouped by element, for candidate scans."""
 
-    def __init__(self, members: Elements, n_elements: int, distinct: bool = False) -> None:
+    def __init__(
+        self,
+        members: Elements,
+        n_elements: int,
+        distinct: bool = False,
+        order: np.ndarray | None = None,
+    ) -> None:
         """`distinct`: no list repeats an element (unordered problems), so every
-        (element, user) pair is already distinct and a stable sort suffices."""
+        (element, user) pair is already distinct and the members' stable order by
+        element suffices (`order`, when it is known already)."""
         owners = np.repeat(np.arange(members.n_users, dtype=np.int64), members.lengths)
         if distinct:
-            self.users = owners[stable_order(members.elements)]
+            if order is None:
+                order = _element_order(members.elements, n_elements)
+            self.users = owners[order]
             counts = np.bincount(members.elements, minlength=n_elements)
         else:
             n = max(members.n_users, 1)
@@ -90,22 +120,49 @@ class _Postings:
         return counts
 
 
+class _Indexes:
+    """The start indexes and the posting lists of one count, each built at most once and
+    shared by its whole-record queries, sizes and strategies."""
+
+    def __init__(self, problem: CountingProblem) -> None:
+        self.problem = problem
+        self.n_elements = _n_elements(problem)
+        self._starts: dict[int, _StartIndex] = {}
+        self._postings: _Postings | None = None
+
+    def starts(self, lists: Elements) -> _StartIndex:
+        """The start index of `lists` (the members, or the queries' lists)."""
+        index = self._starts.get(id(lists))
+        if index is None:
+            index = self._starts[id(lists)] = _StartIndex(lists, self.n_elements)
+        return index
+
+    def postings(self) -> _Postings:
+        if self._postings is None:
+            members, distinct = self.problem.members, not self.problem.ordered
+            order = self.starts(members).order if distinct else None
+            self._postings = _Postings(members, self.n_elements, distinct, order)
+        return self._postings
+
+
 def _enumerate_members(
-    members: Elements, starts: np.ndarray, s: int
+    members: Elements, starts: np.ndarray, s: int, n: int | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every s-subset of the members' lists beginning at `starts` (keys, values, owners);
+    `n`, how many there are, when known (else a first pass counts them)."""
     owners = np.repeat(np.arange(members.n_users, dtype=np.int64), members.lengths)
-    empty_keys = np.empty((0, s), dtype=np.int32)
-    n = compiled.enumeration_kernels.enumerate_members(
-        members.offsets,
-        owners,
-        members.elements,
-        members.values,
-        starts,
-        s,
-        empty_keys,
-        np.empty((0, s)),
-        np.empty(0, np.int64),
-    )
+    if n is None:
+        n = compiled.enumeration_kernels.enumerate_members(
+            members.offsets,
+            owners,
+            members.elements,
+            members.values,
+            starts,
+            s,
+            np.empty((0, s), dtype=np.int32),
+            np.empty((0, s)),
+            np.empty(0, np.int64),
+        )
     keys = np.empty((n, s), dtype=np.int32)
     vals = np.empty((n, s))
     own = np.empty(n, dtype=np.int64)
@@ -117,16 +174,30 @@ def _enumerate_members(
 
 def _enumerate_codes(
     members: Elements,
-    owners: np.ndarray,
     starts: np.ndarray,
+    per_start: np.ndarray,
     s: int,
     bits: int,
     owner_bits: int,
 ) -> np.ndarray:
-    args = (members.offsets, owners, members.elements, starts, s, bits, owner_bits)
-    n = compiled.enumeration_kernels.enumerate_codes(*args, np.empty(0, np.int64))
-    codes = np.empty(n, dtype=np.int64)
-    compiled.enumeration_kernels.enumerate_codes(*args, codes)
+    """The subsets of `_enumerate_members` as packed codes (see the kernel), sorted;
+    `per_start`: how many begin at each of `starts`. `starts` ascend by element (a start
+    index's slice), so the codes come out in runs of one first element, in ascending
+    order of it: sorting each run sorts them all, and the runs sort in parallel when the
+    kernels run compiled."""
+    owners = np.repeat(np.arange(members.n_users, dtype=np.int64), members.lengths)
+    first = np.zeros(starts.shape[0] + 1, dtype=np.int64)
+    np.cumsum(per_start, out=first[1:])
+    codes = np.empty(int(first[-1]), dtype=np.int64)
+    compiled.enumeration_kernels.enumerate_codes(
+        members.offsets, owners, members.elements, starts, first, s, bits, owner_bits, codes
+    )
+    if not jit.is_compiled():
+        codes.sort()
+        return codes
+    heads = members.elements[starts]
+    runs = np.flatnonzero(heads[1:] != heads[:-1]) + 1
+    compiled.group_kernels.sort_runs(codes, first[np.concatenate(([0], runs, [len(starts)]))])
     return codes
 
 
@@ -210,9 +281,12 @@ def _relabel(
     lists: Elements, rank: np.ndarray, upper: np.ndarray | None
 ) -> tuple[Elements, np.ndarray | None]:
     """Lists with elements renamed by `rank`, re-sorted within each user."""
-    owners = np.repeat(np.arange(lists.n_users, dtype=np.int64), lists.lengths)
     renamed = rank[lists.elements]
-    order = np.argsort(owners * len(rank) + renamed)  # elements are distinct per user
+    if jit.is_compiled() and renamed.shape[0] >= _COUNTING_SORT_FROM:
+        order = compiled.group_kernels.segment_order(lists.offsets, renamed)
+    else:
+        owners = np.repeat(np.arange(lists.n_users, dtype=np.int64), lists.lengths)
+        order = np.argsort(owners * len(rank) + renamed)  # elements are distinct per user
     relabelled = Elements(lists.offsets, renamed[order], lists.values[order])
     return relabelled, (upper[order] if upper is not None else None)
 

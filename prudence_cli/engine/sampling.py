@@ -18,7 +18,7 @@ from collections.abc import Callable
 import numpy as np
 
 from prudence_cli.engine import compiled
-from prudence_cli.engine.indexes import _n_elements, _Postings, _segment_sums
+from prudence_cli.engine.indexes import _Postings, _segment_sums
 from prudence_cli.engine.problem import MODES, CountingProblem
 
 _FIRST_ROUND = 4  # random draws per target in the first round; doubled each round
@@ -39,19 +39,20 @@ def sampled_widths(problem: CountingProblem) -> np.ndarray:
 
 def sample_support(
     problem: CountingProblem,
+    postings: _Postings,
     users: np.ndarray,
     n: int,
     rng: np.random.Generator,
     support: np.ndarray,
     chunk_instances: int,
 ) -> int:
-    """Draw up to 1 + n queries per target of `users` (see the module), check them, fold
-    their supports into `support` (running minimum); returns how many were checked."""
+    """Draw up to 1 + n queries per target of `users` (see the module), check them against
+    the members' `postings`, fold their supports into `support` (running minimum);
+    returns how many were checked."""
     if users.size == 0 or n <= 0:
         return 0
     spec = problem.queries
     q = spec.elements
-    postings = _Postings(problem.members, _n_elements(problem), not problem.ordered)
     widths = sampled_widths(problem)
     upper = spec.upper if spec.upper is not None else np.full(q.values.shape, np.inf)
     totals = _segment_sums(q.values, q.offsets)

@@ -67,27 +67,27 @@ def _keyed_task(
 def _keyed_self_task(
     problem: CountingProblem,
     starts: np.ndarray,
+    per_start: np.ndarray,
     s: int,
     n_elements: int,
     brute_limit: int,
     threads: int | None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """One partition of keyed counting when the queries are the members' own subsets:
-    each key group is counted once, and every queried member row takes its count."""
+    """One partition of keyed counting when the queries are the members' own subsets (the
+    `per_start` beginning at each of `starts`): each key group is counted once, and every
+    queried member row takes its count."""
     _set_threads(threads)
     members, spec = problem.members, problem.queries
     queried = (spec.size_lo <= s) & (s <= spec.size_hi)
     bits = max(1, int(n_elements).bit_length())
     owner_bits = max(1, int(members.n_users).bit_length())
     if problem.match == "contains" and bits * s + owner_bits <= 63:
-        owners = np.repeat(np.arange(members.n_users, dtype=np.int64), members.lengths)
-        codes = _enumerate_codes(members, owners, starts, s, bits, owner_bits)
-        codes.sort()
+        codes = _enumerate_codes(members, starts, per_start, s, bits, owner_bits)
         local = np.full(problem.n_users, compiled.kernels.UNSET, dtype=np.int64)
         compiled.group_kernels.self_containment(codes, owner_bits, queried, local)
         touched = np.flatnonzero(local != compiled.kernels.UNSET)
         return touched, local[touched]
-    keys, vals, own = _enumerate_members(members, starts, s)
+    keys, vals, own = _enumerate_members(members, starts, s, int(per_start.sum()))
     order = _key_order(keys, n_elements, own if problem.ordered else None)
     keys, vals, own = keys[order], vals[order], own[order]
     if problem.ordered:

@@ -40,7 +40,7 @@ def test_binomial_at_the_saturation_edge():
 def test_subsets_per_first_element_match_enumeration(seed, n_users, n_elements, s):
     problem = random_problem(np.random.default_rng(seed), n_users, n_elements, s)
     lists = problem.members
-    got = _StartIndex(lists).weights(s, n_elements)
+    got = _StartIndex(lists, n_elements).weights(s, n_elements)
     assert got.tolist() == subsets_by_first_element(lists, s, n_elements)
 
 
