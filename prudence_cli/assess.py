@@ -52,7 +52,7 @@ from prudence_cli.engine.runner import DaskRunner, LocalRunner
 from prudence_cli.errors import BudgetError, PrudenceError
 from prudence_cli.explore.mobility import Measurer
 from prudence_cli.io.atomic import atomic_folder, check_replaceable, check_writable
-from prudence_cli.io.checksums import sha256_file
+from prudence_cli.io.checksums import sha256_ahead, sha256_file
 from prudence_cli.io.readers import read_utility_scores
 from prudence_cli.measures.aggregate import Space, aggregate_table
 from prudence_cli.measures.rac import measure_view
@@ -145,6 +145,7 @@ def run_assessment(
     report = progress or _silent
     out = Path(output) if output is not None else config.output
     inherit, warnings = claim_output(config, out, force)
+    sha256_ahead(config.input_files)  # for the manifest, while the inputs are read
     prepared = _prepare(config, report)
     selection = prepared.selection
     timings["read_and_select"] = time.perf_counter() - started

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from prudence_cli import columns as C
 from prudence_cli.config.dimensions import dimension_label
@@ -192,8 +193,8 @@ class CountedView(Dataview):
     def table(self, user_ids: np.ndarray) -> pd.DataFrame:
         return pd.DataFrame(
             {
-                C.USER: user_ids[self.user],
-                C.LOCATION: self.locations["label"].to_numpy()[self.location],
+                C.USER: gathered(user_ids, self.user),
+                C.LOCATION: gathered(self.locations["label"].to_numpy(), self.location),
                 C.COUNT: self.count,
             }
         )
@@ -217,6 +218,36 @@ class CountedView(Dataview):
     def stored_fields(cls, table: pd.DataFrame, order: np.ndarray) -> dict[str, Any]:
         """The format's own per-row fields from its stored table, rows in `order`."""
         return {}
+
+
+def gathered(labels: np.ndarray, codes: np.ndarray) -> Any:
+    """labels[codes] as a table's text column: gathered by Arrow where pandas keeps text
+    in Arrow (no Python string made per row: several times faster on millions of rows),
+    else as objects. The same text either way."""
+    if _ARROW_TEXT is not None:
+        try:
+            dictionary = pa.array(labels, type=pa.string(), from_pandas=True)
+        except (pa.ArrowTypeError, pa.ArrowInvalid):  # labels that are not all text
+            pass
+        else:
+            return pd.array(dictionary.take(pa.array(codes)), dtype=_ARROW_TEXT)
+    return labels[codes]
+
+
+def text_column(values: np.ndarray) -> Any:
+    """A numpy array of text as a table's text column (see `gathered`)."""
+    if _ARROW_TEXT is not None:
+        return pd.array(pa.array(values, type=pa.string()), dtype=_ARROW_TEXT)
+    return values.astype(object)
+
+
+def _arrow_text() -> Any:
+    """The dtype pandas gives a column of Python strings, when Arrow holds it."""
+    dtype = pd.Series(np.array(["text"], dtype=object)).dtype
+    return dtype if getattr(dtype, "storage", None) == "pyarrow" else None
+
+
+_ARROW_TEXT = _arrow_text()
 
 
 def check_coverage(kind: str) -> None:

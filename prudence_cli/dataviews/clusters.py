@@ -35,6 +35,7 @@ from prudence_cli.dataviews.base import (
     Located,
     StoredTable,
     check_coverage,
+    gathered,
     table_bins,
 )
 from prudence_cli.dataviews.trajectory import local_bins
@@ -123,8 +124,8 @@ class ClusterView(Dataview):
     def table(self, user_ids: np.ndarray) -> pd.DataFrame:
         return pd.DataFrame(
             {
-                C.USER: user_ids[self.user],
-                C.LOCATION: self.locations["label"].to_numpy()[self.location],
+                C.USER: gathered(user_ids, self.user),
+                C.LOCATION: gathered(self.locations["label"].to_numpy(), self.location),
                 "window": _stamp(self.window, self.window_seconds),
             }
         )

@@ -19,6 +19,7 @@ from prudence_cli.dataviews.base import (
     Located,
     StoredTable,
     check_coverage,
+    gathered,
     table_bins,
 )
 from prudence_cli.dataviews.trajectory import local_bins
@@ -62,9 +63,9 @@ class SegmentView(Dataview):
         order = np.arange(self.user.shape[0]) - self.offsets[self.user]
         return pd.DataFrame(
             {
-                C.USER: user_ids[self.user],
+                C.USER: gathered(user_ids, self.user),
                 "order": order,
-                C.LOCATION: self.locations["label"].to_numpy()[self.location],
+                C.LOCATION: gathered(self.locations["label"].to_numpy(), self.location),
                 "t_origin": stamp(self.tbin),
                 "t_destination": stamp(self.tbin_end),
             }

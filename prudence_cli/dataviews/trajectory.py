@@ -24,9 +24,11 @@ from prudence_cli.dataviews.base import (
     Located,
     StoredTable,
     check_coverage,
+    gathered,
     join_rows,
     same_class,
     table_bins,
+    text_column,
 )
 from prudence_cli.engine.problem import Elements
 
@@ -85,14 +87,14 @@ class TrajectoryView(Dataview):
         return np.bincount(self.user, minlength=self.n_users).astype(float)
 
     def table(self, user_ids: np.ndarray) -> pd.DataFrame:
-        starts = pd.to_datetime(self.tbin * self.granularity, unit="s")
+        starts = (self.tbin * self.granularity).astype("datetime64[s]")
         order = np.arange(self.user.shape[0]) - self.offsets[self.user]
         return pd.DataFrame(
             {
-                C.USER: user_ids[self.user],
+                C.USER: gathered(user_ids, self.user),
                 "order": order,
-                C.LOCATION: self.locations["label"].to_numpy()[self.location],
-                "time_bin": starts.strftime("%Y-%m-%dT%H:%M:%S"),
+                C.LOCATION: gathered(self.locations["label"].to_numpy(), self.location),
+                "time_bin": text_column(np.datetime_as_string(starts)),  # YYYY-MM-DDThh:mm:ss
             }
         )
 

@@ -21,8 +21,9 @@ def _element_order(elements: np.ndarray, n_elements: int) -> np.ndarray:
     """`np.argsort(elements, kind="stable")` of element ids below `n_elements`: when the
     kernels run compiled, a counting sort (two passes, the ids are small integers);
     otherwise numpy's sort. The stable order is unique, so both give the same."""
-    if jit.is_compiled() and elements.shape[0] >= _COUNTING_SORT_FROM:
-        order: np.ndarray = compiled.group_kernels.counting_order(elements, n_elements)
+    counting = compiled.group_kernels.counting_order
+    if elements.shape[0] >= _COUNTING_SORT_FROM and jit.runs_compiled(counting):
+        order: np.ndarray = counting(elements, n_elements)
         return order
     return stable_order(elements)
 
@@ -192,7 +193,7 @@ def _enumerate_codes(
     compiled.enumeration_kernels.enumerate_codes(
         members.offsets, owners, members.elements, starts, first, s, bits, owner_bits, codes
     )
-    if not jit.is_compiled():
+    if not jit.runs_compiled(compiled.group_kernels.sort_runs):
         codes.sort()
         return codes
     heads = members.elements[starts]
@@ -282,8 +283,9 @@ def _relabel(
 ) -> tuple[Elements, np.ndarray | None]:
     """Lists with elements renamed by `rank`, re-sorted within each user."""
     renamed = rank[lists.elements]
-    if jit.is_compiled() and renamed.shape[0] >= _COUNTING_SORT_FROM:
-        order = compiled.group_kernels.segment_order(lists.offsets, renamed)
+    within = compiled.group_kernels.segment_order
+    if renamed.shape[0] >= _COUNTING_SORT_FROM and jit.runs_compiled(within):
+        order = within(lists.offsets, renamed)
     else:
         owners = np.repeat(np.arange(lists.n_users, dtype=np.int64), lists.lengths)
         order = np.argsort(owners * len(rank) + renamed)  # elements are distinct per user

@@ -45,6 +45,7 @@ __all__ = [
     "Kernel",
     "choose",
     "is_compiled",
+    "runs_compiled",
     "kernel",
     "on_compile",
     "prange",
@@ -89,11 +90,7 @@ class Kernel:
         functools.update_wrapper(self, function)
 
     def __call__(self, *args: Any) -> Any:
-        if _state.pending:
-            _state.pending = False
-            if _in_cache(self.dispatcher()):
-                use_compiled()
-        if not _state.compiled:
+        if not self.compiled():
             return self.py_func(*args)
         dispatcher = self.dispatcher()
         if _state.notice is not None and not self._looked_up:
@@ -102,6 +99,16 @@ class Kernel:
                 notice, _state.notice = _state.notice, None
                 notice()
         return dispatcher(*args)
+
+    def compiled(self) -> bool:
+        """Whether a call now runs compiled; a choice left pending (see `choose`) is made
+        on this kernel's presence in numba's cache. Callers with two ways of their own
+        (numpy for Python, a kernel compiled) ask before choosing."""
+        if _state.pending:
+            _state.pending = False
+            if _in_cache(self.dispatcher()):
+                use_compiled()
+        return _state.compiled
 
     def dispatcher(self) -> Any:
         """numba's dispatcher of the function (see `_compiled_namespace`)."""
@@ -209,7 +216,13 @@ def use_compiled() -> None:
 
 
 def is_compiled() -> bool:
+    """Whether kernels run compiled now (a pending choice aside: `Kernel.compiled`)."""
     return _state.compiled
+
+
+def runs_compiled(kernel: Callable[..., Any]) -> bool:
+    """Whether `kernel` (a function marked @kernel) runs compiled if called now."""
+    return isinstance(kernel, Kernel) and kernel.compiled()
 
 
 @contextlib.contextmanager

@@ -1,22 +1,58 @@
 """sha256 of input and catalog files.
 
 `sha256_file` computes each file version once per run (keyed on path, size and
-modification time), for inputs read several times. `sha256_fresh` reads the file every
-time: for checking a file against a recorded hash, where an edit within the same clock
-tick as an earlier read must not go unseen.
+modification time), for inputs read several times; `sha256_ahead` starts that in a
+background thread, so that hashing a large input overlaps with the work that reads it
+(hashlib and file reads release the GIL). `sha256_fresh` reads the file every time: for
+checking a file against a recorded hash, where an edit within the same clock tick as an
+earlier read must not go unseen.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
+import threading
+from collections.abc import Iterable
+from concurrent.futures import Future
 from pathlib import Path
+
+_lock = threading.Lock()
+_digests: dict[tuple[str, int, int], Future[str]] = {}  # one per file version
 
 
 def sha256_file(path: Path) -> str:
-    """sha256 hex digest of a file (computed once per file version in a run)."""
+    """sha256 hex digest of a file (computed once per file version in a run: a second
+    caller waits for the first)."""
     stat = Path(path).stat()
-    return _sha256(str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
+    key = (str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
+    with _lock:
+        future = _digests.get(key)
+        mine = future is None
+        if future is None:
+            future = _digests[key] = Future()
+    if mine:
+        try:
+            future.set_result(sha256_fresh(Path(key[0])))
+        except BaseException as exc:
+            with _lock:
+                del _digests[key]
+            future.set_exception(exc)
+            raise
+    return future.result()
+
+
+def sha256_ahead(paths: Iterable[Path]) -> None:
+    """Hash `paths` with `sha256_file` in a background thread (a daemon: it never holds
+    up an exit); an error is left for the caller who asks for the digest."""
+
+    def run() -> None:
+        for path in paths:
+            try:
+                sha256_file(path)
+            except Exception:  # noqa: BLE001 - raised again to whoever asks
+                continue
+
+    threading.Thread(target=run, name="sha256-ahead", daemon=True).start()
 
 
 def sha256_fresh(path: Path) -> str:
@@ -26,8 +62,3 @@ def sha256_fresh(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
-
-
-@functools.lru_cache(maxsize=256)
-def _sha256(path: str, size: int, mtime_ns: int) -> str:
-    return sha256_fresh(Path(path))
