@@ -130,9 +130,11 @@ def _pearson(x: np.ndarray, y: np.ndarray) -> float:
     return max(-1.0, min(1.0, r))
 
 
-def average_ranks(values: np.ndarray) -> np.ndarray:
-    """Ranks from 1, tied values sharing the average of their ranks."""
-    order = np.argsort(values, kind="stable")
+def average_ranks(values: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:
+    """Ranks from 1, tied values sharing the average of their ranks; `order`, the values'
+    stable sort order, when it is known."""
+    if order is None:
+        order = np.argsort(values, kind="stable")
     ordered = values[order]
     starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
     sizes = np.diff(np.r_[starts, values.size])
@@ -151,10 +153,18 @@ class RankMemo:
         self._ranked: dict[bytes, np.ndarray] = {}
 
     def __call__(self, values: np.ndarray) -> np.ndarray:
-        digest = hashlib.blake2b(np.ascontiguousarray(values).tobytes(), digest_size=16).digest()
+        digest = _digest(values)
         if digest not in self._ranked:
             self._ranked[digest] = average_ranks(values)
         return self._ranked[digest]
+
+    def remember(self, values: np.ndarray, order: np.ndarray) -> None:
+        """Rank `values` from their known stable sort `order` (no sort), for later."""
+        self._ranked[_digest(values)] = average_ranks(values, order)
+
+
+def _digest(values: np.ndarray) -> bytes:
+    return hashlib.blake2b(np.ascontiguousarray(values).tobytes(), digest_size=16).digest()
 
 
 def finite_sorted(values: np.ndarray) -> np.ndarray:

@@ -277,6 +277,8 @@ def _pairs(
     """The distinct (person, location) pairs sorted by person then location, with their
     summed weight."""
     key = person.astype(np.int64) * max(n_locations, 1) + location.astype(np.int64)
+    if (key[1:] > key[:-1]).all():  # distinct and sorted already (a presence view's rows)
+        return person.astype(np.int64), location.astype(np.int64), weight
     pairs, inverse = np.unique(key, return_inverse=True)
     summed = np.bincount(inverse.ravel(), weights=weight, minlength=pairs.shape[0])
     return pairs // max(n_locations, 1), pairs % max(n_locations, 1), summed
@@ -330,6 +332,9 @@ class Profile:
             },
         }
         self._ranks = RankMemo()
+        for name, order in self._order.items():  # Spearman ranks each measure's values
+            present = ~np.isnan(self._columns[name])  # without NaN: their order is known
+            self._ranks.remember(self._columns[name][present], (np.cumsum(present) - 1)[order])
 
     def kept(self, people: np.ndarray) -> pd.DataFrame:
         """Per measure, the distribution on the people where `people` is True (and the
