@@ -171,10 +171,14 @@ def enumerate_queries(
 
 
 @kernel(parallel=True)
-def enumerate_codes(offsets, owners, elements, starts, first, s, bits, owner_bits, out):
-    """Like enumerate_members, but one int64 per subset: the subset's elements packed
-    `bits` each, then the owner in the low `owner_bits`. The subsets beginning at
-    starts[t] go to out[first[t]:first[t + 1]]; blocks of starts in parallel."""
+def enumerate_packed(
+    offsets, owners, elements, values, starts, first, s, bits, owner_bits, keys, vals, own
+):
+    """Like enumerate_members, with each subset's elements packed `bits` each into one
+    int64 key, then (owner_bits > 0) its owner in the low `owner_bits`; the subsets
+    beginning at starts[t] go to rows first[t]:first[t + 1] of keys, and of vals and own
+    unless they have no rows. Blocks of starts in parallel."""
+    with_rows = vals.shape[0] > 0
     n_blocks = (starts.shape[0] + _BLOCK - 1) // _BLOCK
     for block in prange(n_blocks):
         idx = np.empty(s, np.int64)
@@ -188,10 +192,16 @@ def enumerate_codes(offsets, owners, elements, starts, first, s, bits, owner_bit
                 idx[j] = p + j
             k = first[t]
             while True:
-                code = np.int64(0)
+                key = np.int64(0)
                 for j in range(s):
-                    code = (code << bits) | elements[idx[j]]
-                out[k] = (code << owner_bits) | u
+                    key = (key << bits) | elements[idx[j]]
+                if owner_bits > 0:
+                    key = (key << owner_bits) | u
+                keys[k] = key
+                if with_rows:
+                    for j in range(s):
+                        vals[k, j] = values[idx[j]]
+                    own[k] = u
                 k += 1
                 if not _next_combination(idx, p, end, s):
                     break

@@ -407,3 +407,16 @@ def sort_runs(values, bounds):
     the whole array sorted when each run holds larger values than the ones before."""
     for r in prange(bounds.shape[0] - 1):
         values[bounds[r] : bounds[r + 1]].sort()
+
+
+@kernel(parallel=True)
+def sort_rows_in_runs(keys, vals, own, bounds):
+    """Sort the rows (keys, vals, own) by key, stably, within each run
+    bounds[r]:bounds[r + 1], in place, the runs in parallel: all of them sorted when each
+    run holds larger keys than the ones before."""
+    for r in prange(bounds.shape[0] - 1):
+        a, b = bounds[r], bounds[r + 1]
+        order = a + np.argsort(keys[a:b], kind="mergesort")
+        keys[a:b] = keys[order]
+        vals[a:b] = vals[order]
+        own[a:b] = own[order]

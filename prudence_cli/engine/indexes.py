@@ -173,6 +173,47 @@ def _enumerate_members(
     return keys, vals, own
 
 
+def _enumerate_sorted(
+    members: Elements, starts: np.ndarray, per_start: np.ndarray, s: int, bits: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The subsets of `_enumerate_members` sorted by key, each key packed `bits` per
+    element into one int64 (keys, values, owners): the order `_key_order` gives, by key
+    then, for equal keys, by owner. `per_start`: how many subsets begin at each of
+    `starts`, which ascend by element (see `_enumerate_codes`), so sorting each run of
+    one first element sorts them all."""
+    owners = np.repeat(np.arange(members.n_users, dtype=np.int64), members.lengths)
+    first = np.zeros(starts.shape[0] + 1, dtype=np.int64)
+    np.cumsum(per_start, out=first[1:])
+    n = int(first[-1])
+    keys, vals, own = np.empty(n, np.int64), np.empty((n, s)), np.empty(n, np.int64)
+    compiled.enumeration_kernels.enumerate_packed(
+        members.offsets,
+        owners,
+        members.elements,
+        members.values,
+        starts,
+        first,
+        s,
+        bits,
+        0,
+        keys,
+        vals,
+        own,
+    )
+    in_runs = compiled.group_kernels.sort_rows_in_runs
+    if jit.runs_compiled(in_runs):
+        in_runs(keys, vals, own, first[_run_bounds(members.elements[starts])])
+        return keys, vals, own
+    order = stable_order(keys)
+    return keys[order], vals[order], own[order]
+
+
+def _run_bounds(heads: np.ndarray) -> np.ndarray:
+    """Where each run of equal values of `heads` begins, and the end."""
+    changes = np.flatnonzero(heads[1:] != heads[:-1]) + 1
+    return np.concatenate(([0], changes, [heads.shape[0]]))
+
+
 def _enumerate_codes(
     members: Elements,
     starts: np.ndarray,
@@ -190,15 +231,24 @@ def _enumerate_codes(
     first = np.zeros(starts.shape[0] + 1, dtype=np.int64)
     np.cumsum(per_start, out=first[1:])
     codes = np.empty(int(first[-1]), dtype=np.int64)
-    compiled.enumeration_kernels.enumerate_codes(
-        members.offsets, owners, members.elements, starts, first, s, bits, owner_bits, codes
+    compiled.enumeration_kernels.enumerate_packed(
+        members.offsets,
+        owners,
+        members.elements,
+        members.values,
+        starts,
+        first,
+        s,
+        bits,
+        owner_bits,
+        codes,
+        np.empty((0, s)),
+        np.empty(0, np.int64),
     )
     if not jit.runs_compiled(compiled.group_kernels.sort_runs):
         codes.sort()
         return codes
-    heads = members.elements[starts]
-    runs = np.flatnonzero(heads[1:] != heads[:-1]) + 1
-    compiled.group_kernels.sort_runs(codes, first[np.concatenate(([0], runs, [len(starts)]))])
+    compiled.group_kernels.sort_runs(codes, first[_run_bounds(members.elements[starts])])
     return codes
 
 

@@ -10,6 +10,7 @@ from prudence_cli.engine.indexes import (
     _enumerate_codes,
     _enumerate_members,
     _enumerate_queries,
+    _enumerate_sorted,
     _key_order,
     _Postings,
 )
@@ -87,13 +88,21 @@ def _keyed_self_task(
         compiled.group_kernels.self_containment(codes, owner_bits, queried, local)
         touched = np.flatnonzero(local != compiled.kernels.UNSET)
         return touched, local[touched]
-    keys, vals, own = _enumerate_members(members, starts, s, int(per_start.sum()))
-    order = _key_order(keys, n_elements, own if problem.ordered else None)
-    keys, vals, own = keys[order], vals[order], own[order]
-    if problem.ordered:
-        keep = compiled.group_kernels.distinct_rows(keys, own)
-        keys, vals, own = keys[keep], vals[keep], own[keep]
-    group_starts, group_ends = compiled.group_kernels.runs(keys)
+    if bits * s <= 63:  # keys packed into one int64: sorted run by run, compared whole
+        packed, vals, own = _enumerate_sorted(members, starts, per_start, s, bits)
+        if problem.ordered:  # a subsequence found twice in a record counts once
+            keep = np.r_[True, (packed[1:] != packed[:-1]) | (own[1:] != own[:-1])]
+            packed, vals, own = packed[keep], vals[keep], own[keep]
+        group_starts = np.flatnonzero(np.r_[True, packed[1:] != packed[:-1]])
+        group_ends = np.r_[group_starts[1:], packed.shape[0]].astype(np.int64)
+    else:
+        keys, vals, own = _enumerate_members(members, starts, s, int(per_start.sum()))
+        order = _key_order(keys, n_elements, own if problem.ordered else None)
+        keys, vals, own = keys[order], vals[order], own[order]
+        if problem.ordered:
+            keep = compiled.group_kernels.distinct_rows(keys, own)
+            keys, vals, own = keys[keep], vals[keep], own[keep]
+        group_starts, group_ends = compiled.group_kernels.runs(keys)
     if problem.match == "contains":
         counts = np.repeat(group_ends - group_starts, group_ends - group_starts)
     else:

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from prudence_cli.engine import jit
-from prudence_cli.engine.group_kernels import counting_order, segment_order
+from prudence_cli.engine.group_kernels import counting_order, segment_order, sort_rows_in_runs
 from prudence_cli.engine.indexes import _COUNTING_SORT_FROM, _element_order
 
 # each test runs with the kernels as Python and compiled (tests/conftest.py)
@@ -46,3 +46,20 @@ def test_the_element_order_is_the_same_whichever_sort_makes_it():
         sorted_ = _element_order(elements, 500)
     assert np.array_equal(counted, sorted_)
     assert np.array_equal(counted, np.argsort(elements, kind="stable"))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 5), max_size=30), max_size=12))
+def test_rows_sorted_run_by_run_are_the_rows_stably_sorted(runs):
+    """Runs of keys, each run's keys above the ones before (as the engine enumerates
+    them), sorted in place run by run: the stable sort of all the rows."""
+    keys = np.array([10 * r + k for r, run in enumerate(runs) for k in run], dtype=np.int64)
+    bounds = np.zeros(len(runs) + 1, dtype=np.int64)
+    np.cumsum([len(run) for run in runs], out=bounds[1:])
+    vals = np.arange(2 * keys.shape[0], dtype=float).reshape(-1, 2)
+    own = np.arange(keys.shape[0], dtype=np.int64)
+    order = np.argsort(keys, kind="stable")
+    expected = keys[order], vals[order], own[order]
+    sort_rows_in_runs(keys, vals, own, bounds)
+    for got, want in zip((keys, vals, own), expected, strict=True):
+        assert got.tolist() == want.tolist()
