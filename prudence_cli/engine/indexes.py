@@ -173,19 +173,26 @@ def _enumerate_members(
     return keys, vals, own
 
 
-def _enumerate_sorted(
-    members: Elements, starts: np.ndarray, per_start: np.ndarray, s: int, bits: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The subsets of `_enumerate_members` sorted by key, each key packed `bits` per
-    element into one int64 (keys, values, owners): the order `_key_order` gives, by key
-    then, for equal keys, by owner. `per_start`: how many subsets begin at each of
-    `starts`, which ascend by element (see `_enumerate_codes`), so sorting each run of
-    one first element sorts them all."""
+def _enumerate_packed(
+    members: Elements,
+    starts: np.ndarray,
+    per_start: np.ndarray,
+    s: int,
+    bits: int,
+    owner_bits: int = 0,
+    rows: bool = True,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The subsets of `_enumerate_members` beginning at `starts` (`per_start` at each), in
+    that order, with their keys packed into one int64 (see the kernel): the rows where
+    each start's subsets begin, the keys, and unless not `rows` their values and owners.
+    `starts` ascend by element (a start index's slice), so the keys come out in runs of
+    one first element, in ascending order of it: sorting each run sorts them all."""
     owners = np.repeat(np.arange(members.n_users, dtype=np.int64), members.lengths)
     first = np.zeros(starts.shape[0] + 1, dtype=np.int64)
     np.cumsum(per_start, out=first[1:])
     n = int(first[-1])
-    keys, vals, own = np.empty(n, np.int64), np.empty((n, s)), np.empty(n, np.int64)
+    keys = np.empty(n, np.int64)
+    vals, own = np.empty((n if rows else 0, s)), np.empty(n if rows else 0, np.int64)
     compiled.enumeration_kernels.enumerate_packed(
         members.offsets,
         owners,
@@ -195,11 +202,21 @@ def _enumerate_sorted(
         first,
         s,
         bits,
-        0,
+        owner_bits,
         keys,
         vals,
         own,
     )
+    return first, keys, vals, own
+
+
+def _enumerate_sorted(
+    members: Elements, starts: np.ndarray, per_start: np.ndarray, s: int, bits: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The subsets of `_enumerate_packed` sorted by key (keys, values, owners): the order
+    `_key_order` gives, by key then, for equal keys, by owner (the runs sort in place and
+    in parallel when the kernels run compiled)."""
+    first, keys, vals, own = _enumerate_packed(members, starts, per_start, s, bits)
     in_runs = compiled.group_kernels.sort_rows_in_runs
     if jit.runs_compiled(in_runs):
         in_runs(keys, vals, own, first[_run_bounds(members.elements[starts])])
@@ -222,28 +239,10 @@ def _enumerate_codes(
     bits: int,
     owner_bits: int,
 ) -> np.ndarray:
-    """The subsets of `_enumerate_members` as packed codes (see the kernel), sorted;
-    `per_start`: how many begin at each of `starts`. `starts` ascend by element (a start
-    index's slice), so the codes come out in runs of one first element, in ascending
-    order of it: sorting each run sorts them all, and the runs sort in parallel when the
-    kernels run compiled."""
-    owners = np.repeat(np.arange(members.n_users, dtype=np.int64), members.lengths)
-    first = np.zeros(starts.shape[0] + 1, dtype=np.int64)
-    np.cumsum(per_start, out=first[1:])
-    codes = np.empty(int(first[-1]), dtype=np.int64)
-    compiled.enumeration_kernels.enumerate_packed(
-        members.offsets,
-        owners,
-        members.elements,
-        members.values,
-        starts,
-        first,
-        s,
-        bits,
-        owner_bits,
-        codes,
-        np.empty((0, s)),
-        np.empty(0, np.int64),
+    """The subsets of `_enumerate_packed` as codes holding their owner too, sorted (the
+    runs in parallel when the kernels run compiled)."""
+    first, codes, _, _ = _enumerate_packed(
+        members, starts, per_start, s, bits, owner_bits, rows=False
     )
     if not jit.runs_compiled(compiled.group_kernels.sort_runs):
         codes.sort()
