@@ -44,9 +44,9 @@ class UnicityAttack(Attack[CountedView]):
         records = view.elements()
         known = draw_knowledge(records, level["points"], level["draw"] == "activity", rng)
         samples = None if level["samples"] == "all" else int(level["samples"])
-        # a bins view read back from a catalog or a ledger is a presence view of its bins,
-        # without d (not stored): there EM and KL average over the bins someone is active in
-        d = view.dimensionality if isinstance(view, BinsView) else None
+        # a bins view read back from a catalog or a ledger has no d (not stored: 0), and a
+        # presence view none at all: there EM and KL average over the bins someone is in
+        d = (view.dimensionality or None) if isinstance(view, BinsView) else None
         found = disclosure(records, known, engine, samples, rng, d)
         risk = np.zeros(view.n_users)
         present = found.class_size > 0

@@ -19,11 +19,8 @@ import pandas as pd
 from prudence_cli import columns as C
 from prudence_cli.dataviews.base import (
     BuildSettings,
-    CountedView,
-    Dataview,
     Dimensions,
     Located,
-    StoredTable,
 )
 from prudence_cli.dataviews.presence import PresenceView
 from prudence_cli.dataviews.trajectory import local_bins
@@ -33,9 +30,12 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class BinsView(CountedView):
+class BinsView(PresenceView):
     """Rows sorted by user, then bin code; `locations` labels a bin as space@time and
-    `count` is the activity per (user, bin)."""
+    `count` is the activity per (user, bin): a presence view whose places are
+    spatio-temporal bins, so it keeps its own format (its bins are not places to measure
+    mobility on). Read back from a catalog or a ledger, its dimensionality d is unknown
+    (0: not stored), and EM and KL then average over the bins someone is active in."""
 
     dimensionality: int = 0  # d: space units × time bins of the profile, empty ones too
 
@@ -69,12 +69,6 @@ class BinsView(CountedView):
             count=count,
             dimensionality=d,
         )
-
-    @classmethod
-    def from_table(cls, stored: StoredTable) -> Dataview:
-        """As it always has been, a presence view of the bins (the dimensionality d is
-        not in the stored table)."""
-        return PresenceView.from_table(stored)
 
 
 def period_bins(

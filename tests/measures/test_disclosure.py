@@ -185,6 +185,15 @@ def test_bins_catalog_with_regions(tmp_path, monkeypatch):
     tables = list((tmp_path / "catalog" / "u" / "disclosure").glob("*.csv"))
     assert len(tables) == 2
     assert list(pd.read_csv(tables[0]).columns) == ["bin", "em", "kl"]
+    # its bins are not places: no command measures mobility on them, read back or not
+    utility = runner.invoke(main, ["catalog", "utility"])
+    assert utility.exit_code == 2 and "holds no places (bins" in utility.stderr
+    best = runner.invoke(main, ["catalog", "best", "--max-risk", "1", "--utility", "ks:visits"])
+    assert best.exit_code == 2 and "nothing to measure" in best.stderr
+    release = runner.invoke(main, ["sanitize", "--threshold", "1", "--dataview", "d1", "-q"])
+    assert release.exit_code == 0, release.stderr
+    report = json.loads((tmp_path / "release" / "report.json").read_text())
+    assert report["dataview"]["format"] == "bins" and report["mobility"] == []
     (tmp_path / "bad.yaml").write_text(
         (tmp_path / "u.yaml").read_text().replace("regions: [halves]", "regions: [thirds]")
     )
