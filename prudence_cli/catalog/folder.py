@@ -56,6 +56,7 @@ from prudence_cli.catalog.tables import (
     write_table,
 )
 from prudence_cli.config.knowledge import KnowledgeLevel
+from prudence_cli.config.mobility import trips_in
 from prudence_cli.errors import CatalogError
 from prudence_cli.io.atomic import recover, write_text_atomic
 from prudence_cli.io.checksums import sha256_file, sha256_fresh
@@ -266,6 +267,12 @@ class Catalog:
             raise CatalogError(
                 f"{self.path}: incomplete manifest ({exc!r}); run prudence assess again"
             ) from None
+
+    @cached_property
+    def trips(self) -> bool:
+        """Whether the dataviews' consecutive visits are trips between stays, as the trip
+        measures need (config/mobility.py, `trips_between_stays`)."""
+        return trips_in(self.record.config)
 
     @cached_property
     def irac(self) -> pd.DataFrame:

@@ -253,8 +253,10 @@ def sanitize(
     from prudence_cli.catalog import find_catalog, open_catalog
     from prudence_cli.catalog.query import catalog_policy
     from prudence_cli.cli.render import release_summary
+    from prudence_cli.config.mobility import KEPT_KS
     from prudence_cli.io.atomic import check_writable
     from prudence_cli.sanitize.release import SanitizeRequest, run_sanitize
+    from prudence_cli.sanitize.report import kept_and_moved
 
     opened = open_catalog(find_catalog(catalog_dir))
     check_writable(out)  # before computing: a release that cannot be written is no release
@@ -340,6 +342,18 @@ def sanitize(
             f"under {_count(len(report.levels_counted), 'counted attack level')}, after "
             f"{_count(len(report.iterations), 'suppression pass', 'suppression passes')}."
         )
+        kept, moved = kept_and_moved(report)
+        if kept or moved:
+            say(
+                "What it still tells an analyst (Kolmogorov–Smirnov between the dataview and "
+                f"the release; kept: at most {KEPT_KS:g}): "
+                + "; ".join(
+                    f"{word} {', '.join(names)}"
+                    for word, names in (("kept", kept), ("moved", moved))
+                    if names
+                )
+                + "."
+            )
     for level in report.not_covered:
         click.echo(
             f"Warning: not covered by this release: {level.level} (not counted) puts "

@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from prudence_cli.catalog import Catalog
+from prudence_cli.config.mobility import KEPT_KS
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 MEASURES = {
@@ -254,13 +255,22 @@ def best_table(scores: Any, dims: list[str], min_coverage: float | None) -> Tabl
         "kept": "data held at ≤ R before suppression",
         "released": "data a release keeps",
     }.get(scores.utility, f"the least {scores.utility} (dataview → release)")
+    levels = f"{scores.levels} attack level" + ("" if scores.levels == 1 else "s")
+    distortion = (
+        " ks: the Kolmogorov–Smirnov statistic between the measure on the dataview and on "
+        f"the release (0 the same distribution, 1 disjoint; at most {KEPT_KS:g}: kept); "
+        "wasserstein: "
+        "the area between the two distributions, in the measure's unit."
+        if ":" in scores.utility
+        else ""
+    )
     table = house_table(
-        title=f"Dataviews by {value} at risk ≤ {scores.max_risk:g} (max over {scores.levels} "
-        "attack levels)",
+        title=f"Dataviews by {value} at risk ≤ {scores.max_risk:g} (max over {levels})",
         caption="released: what `prudence sanitize` keeps after suppressing to the fixpoint "
         "(removing risky people can make others unique); before: the share held by people "
         f"at ≤ R before suppression, an upper bound. Pareto front of ({axis}, {value}): no "
         "other dataview is at least as good on both and better on one."
+        + distortion
         + (f" Dim: a release keeps less than {min_coverage:.0%}." if min_coverage else ""),
     )
     extra = [m for m in ("unicity", "k_disclosure", "em", "kl", "score") if m in frame]

@@ -87,6 +87,8 @@ def utility(
 
     for t in thresholds:
         check_share("--threshold", t, zero=False)
+    if thresholds and show == "correlation":
+        raise UserError("--threshold is for --show distortion: a correlation is over every person")
     known = (*PERSON_MEASURES, *LOCATION_MEASURES)
     for name in measures:
         if name not in known:
@@ -120,8 +122,8 @@ def utility(
         raise UserError(
             "nothing to measure: "
             + (
-                f"{', '.join(measures)}: trip measures, which only trajectory and segments "
-                "dataviews have"
+                f"{', '.join(measures)}: trip measures, which only trajectory dataviews "
+                "of stays have (call records, or GPS points with select.points: trip_ends)"
                 if measures
                 else "no dataview of these has places"
             )
@@ -150,7 +152,9 @@ def _table(frame: Any, show: str, dims: list[str]) -> Any:
             "keep fewer (catalog best --utility ks:MEASURE). --format csv|json adds the "
             "Wasserstein distances and quantiles."
             if show == "distortion"
-            else "Pearson and Spearman correlation of each person's measure with their risk."
+            else "Pearson and Spearman correlation of each person's measure with their risk "
+            "(the paper's Table 1): from −1 to 1, 0 none; —: everyone has the same risk, or "
+            "the same value of the measure, so there is no correlation to tell."
         ),
     )
     for column in keys:

@@ -6,7 +6,10 @@ The measures themselves are in measures/mobility.py; docs/mobility.md defines th
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from prudence_cli.config.reader import Reader
 from prudence_cli.errors import shown
@@ -22,6 +25,11 @@ PERSON_MEASURES = (
 LOCATION_MEASURES = ("location_entropy", "location_density", "flow")
 MEASURES = (*PERSON_MEASURES, *LOCATION_MEASURES)
 TRAJECTORY_ONLY = ("max_distance", "sum_distances", "flow")
+UNITS = {"radius_of_gyration": "m", "max_distance": "m", "sum_distances": "m"}  # else none
+# A release keeps a measure when the Kolmogorov–Smirnov statistic between its values on the
+# dataview and on the release is at most this: the two cumulative distributions are never
+# more than 10 percentage points apart (a small effect, by the usual reading of KS).
+KEPT_KS = 0.1
 # the paper's D_1, D_0.5, D_0.33, D_0.25: risks are 1/k, so its 0.33 is 1/3
 THRESHOLDS = (1.0, 0.5, 1 / 3, 0.25)
 ORDERED_FORMATS = ("trajectory", "segments")  # rows are single visits in time order
@@ -29,25 +37,60 @@ ORDERED_FORMATS = ("trajectory", "segments")  # rows are single visits in time o
 PLACE_FORMATS = (*ORDERED_FORMATS, "presence", "probability")
 
 
+def trips_between_stays(view_format: str, input_format: str, points: str) -> bool:
+    """Whether consecutive visits of a dataview are trips between places people stay at,
+    what the trip measures (longest trip, distance travelled, flow) need, as the paper's
+    trips are: a trajectory dataview of call records (each event is where the person is)
+    or of GPS points with `select.points: trip_ends` (where they park). Of GPS points as
+    they move, consecutive visits are the cells they pass through; of segments, the
+    streets they drive: not trips."""
+    return view_format == "trajectory" and (input_format == "cdr" or points == "trip_ends")
+
+
+def trips_in(config: Mapping[str, Any]) -> bool:
+    """`trips_between_stays` of a config as written (a catalog's manifest keeps it)."""
+
+    def part(key: str) -> Mapping[str, Any]:
+        value = config.get(key)
+        return value if isinstance(value, Mapping) else {}
+
+    return trips_between_stays(
+        str(part("dataview").get("format", "")),
+        str(part("input").get("format", "gps")),
+        str(part("select").get("points", "all")),
+    )
+
+
+TRIPS_NEEDED = (
+    "needs trips between the places people stay at: a trajectory dataview of call "
+    "records, or of GPS points with select.points: trip_ends"
+)
+
+
 @dataclass(frozen=True)
 class MobilityConfig:
     """What `assess` measures: `measures` (None: every one a dataview's format allows;
-    empty: none) at each risk threshold of `thresholds`."""
+    empty: none) at each risk threshold of `thresholds`; `trips`: whether the dataviews'
+    visits are trips between stays (`trips_between_stays`)."""
 
     measures: tuple[str, ...] | None = None
     thresholds: tuple[float, ...] = THRESHOLDS
+    trips: bool = False
 
     @property
     def enabled(self) -> bool:
         return self.measures is None or bool(self.measures)
 
 
-def parse_mobility(r: Reader, data: object, view_format: str) -> MobilityConfig:
+def parse_mobility(
+    r: Reader, data: object, view_format: str, input_format: str, points: str
+) -> MobilityConfig:
     """`utility.measures`: a list of measure names, `all` (the default) or `none`;
     `utility.thresholds`: a list of risks in (0, 1] (default 1, 1/2, 1/3, 1/4). A
-    measure the dataviews' format cannot give is an error."""
+    measure the dataviews cannot give is an error."""
+    trips = trips_between_stays(view_format, input_format, points)
     if not isinstance(data, dict):
-        return MobilityConfig()
+        return MobilityConfig(trips=trips)
     measures: tuple[str, ...] | None = None
     if "measures" in data:
         value = data["measures"]
@@ -63,12 +106,11 @@ def parse_mobility(r: Reader, data: object, view_format: str) -> MobilityConfig:
             for i, name in enumerate(names):
                 if name in names[:i]:
                     r.fail(f"{key}[{i}]", f"{name} is named twice")
-                if name in TRAJECTORY_ONLY and view_format not in ORDERED_FORMATS:
-                    r.fail(
-                        f"{key}[{i}]",
-                        f"{name} needs trips, which only trajectory and segments dataviews "
-                        f"have (dataview.format is {view_format})",
-                    )
+                if name in TRAJECTORY_ONLY and not trips:
+                    here = f"{view_format} dataviews of {input_format} input"
+                    if input_format == "gps":
+                        here += f" with select.points: {points}"
+                    r.fail(f"{key}[{i}]", f"{name} {TRIPS_NEEDED} (here: {here})")
             if view_format not in PLACE_FORMATS:
                 r.fail(key, f"{view_format} dataviews hold no places to measure; write none")
             measures = tuple(names)
@@ -91,12 +133,19 @@ def parse_mobility(r: Reader, data: object, view_format: str) -> MobilityConfig:
             if t in found[:i]:
                 r.fail(f"{key}[{i}]", f"{shown(value[i])} is the threshold {t:g} again")
         thresholds = tuple(found)
-    return MobilityConfig(measures, thresholds)
+    return MobilityConfig(measures, thresholds, trips)
 
 
 def _fraction(text: str) -> float | None:
-    """ "1/3" → 1/3 (YAML reads it as text); None when it is not a fraction."""
+    """ "1/3" → 1/3 (YAML reads it as text), and a number written as text ("0.5") as
+    that number; None otherwise."""
     top, slash, bottom = text.partition("/")
-    if not slash or not top.strip().isdigit() or not bottom.strip().isdigit():
+    if not slash:
+        try:
+            number = float(text)
+        except ValueError:
+            return None
+        return number if math.isfinite(number) else None
+    if not top.strip().isdigit() or not bottom.strip().isdigit():
         return None
     return int(top) / int(bottom) if int(bottom) else None

@@ -86,7 +86,9 @@ def parse_config(data: object, file: Path) -> Config:
         crs=r.convert(top["crs"], "crs", _projected_crs) if "crs" in top else None,
         utility_scores=_parse_utility(r, top.get("utility")),
         utility_aggregate=_parse_aggregate(r, top.get("utility"), dataview),
-        mobility=parse_mobility(r, top.get("utility"), dataview.format),
+        mobility=parse_mobility(
+            r, top.get("utility"), dataview.format, input_config.format, select.points
+        ),
         mechanisms=mechanisms,
         randomize=_parse_randomize(r, top.get("randomize", {}), input_config.timezone),
         policy=parse_policy(

@@ -56,6 +56,7 @@ class ViewMobility:
 def view_mobility(
     view: Dataview,
     crs: str,
+    trips: bool,
     risks: Mapping[str, np.ndarray],
     keys: Mapping[str, str],
     thresholds: Sequence[float] = THRESHOLDS,
@@ -64,7 +65,7 @@ def view_mobility(
     """The tables of one dataview under each level of `risks` (level key → per-person
     risk), every row starting with the columns `keys` (dataview and dimensions); None
     when the format holds no places."""
-    visits = visits_of(view, crs)
+    visits = visits_of(view, crs, trips)
     if visits is None:
         return None
     profile = Profile(visits, measures)
@@ -115,6 +116,7 @@ def catalog_mobility(
         found = view_mobility(
             catalog.view(entry.id)[0],
             crs,
+            catalog.trips,
             {level.key: risks[level.key].to_numpy(dtype=float) for _, level in levels},
             {"dataview": entry.id, **{k: str(v) for k, v in entry.dimensions.items()}},
             thresholds,
@@ -219,7 +221,13 @@ class Measurer:
             return None
         started = time.perf_counter()
         found = view_mobility(
-            view, self.crs, risks, keys, self.setting.thresholds, self.setting.measures
+            view,
+            self.crs,
+            self.setting.trips,
+            risks,
+            keys,
+            self.setting.thresholds,
+            self.setting.measures,
         )
         if found is None:
             return None

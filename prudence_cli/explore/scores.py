@@ -25,9 +25,9 @@ from prudence_cli.catalog.query import (
     randomized_rows,
     sampled_level_keys,
 )
+from prudence_cli.config.mobility import TRAJECTORY_ONLY, TRIPS_NEEDED
 from prudence_cli.config.policy import ReleasePolicy
 from prudence_cli.errors import PrudenceError
-from prudence_cli.measures.mobility import TRAJECTORY_ONLY
 from prudence_cli.measures.rac import measure_view
 from prudence_cli.sanitize.forecast import (
     Suppressed,
@@ -137,7 +137,9 @@ def _release_distortion(
     column = f"{statistic}:{measure}"
 
     def distortion(result: Suppressed) -> dict[str, float]:
-        found = release_distortion(result.before, result.outcome.view, crs, [measure])
+        found = release_distortion(
+            result.before, result.outcome.view, crs, catalog.trips, [measure]
+        )
         value = found[0][statistic] if found else None
         return {column: np.nan if value is None else value}
 
@@ -216,8 +218,7 @@ def dataview_scores(
             + (
                 f"no dataview keeps anyone after suppression to risk ≤ {max_risk:g}"
                 if not (table["users_released"] > 0).any()
-                else f"{distortion[1]} needs trips, which only trajectory and segments "
-                "dataviews have"
+                else f"{distortion[1]} {TRIPS_NEEDED}"
                 if distortion[1] in TRAJECTORY_ONLY
                 else f"{distortion[1]} needs places, which these dataviews' format has not"
             )

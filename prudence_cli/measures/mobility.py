@@ -92,6 +92,7 @@ class Visits:
     x: np.ndarray  # per location
     y: np.ndarray  # per location
     ordered: bool  # rows are single visits in time order (a trajectory)
+    trips: bool = False  # consecutive rows are trips between stays (trips_between_stays)
 
     @property
     def people(self) -> int:
@@ -103,9 +104,11 @@ class Visits:
         return np.repeat(np.arange(self.people), np.diff(self.offsets))
 
 
-def visits_of(view: Dataview, crs: str) -> Visits | None:
+def visits_of(view: Dataview, crs: str, trips: bool) -> Visits | None:
     """The visits of a dataview, its locations projected to `crs`; None for a format
-    whose locations are not places."""
+    whose locations are not places. `trips`: whether its consecutive visits are trips
+    between stays (config/mobility.py, `trips_between_stays`: a trajectory of call
+    records or of trip ends), which the trip measures need."""
     locations = view.locations
     if view.format not in PLACE_FORMATS or not {"lon", "lat"} <= set(locations.columns):
         return None
@@ -123,17 +126,17 @@ def visits_of(view: Dataview, crs: str) -> Visits | None:
         if count is not None and not ordered
         else np.ones(view.location.shape[0])
     )
-    return Visits(view.offsets, view.location, weight, x, y, ordered)
+    return Visits(view.offsets, view.location, weight, x, y, ordered, ordered and trips)
 
 
-def measures_for(ordered: bool, chosen: Sequence[str] | None = None) -> tuple[str, ...]:
-    """The measures a dataview allows (trajectory measures need ordered visits), in the
+def measures_for(trips: bool, chosen: Sequence[str] | None = None) -> tuple[str, ...]:
+    """The measures of visits (the trip measures need `trips`, see `visits_of`), in the
     order of `chosen` (default: all of them)."""
     wanted = tuple(chosen) if chosen is not None else MEASURES
     unknown = [m for m in wanted if m not in MEASURES]
     if unknown:
         raise ValueError(f"unknown mobility measures: {', '.join(unknown)}")
-    return tuple(m for m in wanted if ordered or m not in TRAJECTORY_ONLY)
+    return tuple(m for m in wanted if trips or m not in TRAJECTORY_ONLY)
 
 
 def person_measures(
@@ -143,7 +146,7 @@ def person_measures(
 ) -> pd.DataFrame:
     """One row per person (NaN for a person without visits), one column per measure;
     `pairs`: the visits' (person, location) pairs (`_pairs`), when already known."""
-    names = [m for m in measures_for(visits.ordered, chosen) if m in PERSON_MEASURES]
+    names = [m for m in measures_for(visits.trips, chosen) if m in PERSON_MEASURES]
     person = visits.person
     n = visits.people
     w = visits.weight.astype(float)
@@ -204,7 +207,7 @@ class _Tables:
     origin: np.ndarray
     destination: np.ndarray
     n_locations: int
-    ordered: bool
+    trips: bool  # see Visits
 
     @classmethod
     def of(cls, visits: Visits) -> _Tables:
@@ -215,7 +218,7 @@ class _Tables:
         here, there = visits.location[:-1][same], visits.location[1:][same]
         moved = here != there
         move_person = person[1:][same][moved]
-        return cls(*pairs, move_person, here[moved], there[moved], n_locations, visits.ordered)
+        return cls(*pairs, move_person, here[moved], there[moved], n_locations, visits.trips)
 
     def keep(self, people: np.ndarray) -> _Tables:
         """Only the pairs and moves of the people where `people` is True."""
@@ -228,7 +231,7 @@ class _Tables:
             self.origin[moves],
             self.destination[moves],
             self.n_locations,
-            self.ordered,
+            self.trips,
         )
 
     def locations(self, chosen: Sequence[str] | None = None) -> pd.DataFrame:
@@ -240,7 +243,7 @@ class _Tables:
     ) -> dict[str, np.ndarray]:
         """Per location measure, its value at each location `visited` (default: every
         location visited by anyone here), as floats."""
-        names = [m for m in measures_for(self.ordered, chosen) if m in LOCATION_MEASURES]
+        names = [m for m in measures_for(self.trips, chosen) if m in LOCATION_MEASURES]
         n = self.n_locations
         if visited is None:
             visited = np.flatnonzero(np.bincount(self.pair_location, minlength=n))
@@ -436,14 +439,18 @@ def by_threshold(
 
 
 def release_distortion(
-    before: Dataview, after: Dataview, crs: str | None, chosen: Sequence[str] | None = None
+    before: Dataview,
+    after: Dataview,
+    crs: str | None,
+    trips: bool,
+    chosen: Sequence[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Per mobility measure the format allows (of `chosen`, default all): its
-    distribution on the dataview `before` and on its release `after` (KS, Wasserstein,
-    counts and medians), as a release report records it; empty for a format without
-    places."""
-    full = visits_of(before, crs) if crs else None
-    released = visits_of(after, crs) if crs else None
+    """Per mobility measure the dataview allows (of `chosen`, default all; `trips`: see
+    `visits_of`): its distribution on the dataview `before` and on its release `after`
+    (KS, Wasserstein, counts and medians), as a release report records it; empty for a
+    format without places."""
+    full = visits_of(before, crs, trips) if crs else None
+    released = visits_of(after, crs, trips) if crs else None
     if full is None or released is None:
         return []
     table = Profile(full, chosen).against(released)

@@ -35,14 +35,15 @@ LABELS = {
 def mobility_parts(
     crs: str | None,
     chosen: Suppressed,
+    trips: bool,
     thresholds: Sequence[float] = THRESHOLDS,
     measures: Sequence[str] | None = None,
 ) -> tuple[list[Chart], str] | None:
     """The charts (the dataview against its release; the dataview's D_t, the people at
     risk ≤ t, for each threshold t) and the HTML tables for the release of `chosen`;
     None when its format has no places (or the catalog no projection)."""
-    before = visits_of(chosen.before, crs) if crs else None
-    after = visits_of(chosen.outcome.view, crs) if crs else None
+    before = visits_of(chosen.before, crs, trips) if crs else None
+    after = visits_of(chosen.outcome.view, crs, trips) if crs else None
     if before is None or after is None:
         return None
     profile = Profile(before, measures)

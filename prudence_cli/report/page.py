@@ -147,7 +147,11 @@ def page_parts(
     crs = manifest.selection.crs
     measured = manifest.mobility
     thresholds = measured.thresholds if measured is not None else THRESHOLDS
-    analyst = mobility_parts(crs, found.chosen, thresholds) if found.chosen is not None else None
+    analyst = (
+        mobility_parts(crs, found.chosen, catalog.trips, thresholds)
+        if found.chosen is not None
+        else None
+    )
     charts = [
         *([shown] if shown is not None else []),
         *(analyst[0] if analyst is not None else []),

@@ -318,7 +318,7 @@ def _draft(
         every = every_level(catalog, wide.outcome, levels, request.threshold, join, work)
         notes = blind_levels(catalog, view_id, levels)
         crs = catalog.record.selection.crs
-        mobility = tuple(release_distortion(chosen.before, chosen.outcome.view, crs))
+        mobility = tuple(release_distortion(chosen.before, chosen.outcome.view, crs, catalog.trips))
         report = dataclasses.replace(report, levels_assessed=every, notes=notes, mobility=mobility)
     return _Draft(chosen, report, met)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from prudence_cli.catalog.records import ReleaseReport
+from prudence_cli.config.mobility import KEPT_KS, UNITS
 
 
 def render_markdown(report: ReleaseReport) -> str:
@@ -161,30 +162,53 @@ def _mobility(report: ReleaseReport) -> list[str]:
         "",
         "The mobility measures of Pellungrini et al., *Analyzing Privacy Risk in Human "
         "Mobility Data*, on the dataview and on the release: the Kolmogorov–Smirnov "
-        "statistic (0: the same distribution, 1: disjoint) and the 1-Wasserstein distance "
-        "(in the measure's unit) between the two. A measure that moves is one an analyst "
-        "should not study on this release.",
+        "statistic (the largest gap between the two cumulative distributions: 0 the same, "
+        "1 disjoint) and the 1-Wasserstein distance (the area between them, in the "
+        f"measure's unit). A measure is **kept** when its KS is at most {KEPT_KS:g} (the "
+        f"cumulative distributions never more than {KEPT_KS:g} apart), **moved** otherwise: an "
+        "analyst should not study a moved measure on this release. The places' measures "
+        "are recomputed on the places the release keeps: when the people removed took "
+        "their rarely visited places with them, the places left are the busier ones, and "
+        "their medians can rise.",
         "",
-        "| measure | of | KS | Wasserstein | median: dataview → release "
+        "| measure | of | KS | kept | Wasserstein | median: dataview → release "
         "| count: dataview → release |",
-        "|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|",
     ]
     for m in report.mobility:
+        unit = UNITS.get(m["measure"], "")
         lines.append(
-            f"| {m['measure']} | {m['of']} | {shown_number(m['ks'])} | "
-            f"{shown_number(m['wasserstein'])} | "
-            f"{shown_number(m['median_before'])} → {shown_number(m['median_released'])} | "
+            f"| {m['measure']} | {m['of']} | {shown_number(m['ks'])} | {_kept(m['ks'])} | "
+            f"{shown_number(m['wasserstein'], unit)} | "
+            f"{shown_number(m['median_before'], unit)} → "
+            f"{shown_number(m['median_released'], unit)} | "
             f"{m['count_before']:,} → {m['count_released']:,} |"
         )
     return lines
 
 
-def shown_number(value: float | None) -> str:
+def _kept(ks: float | None) -> str:
+    return "—" if ks is None or ks != ks else ("kept" if ks <= KEPT_KS else "moved")
+
+
+def kept_and_moved(report: ReleaseReport) -> tuple[list[str], list[str]]:
+    """The release's mobility measures that it keeps and those it moves (by KEPT_KS),
+    each as `measure KS`."""
+    kept: list[str] = []
+    moved: list[str] = []
+    for m in report.mobility:
+        if m["ks"] is not None and m["ks"] == m["ks"]:
+            (kept if m["ks"] <= KEPT_KS else moved).append(f"{m['measure']} {m['ks']:.3f}")
+    return kept, moved
+
+
+def shown_number(value: float | None, unit: str = "") -> str:
     """A measure's value in a report: whole thousands, else three significant digits
-    (trailing zeros kept, so that columns read alike); — for none."""
+    (trailing zeros kept, so that columns read alike), with its `unit`; — for none."""
     if value is None or value != value:
         return "—"
-    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:#.3g}".rstrip(".")
+    number = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:#.3g}".rstrip(".")
+    return f"{number} {unit}" if unit else number
 
 
 def _share(part: float, whole: float) -> str:

@@ -113,6 +113,10 @@ def test_best_by_distortion_on_the_command_line(catalog):  # noqa: F811
             "--show correlation needs a per-person measure",
         ),
         (
+            ("catalog", "utility", "--show", "correlation", "--threshold", "0.5"),
+            "--threshold is for --show distortion",
+        ),
+        (
             (
                 "catalog",
                 "best",
@@ -123,7 +127,7 @@ def test_best_by_distortion_on_the_command_line(catalog):  # noqa: F811
                 "--utility",
                 "ks:flow",
             ),
-            "flow needs trips, which only trajectory",
+            "flow needs trips between the places people stay at",
         ),
     ],
 )
@@ -152,7 +156,7 @@ def test_assess_stores_the_measures_and_the_tables(catalog):  # noqa: F811
     view_id = opened.dataviews[0].id
     people, places = opened.measures(view_id)
     assert list(people["user"]) == list(opened.risks(view_id)["user"])
-    profile = Profile(visits_of(opened.view(view_id)[0], opened.record.selection.crs))
+    profile = Profile(visits_of(opened.view(view_id)[0], opened.record.selection.crs, opened.trips))
     assert np.allclose(
         people["radius_of_gyration"], profile.people["radius_of_gyration"], equal_nan=True
     )

@@ -9,6 +9,21 @@ from prudence_cli.errors import ConfigError
 from prudence_cli.units import format_duration, format_size, parse_duration, parse_size
 from tests.conftest import MINIMAL_CONFIG
 
+TRAJECTORY_OF_GPS = """\
+name: tiny
+input:
+  path: points.csv
+  columns: {user: uid, time: datetime, lat: lat, lon: lng}
+  timezone: Europe/Rome
+dataview:
+  format: trajectory
+  dimensions: {grid: [500m], time: [1h]}
+attacks:
+  - attack: location
+    knowledge: {h: [1]}
+output: out
+"""
+
 
 def test_minimal_config_resolves_paths_against_its_folder(write_config, tmp_path):
     config = load_config(write_config(MINIMAL_CONFIG))
@@ -166,8 +181,16 @@ def replace(old: str, new: str) -> str:
         (MINIMAL_CONFIG + "utility: {measures: []}\n", "utility.measures: [] must be all, none"),
         (
             MINIMAL_CONFIG + "utility: {measures: [flow]}\n",
-            "utility.measures[0]: flow needs trips, which only trajectory and segments "
-            "dataviews have (dataview.format is presence)",
+            "utility.measures[0]: flow needs trips between the places people stay at: a "
+            "trajectory dataview of call records, or of GPS points with select.points: "
+            "trip_ends (here: presence dataviews of gps input with select.points: all)",
+        ),
+        (  # GPS points as they move: consecutive visits are cells passed through
+            TRAJECTORY_OF_GPS + "utility: {measures: [max_distance]}\n",
+            "utility.measures[0]: max_distance needs trips between the places people stay "
+            "at: a trajectory dataview of call records, or of GPS points with "
+            "select.points: trip_ends (here: trajectory dataviews of gps input with "
+            "select.points: all)",
         ),
         (
             MINIMAL_CONFIG + "utility: {thresholds: [0.5, 0]}\n",
@@ -261,3 +284,19 @@ def test_the_input_builds_the_readers_spec(write_config, tmp_path):
     assert (spec.path, spec.format, spec.columns) == (config.path, "segments", config.columns)
     assert (spec.timezone, spec.on_invalid, spec.towers) == ("Europe/Rome", "drop", None)
     assert spec.segments == SegmentsSpec(path=tmp_path / "streets.csv", wkt="line")
+
+
+def test_thresholds_may_be_written_as_text(write_config):
+    """A threshold quoted in YAML is read as the number it writes (YAML reads 1/3 as text
+    too)."""
+    config = load_config(write_config(MINIMAL_CONFIG + "utility: {thresholds: ['0.5', 1/3]}\n"))
+    assert config.mobility.thresholds == (0.5, 1 / 3)
+
+
+def test_trip_measures_are_for_trips_between_stays(write_config):
+    """A trajectory of GPS trip ends (where people park) has trips; of all GPS points it
+    has cells passed through; of call records, places where people were."""
+    ends = TRAJECTORY_OF_GPS.replace("output: out", "select: {points: trip_ends}\noutput: out")
+    assert load_config(write_config(ends)).mobility.trips
+    assert not load_config(write_config(TRAJECTORY_OF_GPS)).mobility.trips
+    assert not load_config(write_config(MINIMAL_CONFIG)).mobility.trips

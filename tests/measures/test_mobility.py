@@ -36,7 +36,7 @@ Y = np.array([0.0, 0.0, 4000.0])
 def trajectories(records: list[list[int]]) -> Visits:
     offsets = np.cumsum([0, *map(len, records)])
     location = np.array([v for r in records for v in r], dtype=np.int64)
-    return Visits(offsets, location, np.ones(location.size), X, Y, ordered=True)
+    return Visits(offsets, location, np.ones(location.size), X, Y, ordered=True, trips=True)
 
 
 def test_three_people_by_hand():
@@ -171,7 +171,7 @@ def test_measures_match_the_literal_reference(records, ordered):
     offsets = np.cumsum([0, *map(len, records)])
     location = np.array([loc for rows in records for loc, _ in rows], dtype=np.int64)
     weight = np.array([w for rows in records for _, w in rows], dtype=float)
-    visits = Visits(offsets, location, weight, X, Y, ordered)
+    visits = Visits(offsets, location, weight, X, Y, ordered, trips=ordered)
 
     people = person_measures(visits).to_dict("records")
     for got, want in zip(people, reference_person(records, ordered), strict=True):
@@ -214,6 +214,71 @@ def test_by_threshold_keeps_the_people_at_or_below():
     assert rows.loc[(0.25, "person", "visits"), "n_kept"] == 2
     # D_0.25: persons 2 and 3 only, no move between different places: every flow is 0
     assert rows.loc[(0.25, "location", "flow"), "q90"] == 0
+
+
+def _scipy_ks(a: list[float], b: list[float]) -> float:
+    from scipy import stats
+
+    if not a or not b:
+        return math.nan
+    with warnings.catch_warnings():  # scipy's p-value of tiny samples
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return float(stats.ks_2samp(a, b, method="asymp").statistic)
+
+
+def _of_places(records: list[list[tuple[int, float]]], ordered: bool) -> dict[str, list]:
+    """Each location measure's values over the places of `records` (the reference)."""
+    places = reference_location(records, ordered)
+    names = {name for measures in places.values() for name in measures}
+    return {name: [m[name] for m in places.values()] for name in names}
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    records=records_strategy,
+    ordered=st.booleans(),
+    risk=st.lists(st.sampled_from([1.0, 0.5, 1 / 3, 0.25, 0.2]), min_size=8, max_size=8),
+)
+def test_the_people_left_and_a_release_match_the_reference(records, ordered, risk):
+    """D_t (the people at risk ≤ t, and the places as they visit them) and a release (the
+    same people, each with only some of their visits): every measure, person and place,
+    recomputed by the literal reference on what is left, compared with everyone's by
+    scipy's KS — against what the profile says."""
+    from prudence_cli.measures.mobility import Profile
+
+    if ordered:
+        records = [[(loc, 1.0) for loc, _ in rows] for rows in records]
+    risk_of = np.array(risk[: len(records)])
+
+    def visits_of(chosen: list[list[tuple[int, float]]]) -> Visits:
+        offsets = np.cumsum([0, *map(len, chosen)])
+        location = np.array([loc for rows in chosen for loc, _ in rows], dtype=np.int64)
+        weight = np.array([w for rows in chosen for _, w in rows], dtype=float)
+        return Visits(offsets, location, weight, X, Y, ordered, trips=ordered)
+
+    def compared(table, left: list[list[tuple[int, float]]]) -> None:
+        rows = table.set_index(["kind", "measure"])
+        everyone = [p for p in reference_person(records, ordered) if p is not None]
+        kept = [p for p in reference_person(left, ordered) if p is not None]
+        for name in everyone[0] if everyone else ():
+            want = _scipy_ks([p[name] for p in everyone], [p[name] for p in kept])
+            got = rows.loc[("person", name), "ks"]
+            assert (math.isnan(got) and math.isnan(want)) or got == pytest.approx(want)
+        full_places, left_places = _of_places(records, ordered), _of_places(left, ordered)
+        for name, values in full_places.items():
+            want = _scipy_ks(values, left_places.get(name, []))
+            got = rows.loc[("location", name), "ks"]
+            assert (math.isnan(got) and math.isnan(want)) or got == pytest.approx(want)
+            assert rows.loc[("location", name), "n_kept"] == len(left_places.get(name, []))
+
+    profile = Profile(visits_of(records))
+    for t in (1.0, 0.5, 1 / 3, 0.25):
+        left = [rows if r <= t else [] for rows, r in zip(records, risk_of, strict=True)]
+        table = profile.by_threshold(risk_of, [t]).drop(columns="threshold")
+        compared(table, left)
+    # a release: the people at risk ≤ 1/2, without their first visit
+    released = [rows[1:] if r <= 0.5 else [] for rows, r in zip(records, risk_of, strict=True)]
+    compared(profile.against(visits_of(released)), released)
 
 
 @settings(max_examples=200, deadline=None)
