@@ -79,8 +79,12 @@ def packed_ids(strings: pa.Array) -> np.ndarray | None:
 
 def packed_categorical(keys: np.ndarray) -> tuple[pd.Categorical, np.ndarray]:
     """The Categorical `Labels.categorical` gives for the ids packed in `keys`, and the
-    distinct keys in the order of its categories."""
-    codes, distinct = pd.factorize(keys, sort=True)
+    distinct keys in the order of its categories. Arrow numbers the keys (its hash table
+    of 64-bit integers is faster than pandas'); the distinct ones are then sorted."""
+    encoded = pa.array(keys, type=pa.uint64()).dictionary_encode()
+    distinct = encoded.dictionary.to_numpy()
+    order = np.argsort(distinct)
+    distinct = distinct[order]
     matrix = distinct.astype(">u8").view(np.uint8).reshape(-1, PACKED_BYTES)
     used = matrix != 0  # the padding: no id holds a NUL
     offsets = np.zeros(len(distinct) + 1, dtype=np.int32)
@@ -89,5 +93,7 @@ def packed_categorical(keys: np.ndarray) -> tuple[pd.Categorical, np.ndarray]:
         len(distinct), pa.py_buffer(offsets), pa.py_buffer(matrix[used].tobytes())
     )
     labels = text.to_numpy(zero_copy_only=False)
-    order = np.arange(len(labels))
-    return _sorted_categorical(codes.astype(np.int32), labels, order), distinct
+    rank = np.empty(len(order), dtype=np.int32)
+    rank[order] = np.arange(len(order), dtype=np.int32)
+    codes = rank[encoded.indices.to_numpy()]
+    return pd.Categorical.from_codes(codes, categories=labels), distinct
