@@ -161,7 +161,7 @@ def _users(ids: _Growing | list[pa.Array]) -> pd.Categorical:
     if isinstance(ids, _Growing):
         categorical, distinct = packed_categorical(ids.values())
         maybe = np.flatnonzero(_may_be_blank(distinct))
-        labels = np.asarray(categorical.categories, dtype=object)[maybe]
+        labels = np.asarray(categorical.categories[maybe], dtype=object)
         if len(maybe) and _blank(pa.array(labels, type=pa.string())).any():
             raise _Unusual("an empty user")
         return categorical

@@ -31,20 +31,33 @@ class Labels:
     def categorical(self, codes: np.ndarray) -> pd.Categorical:
         labels = np.array(list(self.index), dtype=object)
         order = np.argsort(labels, kind="stable")
-        return _sorted_categorical(codes, labels, order)
+        return pd.Categorical.from_codes(_in_order(codes, order), categories=labels[order])
 
 
 def arrow_categorical(codes: np.ndarray, labels: pa.Array) -> pd.Categorical:
     """The Categorical `Labels.categorical` gives for distinct string `labels` numbered
     by `codes`, sorted by Arrow: the byte order of UTF-8 is the code point order."""
-    order = pc.sort_indices(labels).to_numpy()
-    return _sorted_categorical(codes, labels.to_numpy(zero_copy_only=False), order)
+    order = pc.sort_indices(labels)
+    categories = _strings(labels.take(order))
+    return pd.Categorical.from_codes(_in_order(codes, order.to_numpy()), categories=categories)
 
 
-def _sorted_categorical(codes: np.ndarray, labels: np.ndarray, order: np.ndarray) -> pd.Categorical:
-    rank = np.empty(len(labels), dtype=np.int32)
-    rank[order] = np.arange(len(labels), dtype=np.int32)
-    return pd.Categorical.from_codes(rank[codes], categories=labels[order])
+def _in_order(codes: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """`codes` of labels renumbered by their place in `order`, the order that sorts them."""
+    rank = np.empty(len(order), dtype=np.int32)
+    rank[order] = np.arange(len(order), dtype=np.int32)
+    renumbered: np.ndarray = rank[codes]
+    return renumbered
+
+
+def _strings(text: pa.Array) -> pd.api.extensions.ExtensionArray | np.ndarray:
+    """Arrow strings as pandas keeps Python strings in an Index: its `str` dtype (pandas
+    3) takes Arrow's array as it is; without it they become Python objects."""
+    dtype = pd.Index(np.array([""], dtype=object)).dtype
+    if isinstance(dtype, pd.StringDtype):
+        return pd.array(text, dtype=dtype)
+    strings: np.ndarray = text.to_numpy(zero_copy_only=False)
+    return strings
 
 
 PACKED_BYTES = 8
@@ -92,8 +105,5 @@ def packed_categorical(keys: np.ndarray) -> tuple[pd.Categorical, np.ndarray]:
     text = pa.StringArray.from_buffers(
         len(distinct), pa.py_buffer(offsets), pa.py_buffer(matrix[used].tobytes())
     )
-    labels = text.to_numpy(zero_copy_only=False)
-    rank = np.empty(len(order), dtype=np.int32)
-    rank[order] = np.arange(len(order), dtype=np.int32)
-    codes = rank[encoded.indices.to_numpy()]
-    return pd.Categorical.from_codes(codes, categories=labels), distinct
+    codes = _in_order(encoded.indices.to_numpy(), order)
+    return pd.Categorical.from_codes(codes, categories=_strings(text)), distinct
