@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import tempfile
+import threading
 from collections import Counter
 from pathlib import Path
 
@@ -332,3 +333,16 @@ def test_times_in_order_across_a_clock_change_read_the_same(tmp_path, monkeypatc
     spec = PointsSpec(path, columns=COLUMNS, timezone="Europe/Rome")
     assert _plain(spec) is not None
     assert_same(_outcome(spec), _careful(spec, monkeypatch))
+
+
+@pytest.mark.parametrize("last", ["u3,2011-06-01T08:00:00,43.7,10.4", "u3,June 1st,43.7,10.4"])
+def test_no_reading_thread_outlives_the_fast_path(tmp_path, monkeypatch, last):
+    """Arrow parses the next batch on a thread of its own; when the fast path ends, at
+    the end of the file or early on something unusual, that thread has ended too."""
+    monkeypatch.setattr("prudence_cli.io.fast_points.BLOCK_BYTES", 1 << 10)
+    path = tmp_path / "points.csv"
+    rows = GOOD * 200 + [last] + GOOD * 200
+    path.write_text("uid,datetime,lat,lng\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    spec = PointsSpec(path, columns=COLUMNS)
+    assert (_plain(spec) is None) == ("June" in last)
+    assert not [t for t in threading.enumerate() if t.name == "csv-read-ahead"]
