@@ -35,7 +35,8 @@ from prudence_cli.io.labels import arrow_categorical, packed_categorical, packed
 from prudence_cli.io.plain_times import plain_times
 from prudence_cli.io.specs import PointsSpec
 
-BLOCK_BYTES = 16 << 20  # bytes of CSV per batch: each is parsed on its own thread
+# bytes of CSV per batch; Arrow's I/O thread reads up to 32 blocks ahead of its parser
+BLOCK_BYTES = 4 << 20
 
 
 class _Unusual(Exception):
