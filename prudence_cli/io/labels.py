@@ -92,10 +92,8 @@ def packed_ids(strings: pa.Array) -> np.ndarray | None:
 
 def packed_categorical(keys: np.ndarray) -> tuple[pd.Categorical, np.ndarray]:
     """The Categorical `Labels.categorical` gives for the ids packed in `keys`, and the
-    distinct keys in the order of its categories. Arrow numbers the keys (its hash table
-    of 64-bit integers is faster than pandas'); the distinct ones are then sorted."""
-    encoded = pa.array(keys, type=pa.uint64()).dictionary_encode()
-    distinct = encoded.dictionary.to_numpy()
+    distinct keys in the order of its categories."""
+    codes, distinct = _numbered(keys)
     order = np.argsort(distinct)
     distinct = distinct[order]
     matrix = distinct.astype(">u8").view(np.uint8).reshape(-1, PACKED_BYTES)
@@ -105,5 +103,41 @@ def packed_categorical(keys: np.ndarray) -> tuple[pd.Categorical, np.ndarray]:
     text = pa.StringArray.from_buffers(
         len(distinct), pa.py_buffer(offsets), pa.py_buffer(matrix[used].tobytes())
     )
-    codes = _in_order(encoded.indices.to_numpy(), order)
-    return pd.Categorical.from_codes(codes, categories=_strings(text)), distinct
+    categories = _strings(text)
+    return pd.Categorical.from_codes(_in_order(codes, order), categories=categories), distinct
+
+
+_PART_ROWS = 1 << 16  # rows of keys numbered by one table: about as many distinct at most
+_FIBONACCI = np.uint64(0x9E3779B97F4A7C15)  # 2**64 / golden ratio: its product spreads keys
+
+
+def _numbered(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """int32 codes of `keys` and the distinct keys they number (`distinct[codes]` gives
+    `keys` back), in no particular order.
+
+    One hash table of a million distinct keys misses the CPU's cache at almost every
+    row. The rows are grouped instead into up to 256 parts by the top bits of a hash of
+    their key (a stable sort of one byte per row), so that equal keys share a part; each
+    part is numbered by Arrow's hash table, small enough to stay in cache, and the codes
+    go back to the rows' order."""
+    bits = min(8, (len(keys) // _PART_ROWS).bit_length())
+    if bits == 0:
+        encoded = pa.array(keys, type=pa.uint64()).dictionary_encode()
+        return encoded.indices.to_numpy(), encoded.dictionary.to_numpy()
+    part = ((keys * _FIBONACCI) >> np.uint64(64 - bits)).astype(np.uint8)
+    rows = np.argsort(part, kind="stable")
+    ends = np.cumsum(np.bincount(part, minlength=1 << bits)).tolist()
+    del part
+    grouped = keys[rows]
+    numbered = np.empty(len(keys), dtype=np.int32)  # the codes of `grouped`
+    found: list[np.ndarray] = []
+    start = count = 0
+    for end in ends:
+        encoded = pa.array(grouped[start:end], type=pa.uint64()).dictionary_encode()
+        np.add(encoded.indices.to_numpy(), count, out=numbered[start:end])
+        found.append(encoded.dictionary.to_numpy())
+        start, count = end, count + len(found[-1])
+    del grouped
+    codes = np.empty(len(keys), dtype=np.int32)
+    codes[rows] = numbered
+    return codes, np.concatenate(found)
