@@ -107,7 +107,7 @@ def packed_categorical(keys: np.ndarray) -> tuple[pd.Categorical, np.ndarray]:
     return pd.Categorical.from_codes(_in_order(codes, order), categories=categories), distinct
 
 
-_PART_ROWS = 1 << 16  # rows of keys numbered by one table: about as many distinct at most
+_PART_ROWS = 1 << 16  # rows a part holds, about: its table (as many keys at most) fits cache
 _FIBONACCI = np.uint64(0x9E3779B97F4A7C15)  # 2**64 / golden ratio: its product spreads keys
 
 
