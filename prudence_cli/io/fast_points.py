@@ -12,11 +12,18 @@ reason (and whose progress starts again from zero).
 Quoted fields are read as pandas' C parser reads them (a doubled quote is a quote). A
 quoted line break inside one of Arrow's blocks is read so too; one that falls across
 blocks (which are split at line breaks) stops Arrow's reader and sends the file back.
+
+Arrow parses each block on a thread of its own while the batch before it is converted
+here (`_ReadAhead`): its streaming reader parses only when asked for the next batch.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from types import TracebackType
 
 import numpy as np
 import pandas as pd
@@ -28,7 +35,8 @@ from prudence_cli.io.labels import arrow_categorical, packed_categorical, packed
 from prudence_cli.io.plain_times import plain_times
 from prudence_cli.io.specs import PointsSpec
 
-BLOCK_BYTES = 16 << 20  # bytes of CSV per batch: each is parsed on its own thread
+# bytes of CSV per batch; Arrow's I/O thread reads up to 32 blocks ahead of its parser
+BLOCK_BYTES = 4 << 20
 
 
 class _Unusual(Exception):
@@ -65,9 +73,7 @@ def _read(
     raw = pa.OSFile(str(spec.path))
     size = raw.size()
     stream = pa.CompressedInputStream(raw, "gzip") if spec.path.suffix == ".gz" else raw
-    users: _Growing | list[pa.Array] | None = None  # packed into numbers, or as read
-    times, lats, lons = _Growing(np.int64), _Growing(np.float64), _Growing(np.float64)
-    places: list[pa.Array] = []
+    columns = _Columns(spec, needed, towers is not None)
     with stream:
         reader = pacsv.open_csv(
             stream,
@@ -90,39 +96,114 @@ def _read(
         )
         if reader.schema.names != header:
             raise _Unusual("the header reads otherwise")
-        for batch in reader:
-            expected = max(size * len(batch) // BLOCK_BYTES, len(batch))  # rows in the file
-            ids = batch.column(needed["user"])
-            keys = packed_ids(ids) if not isinstance(users, list) else None
-            if users is None:
-                users = _Growing(np.uint64) if keys is not None else []
-            if isinstance(users, list):
-                users.append(ids)
-            elif keys is None:
-                raise _Unusual("long user ids after short ones")
-            else:
-                users.append(keys, expected)
-            time = plain_times(batch.column(needed["time"]), spec.timezone, spec.time_format)
-            if time is None:
-                raise _Unusual("a time of another shape")
-            times.append(time.view(np.int64), expected)
-            if towers is None:
-                lats.append(_coordinate(batch.column(needed["lat"]), 90), expected)
-                lons.append(_coordinate(batch.column(needed["lon"]), 180), expected)
-            else:
-                places.append(batch.column(needed["tower"]))
-            if progress is not None:
-                progress(min(raw.tell(), size), size)
+        with _ReadAhead(reader, lambda: min(raw.tell(), size)) as batches:
+            for batch, done in batches:
+                columns.add(batch, max(size * len(batch) // BLOCK_BYTES, len(batch)))
+                if progress is not None:
+                    progress(done, size)
     # the batches are gone: hand the memory Arrow's pool kept for reuse back to the system
     pa.default_memory_pool().release_unused()
-    if users is None:
-        raise _Unusual("no rows")
-    columns = {C.USER: _users(users), C.TIME: times.values()}
-    if towers is None:
-        columns[C.LAT], columns[C.LON] = lats.values(), lons.values()
-    else:
-        columns.update(_located(places, towers))
-    return pd.DataFrame(columns, copy=False), times.size
+    return columns.table(towers), columns.times.size
+
+
+class _Columns:
+    """The table's columns, filled batch by batch: users packed into numbers (or kept as
+    read when some id is long), UTC times, coordinates or towers."""
+
+    def __init__(self, spec: PointsSpec, needed: dict[str, str], cdr: bool) -> None:
+        self.spec, self.needed, self.cdr = spec, needed, cdr
+        self.users: _Growing | list[pa.Array] | None = None
+        self.times = _Growing(np.int64)
+        self.lats, self.lons = _Growing(np.float64), _Growing(np.float64)
+        self.places: list[pa.Array] = []
+
+    def add(self, batch: pa.RecordBatch, expected: int) -> None:
+        """Append a batch, `expected` the rows the file is thought to hold."""
+        ids = batch.column(self.needed["user"])
+        keys = packed_ids(ids) if not isinstance(self.users, list) else None
+        if self.users is None:
+            self.users = _Growing(np.uint64) if keys is not None else []
+        if isinstance(self.users, list):
+            self.users.append(ids)
+        elif keys is None:
+            raise _Unusual("long user ids after short ones")
+        else:
+            self.users.append(keys, expected)
+        spec = self.spec
+        time = plain_times(batch.column(self.needed["time"]), spec.timezone, spec.time_format)
+        if time is None:
+            raise _Unusual("a time of another shape")
+        self.times.append(time.view(np.int64), expected)
+        if self.cdr:
+            self.places.append(batch.column(self.needed["tower"]))
+        else:
+            self.lats.append(_coordinate(batch.column(self.needed["lat"]), 90), expected)
+            self.lons.append(_coordinate(batch.column(self.needed["lon"]), 180), expected)
+
+    def table(self, towers: pd.DataFrame | None) -> pd.DataFrame:
+        if self.users is None:
+            raise _Unusual("no rows")
+        columns = {C.USER: _users(self.users), C.TIME: self.times.values()}
+        if towers is None:
+            columns[C.LAT], columns[C.LON] = self.lats.values(), self.lons.values()
+        else:
+            columns.update(_located(self.places, towers))
+        return pd.DataFrame(columns, copy=False)
+
+
+_Item = tuple[pa.RecordBatch, int] | BaseException | None
+
+
+class _ReadAhead:
+    """The reader's batches, each with the bytes of the file read once it was parsed, the
+    next one parsed on a thread of its own while the caller uses the one before: Arrow's
+    streaming reader parses a block only when asked for the next batch, so without it the
+    caller's work and Arrow's would take turns on one core.
+
+    Leaving the `with` block (at the end, on an error, or early) stops the thread and
+    waits for it, so that the file is not closed under it."""
+
+    def __init__(self, reader: pacsv.CSVStreamingReader, position: Callable[[], int]) -> None:
+        self._reader, self._position = reader, position
+        # a batch and the bytes read, then None at the end (or what stopped the reader)
+        self._ready: queue.Queue[_Item] = queue.Queue(maxsize=1)  # one batch waits
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._read, name="csv-read-ahead", daemon=True)
+
+    def __enter__(self) -> Iterator[tuple[pa.RecordBatch, int]]:
+        self._thread.start()
+        return self._batches()
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self._stop.set()
+        while self._thread.is_alive():  # make room for a batch it may be handing over
+            with contextlib.suppress(queue.Empty):
+                self._ready.get(timeout=0.01)
+        self._thread.join()
+
+    def _read(self) -> None:
+        try:
+            for batch in self._reader:
+                self._ready.put((batch, self._position()))
+                if self._stop.is_set():
+                    return
+            self._ready.put(None)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller, raised there
+            self._ready.put(exc)
+
+    def _batches(self) -> Iterator[tuple[pa.RecordBatch, int]]:
+        while True:
+            item = self._ready.get()
+            if item is None:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
 
 
 class _Growing:
@@ -161,7 +242,7 @@ def _users(ids: _Growing | list[pa.Array]) -> pd.Categorical:
     if isinstance(ids, _Growing):
         categorical, distinct = packed_categorical(ids.values())
         maybe = np.flatnonzero(_may_be_blank(distinct))
-        labels = np.asarray(categorical.categories, dtype=object)[maybe]
+        labels = np.asarray(categorical.categories[maybe], dtype=object)
         if len(maybe) and _blank(pa.array(labels, type=pa.string())).any():
             raise _Unusual("an empty user")
         return categorical

@@ -31,20 +31,33 @@ class Labels:
     def categorical(self, codes: np.ndarray) -> pd.Categorical:
         labels = np.array(list(self.index), dtype=object)
         order = np.argsort(labels, kind="stable")
-        return _sorted_categorical(codes, labels, order)
+        return pd.Categorical.from_codes(_in_order(codes, order), categories=labels[order])
 
 
 def arrow_categorical(codes: np.ndarray, labels: pa.Array) -> pd.Categorical:
     """The Categorical `Labels.categorical` gives for distinct string `labels` numbered
     by `codes`, sorted by Arrow: the byte order of UTF-8 is the code point order."""
-    order = pc.sort_indices(labels).to_numpy()
-    return _sorted_categorical(codes, labels.to_numpy(zero_copy_only=False), order)
+    order = pc.sort_indices(labels)
+    categories = _strings(labels.take(order))
+    return pd.Categorical.from_codes(_in_order(codes, order.to_numpy()), categories=categories)
 
 
-def _sorted_categorical(codes: np.ndarray, labels: np.ndarray, order: np.ndarray) -> pd.Categorical:
-    rank = np.empty(len(labels), dtype=np.int32)
-    rank[order] = np.arange(len(labels), dtype=np.int32)
-    return pd.Categorical.from_codes(rank[codes], categories=labels[order])
+def _in_order(codes: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """`codes` of labels renumbered by their place in `order`, the order that sorts them."""
+    rank = np.empty(len(order), dtype=np.int32)
+    rank[order] = np.arange(len(order), dtype=np.int32)
+    renumbered: np.ndarray = rank[codes]
+    return renumbered
+
+
+def _strings(text: pa.Array) -> pd.api.extensions.ExtensionArray | np.ndarray:
+    """Arrow strings as pandas keeps Python strings in an Index: its `str` dtype (pandas
+    3) takes Arrow's array as it is; without it they become Python objects."""
+    dtype = pd.Index(np.array([""], dtype=object)).dtype
+    if isinstance(dtype, pd.StringDtype):
+        return pd.array(text, dtype=dtype)
+    strings: np.ndarray = text.to_numpy(zero_copy_only=False)
+    return strings
 
 
 PACKED_BYTES = 8
@@ -80,7 +93,9 @@ def packed_ids(strings: pa.Array) -> np.ndarray | None:
 def packed_categorical(keys: np.ndarray) -> tuple[pd.Categorical, np.ndarray]:
     """The Categorical `Labels.categorical` gives for the ids packed in `keys`, and the
     distinct keys in the order of its categories."""
-    codes, distinct = pd.factorize(keys, sort=True)
+    codes, distinct = _numbered(keys)
+    order = np.argsort(distinct)
+    distinct = distinct[order]
     matrix = distinct.astype(">u8").view(np.uint8).reshape(-1, PACKED_BYTES)
     used = matrix != 0  # the padding: no id holds a NUL
     offsets = np.zeros(len(distinct) + 1, dtype=np.int32)
@@ -88,6 +103,41 @@ def packed_categorical(keys: np.ndarray) -> tuple[pd.Categorical, np.ndarray]:
     text = pa.StringArray.from_buffers(
         len(distinct), pa.py_buffer(offsets), pa.py_buffer(matrix[used].tobytes())
     )
-    labels = text.to_numpy(zero_copy_only=False)
-    order = np.arange(len(labels))
-    return _sorted_categorical(codes.astype(np.int32), labels, order), distinct
+    categories = _strings(text)
+    return pd.Categorical.from_codes(_in_order(codes, order), categories=categories), distinct
+
+
+_PART_ROWS = 1 << 16  # rows a part holds, about: its table (as many keys at most) fits cache
+_FIBONACCI = np.uint64(0x9E3779B97F4A7C15)  # 2**64 / golden ratio: its product spreads keys
+
+
+def _numbered(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """int32 codes of `keys` and the distinct keys they number (`distinct[codes]` gives
+    `keys` back), in no particular order.
+
+    One hash table of a million distinct keys misses the CPU's cache at almost every
+    row. The rows are grouped instead into up to 256 parts by the top bits of a hash of
+    their key (a stable sort of one byte per row), so that equal keys share a part; each
+    part is numbered by Arrow's hash table, small enough to stay in cache, and the codes
+    go back to the rows' order."""
+    bits = min(8, (len(keys) // _PART_ROWS).bit_length())
+    if bits == 0:
+        encoded = pa.array(keys, type=pa.uint64()).dictionary_encode()
+        return encoded.indices.to_numpy(), encoded.dictionary.to_numpy()
+    part = ((keys * _FIBONACCI) >> np.uint64(64 - bits)).astype(np.uint8)
+    rows = np.argsort(part, kind="stable")
+    ends = np.cumsum(np.bincount(part, minlength=1 << bits)).tolist()
+    del part
+    grouped = keys[rows]
+    numbered = np.empty(len(keys), dtype=np.int32)  # the codes of `grouped`
+    found: list[np.ndarray] = []
+    start = count = 0
+    for end in ends:
+        encoded = pa.array(grouped[start:end], type=pa.uint64()).dictionary_encode()
+        np.add(encoded.indices.to_numpy(), count, out=numbered[start:end])
+        found.append(encoded.dictionary.to_numpy())
+        start, count = end, count + len(found[-1])
+    del grouped
+    codes = np.empty(len(keys), dtype=np.int32)
+    codes[rows] = numbered
+    return codes, np.concatenate(found)

@@ -1,4 +1,4 @@
-"""Times of the plainest shapes, parsed from their bytes with numpy: the fast path of
+"""Times of the plainest shapes, parsed from their bytes: the fast path of
 `prudence_cli.io.values.parse_times`, for a column in which every value is
 
 - an ISO-8601 date and time to the second, `YYYY-MM-DDThh:mm:ss` (or with a space for
@@ -11,6 +11,13 @@ reports their invalid values. Where the shapes are accepted the result is the on
 `parse_times` gives: naive times are localized with the same pandas call (ambiguous:
 first occurrence; non-existent: shifted forward), epoch seconds go through the same
 floating-point rounding.
+
+The commonest column, naive times all 19 bytes long, is parsed by Arrow's cast to
+`timestamp[s]`: at that length it accepts exactly `YYYY-MM-DD[T ]hh:mm:ss` with a real
+date and time (the other shapes of that length carry a zone offset, which it refuses for
+a naive type). When such a column spans fewer seconds than it has values (rows in time
+order, or many people at once), each second of the span is localized once and looked up.
+Other columns are parsed with numpy, byte column by byte column.
 """
 
 from __future__ import annotations
@@ -25,6 +32,10 @@ _DIGITS = np.array([0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18])
 _SEPARATORS = np.array([4, 7, 13, 16])
 _SEPARATOR_BYTES = np.frombuffer(b"--::", dtype=np.uint8)
 _YEARS = (1800, 2200)  # well inside the nanosecond range of both parsers
+_SECONDS = (  # the first and last second of those years, since the epoch
+    int(np.datetime64("1800-01-01T00:00:00", "s").astype(np.int64)),
+    int(np.datetime64("2200-12-31T23:59:59", "s").astype(np.int64)),
+)
 _MAX_EPOCH_DIGITS = 18  # leading zeros allowed; the value must fit in int64 to be cast
 _MAX_EPOCH = 9e9  # seconds whose nanoseconds fit in int64 (years 1685 to 2255)
 _SLICE = 1 << 20  # rows parsed at a time: the byte matrices stay small
@@ -45,6 +56,8 @@ def plain_times(strings: pa.Array, timezone: str, time_format: str) -> np.ndarra
         return _epoch(strings)
     if time_format == "epoch":
         return None
+    if lengths.min() == lengths.max() == NAIVE:
+        return _naive(strings, timezone)
     return _iso(data, offsets, lengths, timezone)
 
 
@@ -72,6 +85,25 @@ def _epoch(strings: pa.Array) -> np.ndarray | None:
         return None
     ns: np.ndarray = np.round(seconds * 1e9).astype("int64").view("datetime64[ns]")
     return ns
+
+
+def _naive(strings: pa.Array, timezone: str) -> np.ndarray | None:
+    """UTC nanoseconds of naive times of 19 bytes each, parsed by Arrow; None when one is
+    not a date and time to the second (the numpy parser refuses those too) or its year is
+    out of range."""
+    try:
+        stamps = strings.cast(pa.timestamp("s"))
+    except pa.ArrowInvalid:
+        return None
+    seconds: np.ndarray = stamps.to_numpy().view(np.int64)
+    lowest, highest = int(seconds.min()), int(seconds.max())
+    if lowest < _SECONDS[0] or highest > _SECONDS[1]:
+        return None
+    if highest - lowest < len(seconds) // 2:  # fewer seconds in the span than values
+        span = np.arange(lowest, highest + 1, dtype=np.int64) * _NS
+        utc: np.ndarray = _localized(span, timezone)[seconds - lowest]
+        return utc
+    return _localized(seconds * _NS, timezone)
 
 
 def _iso(
@@ -176,10 +208,15 @@ def _to_utc(ns: np.ndarray, naive: np.ndarray, timezone: str) -> np.ndarray:
     """Naive wall-clock nanoseconds localized as `parse_times` does; others are UTC."""
     out = ns.view("datetime64[ns]")
     if naive.any():
-        local = pd.DatetimeIndex(out[naive]).tz_localize(
-            timezone,
-            ambiguous=np.ones(int(naive.sum()), dtype=bool),
-            nonexistent="shift_forward",
-        )
-        out[naive] = local.tz_convert("UTC").tz_localize(None).as_unit("ns").to_numpy()
+        out[naive] = _localized(ns[naive], timezone)
     return out
+
+
+def _localized(ns: np.ndarray, timezone: str) -> np.ndarray:
+    """UTC datetime64[ns] of wall-clock nanoseconds in `timezone`, localized as
+    `parse_times` localizes naive times, value by value."""
+    local = pd.DatetimeIndex(ns.view("datetime64[ns]")).tz_localize(
+        timezone, ambiguous=np.ones(len(ns), dtype=bool), nonexistent="shift_forward"
+    )
+    utc: np.ndarray = local.tz_convert("UTC").tz_localize(None).as_unit("ns").to_numpy()
+    return utc

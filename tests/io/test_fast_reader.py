@@ -1,4 +1,4 @@
-"""The fast path of reading a gps or cdr CSV (io.fast_points, io.plain_times) against the
+"""The fast path of reading a gps or cdr CSV (io.fast_points) against the
 careful path: the same RawPoints for every file, or the same error; and the fallback to
 the careful path on anything out of the ordinary."""
 
@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import gzip
 import tempfile
+import threading
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -19,11 +19,9 @@ from hypothesis import strategies as st
 from prudence_cli.errors import InputError
 from prudence_cli.io import points
 from prudence_cli.io.fast_points import read_plain
-from prudence_cli.io.plain_times import plain_times
 from prudence_cli.io.specs import ColumnMap, PointsSpec, TowersSpec
 from prudence_cli.io.tables import read_towers
 from prudence_cli.io.text import read_header
-from prudence_cli.io.values import parse_times
 
 COLUMNS = ColumnMap(user="uid", time="datetime", lat="lat", lon="lng", tower="cell")
 TOWERS = "tower,lat,lon\nT1,43.7,10.4\nT2,43.71,10.41\n T3 ,43.72,10.42\n"
@@ -322,64 +320,29 @@ def test_the_fast_path_reports_progress_to_the_end(tmp_path):
     assert heard and heard[-1] == (path.stat().st_size, path.stat().st_size)
 
 
-# --- times ----------------------------------------------------------------------------
+@pytest.mark.parametrize("day", ["2011-03-27", "2011-10-30"])
+def test_times_in_order_across_a_clock_change_read_the_same(tmp_path, monkeypatch, day):
+    """25 people every 10 seconds, in time order, over the hours clocks skip or repeat in
+    Europe/Rome, in many small batches: each second of a batch's span is localized once."""
+    monkeypatch.setattr("prudence_cli.io.fast_points.BLOCK_BYTES", 1 << 14)
+    start = np.datetime64(f"{day}T01:30:00", "s")
+    stamps = np.datetime_as_string(start + np.arange(0, 2 * 3600, 10).astype("timedelta64[s]"))
+    rows = [f"u{k},{t},43.7,10.4" for t in stamps for k in range(25)]
+    path = tmp_path / "points.csv"
+    path.write_text("uid,datetime,lat,lng\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    spec = PointsSpec(path, columns=COLUMNS, timezone="Europe/Rome")
+    assert _plain(spec) is not None
+    assert_same(_outcome(spec), _careful(spec, monkeypatch))
 
 
-@settings(max_examples=300, deadline=None)
-@given(
-    seconds=st.lists(st.integers(-2_000_000_000, 4_000_000_000), min_size=1, max_size=30),
-    shape=st.sampled_from(["naive", "space", "zulu", "offset", "epoch"]),
-    offset_minutes=st.integers(-14 * 60, 14 * 60),
-    timezone=st.sampled_from(["Europe/Rome", "UTC", "America/New_York", "Australia/Lord_Howe"]),
-    time_format=st.sampled_from(["auto", "iso", "epoch"]),
-)
-def test_plain_times_agree_with_parse_times(seconds, shape, offset_minutes, timezone, time_format):
-    """Around every instant, including the hours that clocks skip or repeat."""
-    stamps = np.array(seconds, dtype="datetime64[s]")
-    text = [str(s) for s in np.datetime_as_string(stamps)]
-    if shape == "space":
-        text = [t.replace("T", " ") for t in text]
-    elif shape == "zulu":
-        text = [t + "Z" for t in text]
-    elif shape == "offset":
-        sign = "-" if offset_minutes < 0 else "+"
-        hours, minutes = divmod(abs(offset_minutes), 60)
-        text = [f"{t}{sign}{hours:02d}:{minutes:02d}" for t in text]
-    elif shape == "epoch":
-        text = [str(s) for s in seconds]
-    fast = plain_times(pa.array(text), timezone, time_format)
-    readable = time_format != ("iso" if shape == "epoch" else "epoch")
-    assert (fast is not None) == readable
-    if fast is not None:
-        careful = parse_times(pd.Series(text, dtype=str), timezone, time_format)
-        np.testing.assert_array_equal(fast, careful)
-
-
-def test_plain_times_of_the_dst_hours():
-    text = ["2011-10-30T02:30:00", "2011-03-27T02:30:00", "2011-06-01T12:00:00"]
-    fast = plain_times(pa.array(text), "Europe/Rome", "auto")
-    assert fast is not None
-    assert [str(t) for t in fast.astype("datetime64[s]")] == [
-        "2011-10-30T00:30:00",  # the first 02:30, still summer time (UTC+2)
-        "2011-03-27T01:00:00",  # 02:30 does not exist: shifted forward to 03:00 (UTC+2)
-        "2011-06-01T10:00:00",
-    ]
-
-
-@pytest.mark.parametrize(
-    "values",
-    [
-        ["2011-06-01T08:00:00", "2011-13-01T08:00:00"],
-        ["2011-02-29T00:00:00"],
-        ["2011-06-01T08:00:60"],
-        ["2011-06-01t08:00:00"],
-        ["2011-06-01T08:00:00+15:00"],
-        ["12345678901"],
-        ["9999999999999999999"],
-        ["-"],
-        ["1306908000", "2011-06-01T08:00:00"],
-        ["１２３"],
-    ],
-)
-def test_plain_times_refuse_what_they_do_not_parse(values):
-    assert plain_times(pa.array(values), "UTC", "auto") is None
+@pytest.mark.parametrize("last", ["u3,2011-06-01T08:00:00,43.7,10.4", "u3,June 1st,43.7,10.4"])
+def test_no_reading_thread_outlives_the_fast_path(tmp_path, monkeypatch, last):
+    """Arrow parses the next batch on a thread of its own; when the fast path ends, at
+    the end of the file or early on something unusual, that thread has ended too."""
+    monkeypatch.setattr("prudence_cli.io.fast_points.BLOCK_BYTES", 1 << 10)
+    path = tmp_path / "points.csv"
+    rows = GOOD * 200 + [last] + GOOD * 200
+    path.write_text("uid,datetime,lat,lng\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    spec = PointsSpec(path, columns=COLUMNS)
+    assert (_plain(spec) is None) == ("June" in last)
+    assert not [t for t in threading.enumerate() if t.name == "csv-read-ahead"]
