@@ -13,7 +13,7 @@ import numpy as np
 
 from prudence_cli import columns as C
 from prudence_cli.config import DataviewConfig
-from prudence_cli.dataviews.base import BuildSettings, Dataview, Located
+from prudence_cli.dataviews.base import BuildSettings, Dataview, Located, Pairs
 from prudence_cli.dataviews.registry import format_class
 from prudence_cli.io.readers import read_region_layer
 from prudence_cli.select import Selection
@@ -41,10 +41,31 @@ def locate(selection: Selection, grid: float | None) -> Located:
         location, locations = grid_cells(
             points[C.X].to_numpy(), points[C.Y].to_numpy(), grid, selection.crs
         )
-    user = points[C.USER].to_numpy()
-    key = user.astype(np.int64) * max(len(locations), 1) + location
-    _, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
-    return Located(location.astype(np.int32), locations, counts[inverse.ravel()])
+    pair_count, pairs = visits(points[C.USER].to_numpy(), location, len(locations))
+    return Located(location.astype(np.int32), locations, pair_count, pairs)
+
+
+def visits(user: np.ndarray, location: np.ndarray, n_locations: int) -> tuple[np.ndarray, Pairs]:
+    """Per point, the visits of its (user, location) pair; and the distinct pairs. What
+    `np.unique` of the pairs' keys with inverse and counts gives: the points come sorted
+    by user, so their keys come in runs of one user each, which a stable sort (timsort)
+    merges in a fraction of the time a sort from scratch takes."""
+    n = max(n_locations, 1)
+    key = user.astype(np.int64)
+    key *= n
+    key += location
+    order = np.argsort(key, kind="stable")
+    ordered = key[order]
+    del key
+    first = np.ones(len(ordered), dtype=bool)
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    starts = np.flatnonzero(first)
+    counts = np.diff(starts, append=len(ordered))
+    pair_count = np.empty(len(ordered), dtype=np.int64)
+    pair_count[order] = np.repeat(counts, counts)
+    key = ordered[starts]
+    pairs = Pairs((key // n).astype(np.int32), (key % n).astype(np.int32), counts.astype(np.int32))
+    return pair_count, pairs
 
 
 def locate_regions(selection: Selection, layer: Path) -> Located:
