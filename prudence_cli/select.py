@@ -12,19 +12,29 @@ The points left are projected to the config's `crs`, or to the CRS chosen for th
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 import shapely
 
 from prudence_cli import columns as C
 from prudence_cli.arrays import stable_order
-from prudence_cli.config import Area, Config
+from prudence_cli.config import Area, Config, SelectConfig
 from prudence_cli.errors import ConfigError, PrudenceError
 from prudence_cli.io.geojson import read_area_geojson
 from prudence_cli.io.points import RawPoints
-from prudence_cli.space import Projection, choose_projection, project, project_lines
+from prudence_cli.space import (
+    Positions,
+    Projection,
+    choose_projection,
+    project,
+    project_lines,
+    repeated_positions,
+)
 
 
 @dataclass
@@ -56,6 +66,42 @@ def area_geometry(area: Area) -> shapely.Geometry:
     return read_area_geojson(area.path)
 
 
+@dataclass(frozen=True)
+class _Rows:
+    """The selected points while they are selected, sorted by user and time: each one's
+    row in the table, user code, trip number and time, and once placed its lon and lat
+    (and its code among the distinct positions when they were looked for)."""
+
+    row: np.ndarray
+    user: np.ndarray
+    trip: np.ndarray
+    time: np.ndarray
+    lon: np.ndarray | None = None
+    lat: np.ndarray | None = None
+    position: np.ndarray | None = None
+
+    def kept(self, mask: np.ndarray) -> _Rows:
+        """The points where `mask` holds; all of them, not copied, when it always does."""
+        if mask.all():
+            return self
+        return _Rows(
+            self.row[mask],
+            self.user[mask],
+            self.trip[mask],
+            self.time[mask],
+            *(None if a is None else a[mask] for a in (self.lon, self.lat, self.position)),
+        )
+
+    def placed(self, table: pd.DataFrame, positions: Positions | None) -> _Rows:
+        """With lon and lat: gathered from the table of distinct positions when there
+        is one (the same bits, gathered from fewer), else from the rows."""
+        if positions is None:
+            lon, lat = table[C.LON].to_numpy()[self.row], table[C.LAT].to_numpy()[self.row]
+            return replace(self, lon=lon, lat=lat)
+        code = positions.code[self.row]
+        return replace(self, lon=positions.lon[code], lat=positions.lat[code], position=code)
+
+
 def select(raw: RawPoints, config: Config) -> Selection:
     """Apply the config's `select` block to the raw points (see the module docstring)."""
     sel = config.select
@@ -63,78 +109,124 @@ def select(raw: RawPoints, config: Config) -> Selection:
     stats = {"rows_read": raw.rows_read, "rows_valid": len(table)}
     codes, all_ids = _factorized(table[C.USER])
     time = table[C.TIME].to_numpy()
-    keep = np.ones(len(table), dtype=bool)
-    if sel.start is not None:
-        keep &= time >= sel.start.value
-    if sel.end is not None:
-        keep &= time < sel.end.value
-    stats["rows_in_period"] = int(keep.sum())
+    keep = None  # every row, unless a period is set
+    if sel.start is not None or sel.end is not None:
+        keep = np.ones(len(table), dtype=bool)
+        if sel.start is not None:
+            keep &= time >= sel.start.value
+        if sel.end is not None:
+            keep &= time < sel.end.value
+    stats["rows_in_period"] = len(table) if keep is None else int(keep.sum())
+    with ThreadPoolExecutor(1) as pool:  # positions are looked for while rows are sorted
+        lon, lat = table[C.LON].to_numpy(), table[C.LAT].to_numpy()
+        finding = pool.submit(repeated_positions, lon, lat)
+        rows = _sorted_rows(table, codes, time, keep, len(all_ids), sel)
+    positions = finding.result()
+    rows = rows.placed(table, positions)
+    if sel.area is not None:
+        rows = rows.kept(
+            shapely.intersects_xy(_prepared(area_geometry(sel.area)), rows.lon, rows.lat)
+        )
 
-    order = _by_user_and_time(np.flatnonzero(keep), codes, time)
-    user = _sorted_codes(codes, keep, len(all_ids))  # codes[order], without the gather
+    points_per_user = np.bincount(rows.user, minlength=len(all_ids))
+    first_of_trip = np.ones(len(rows.trip), dtype=bool)
+    first_of_trip[1:] = rows.trip[1:] != rows.trip[:-1]
+    trips_per_user = np.bincount(rows.user[first_of_trip], minlength=len(all_ids))
+    active_user = (points_per_user >= sel.min_points) & (trips_per_user >= sel.min_trips)
+    present = active_user & (points_per_user > 0)  # the users left
+    if not (active_user | (points_per_user == 0)).all():  # often every user is active
+        rows = rows.kept(active_user[rows.user])
+    stats["points"] = len(rows.row)
+
+    kept_codes = np.flatnonzero(present)
+    user_ids = np.asarray(all_ids, dtype=object)
+    user = rows.user
+    if len(kept_codes) < len(all_ids):  # users are renumbered 0, 1, ... in code order
+        user_ids = user_ids[kept_codes]
+        user = (np.cumsum(present) - 1)[user]
+    stats["users"] = len(user_ids)
+    if len(rows.row) == 0:
+        return Selection(_empty(), user_ids, config.crs or "EPSG:4326", stats=stats)
+    assert rows.lon is not None and rows.lat is not None
+    projection, x, y = _projected(rows.lon, rows.lat, positions, rows.position, config)
+    crs = projection.crs
+    points = pd.DataFrame(
+        {C.USER: user.astype(np.int32, copy=False), C.TIME: rows.time, C.X: x, C.Y: y},
+        copy=False,
+    )
+    locations = geometry = None
+    if C.LOCATION in table:
+        location_codes, labels = _factorized(table[C.LOCATION], rows.row)
+        points[C.LOCATION] = location_codes.astype(np.int32)
+        first = np.unique(location_codes, return_index=True)[1]
+        locations = pd.DataFrame(
+            {
+                "label": np.asarray(labels, dtype=object),
+                "lon": rows.lon[first],
+                "lat": rows.lat[first],
+            }
+        )
+        if raw.segments is not None:
+            lines = raw.segments.set_index("segment").loc[list(labels), "geometry"].to_numpy()
+            locations["wkt"] = shapely.to_wkt(lines, rounding_precision=7)
+            geometry = project_lines(lines, crs)
+    if C.TRIP in table:
+        points[C.TRIP] = rows.trip
+    if C.LEAVE in table:
+        points[C.LEAVE] = table[C.LEAVE].to_numpy()[rows.row]
+    return Selection(points, user_ids, crs, locations, geometry, stats, projection)
+
+
+def _sorted_rows(
+    table: pd.DataFrame,
+    codes: np.ndarray,
+    time: np.ndarray,
+    keep: np.ndarray | None,
+    n_codes: int,
+    sel: SelectConfig,
+) -> _Rows:
+    """The kept rows (every row when `keep` is None) sorted by user and time, with their
+    trips; only the last point of each trip with `points: trip_ends`."""
+    order = _by_user_and_time(None if keep is None else np.flatnonzero(keep), codes, time)
+    user = _sorted_codes(codes, keep, n_codes)  # codes[order], without the gather
+    when = time[order]
     if C.TRIP in table:  # trips given by the input (map-matched segments)
         trip_codes = pd.factorize(
             pd.Series(codes).astype(str) + "\x00" + table[C.TRIP].astype(str)
         )[0]
         trip = _given_trips(user, trip_codes[order])
     else:
-        trip = _trip_numbers(user, time[order], sel.max_gap)
+        trip = _trip_numbers(user, when, sel.max_gap)
+    rows = _Rows(order, user, trip, when)
     if sel.points == "trip_ends":
         last = np.ones(len(order), dtype=bool)
         last[:-1] = trip[1:] != trip[:-1]
-        order, user, trip = order[last], user[last], trip[last]
-
-    lon = table[C.LON].to_numpy()[order]
-    lat = table[C.LAT].to_numpy()[order]
-    if sel.area is not None:
-        inside = shapely.intersects_xy(_prepared(area_geometry(sel.area)), lon, lat)
-        order, user, trip, lon, lat = (a[inside] for a in (order, user, trip, lon, lat))
-
-    points_per_user = np.bincount(user, minlength=len(all_ids))
-    first_of_trip = np.ones(len(trip), dtype=bool)
-    first_of_trip[1:] = trip[1:] != trip[:-1]
-    trips_per_user = np.bincount(user[first_of_trip], minlength=len(all_ids))
-    active_user = (points_per_user >= sel.min_points) & (trips_per_user >= sel.min_trips)
-    active = active_user[user] if len(user) else np.zeros(0, dtype=bool)
-    if not active.all():  # often every user is active: then nothing is copied
-        order, user, trip, lon, lat = (a[active] for a in (order, user, trip, lon, lat))
-    stats["points"] = len(order)
-
-    kept_codes, dense_user = _renumbered(user, len(all_ids))
-    del user
-    user_ids = np.asarray(all_ids, dtype=object)[kept_codes]
-    stats["users"] = len(user_ids)
-    if len(order) == 0:
-        return Selection(_empty(), user_ids, config.crs or "EPSG:4326", stats=stats)
-    projection = choose_projection(lon, lat, config.crs)
-    crs = projection.crs
-    x, y = _projected(lon, lat, projection, config)
-    points = pd.DataFrame(
-        {C.USER: dense_user.astype(np.int32), C.TIME: time[order], C.X: x, C.Y: y}, copy=False
-    )
-    locations = geometry = None
-    if C.LOCATION in table:
-        location_codes, labels = _factorized(table[C.LOCATION], order)
-        points[C.LOCATION] = location_codes.astype(np.int32)
-        first = np.unique(location_codes, return_index=True)[1]
-        locations = pd.DataFrame(
-            {"label": np.asarray(labels, dtype=object), "lon": lon[first], "lat": lat[first]}
-        )
-        if raw.segments is not None:
-            lines = raw.segments.set_index("segment").loc[list(labels), "geometry"].to_numpy()
-            locations["wkt"] = shapely.to_wkt(lines, rounding_precision=7)
-            geometry = project_lines(lines, crs)
-    for column in (C.TRIP, C.LEAVE):
-        if column in table:
-            points[column] = trip if column == C.TRIP else table[column].to_numpy()[order]
-    return Selection(points, user_ids, crs, locations, geometry, stats, projection)
+        rows = rows.kept(last)
+    return rows
 
 
 def _projected(
-    lon: np.ndarray, lat: np.ndarray, projection: Projection, config: Config
-) -> tuple[np.ndarray, np.ndarray]:
-    """The points in the projection's CRS; an error naming a point it cannot place."""
-    x, y = project(lon, lat, projection.crs, threads=config.engine.jobs or os.cpu_count() or 1)
+    lon: np.ndarray,
+    lat: np.ndarray,
+    positions: Positions | None,
+    code: np.ndarray | None,
+    config: Config,
+) -> tuple[Projection, np.ndarray, np.ndarray]:
+    """The projection chosen for the points and the points in its CRS (each position once
+    when `positions` holds them, `code` being each point's); an error naming a point it
+    cannot place."""
+    threads = config.engine.jobs or os.cpu_count() or 1
+    if positions is None or code is None:
+        projection = choose_projection(lon, lat, config.crs)
+        x, y = project(lon, lat, projection.crs, threads=threads)
+    else:
+        used = np.zeros(len(positions.lon), dtype=bool)
+        used[code] = True
+        distinct = positions.lon[used], positions.lat[used]
+        projection = choose_projection(lon, lat, config.crs, distinct)
+        x_of, y_of = np.full(len(used), np.nan), np.full(len(used), np.nan)
+        x_of[used], y_of[used] = project(*distinct, projection.crs, threads=threads)
+        x, y = x_of[code], y_of[code]
     lost = ~(np.isfinite(x) & np.isfinite(y))
     if lost.any():
         first = int(np.argmax(lost))
@@ -145,7 +237,7 @@ def _projected(
         if projection.rule == "config":
             raise ConfigError(config.file, "crs", f"{message}; choose a CRS that covers the data")
         raise PrudenceError(f"{config.file.name}: {message}; set crs in the config")
-    return x, y
+    return projection, x, y
 
 
 def _factorized(
@@ -156,7 +248,7 @@ def _factorized(
     sorted codes are sorted labels, and no label is hashed again. Without `rows`, labels
     of no row may be kept: they select no point."""
     dtype = column.dtype
-    if not (isinstance(dtype, pd.CategoricalDtype) and dtype.categories.is_monotonic_increasing):
+    if not (isinstance(dtype, pd.CategoricalDtype) and _increasing(dtype.categories)):
         values = column.to_numpy() if rows is None else column.to_numpy()[rows]
         codes, labels = pd.factorize(values, sort=True)
         return codes, labels
@@ -167,48 +259,60 @@ def _factorized(
     return dense, dtype.categories[present]
 
 
-def _by_user_and_time(index: np.ndarray, codes: np.ndarray, time: np.ndarray) -> np.ndarray:
-    """`index` sorted by user code, then time, ties kept in index order: the order of
+def _increasing(labels: pd.Index) -> bool:
+    """`labels.is_monotonic_increasing`; for strings kept by Arrow (as `read_points` gives
+    them), by Arrow's comparison, without making a Python string of each label first.
+    (UTF-8 bytes sort as the code points Python compares.)"""
+    if not (isinstance(labels.dtype, pd.StringDtype) and labels.dtype.storage == "pyarrow"):
+        return bool(labels.is_monotonic_increasing)
+    if len(labels) < 2:
+        return True
+    values = pa.array(labels)
+    return bool(pc.all(pc.less_equal(values[:-1], values[1:])).as_py())
+
+
+def _by_user_and_time(index: np.ndarray | None, codes: np.ndarray, time: np.ndarray) -> np.ndarray:
+    """The rows of `index` (increasing, as `np.flatnonzero` gives it; every row when None)
+    sorted by user code, then time, ties kept in row order: the order of
     `index[np.lexsort((time[index], codes[index]))]`, several times faster. Rows already
     in time order (as many exports are) are sorted by user alone; others by one 64-bit
     key (user code in the high bits, time in the low ones) when both fit, or by time and
-    then by user (a stable sort keeps the time order within each user). `index` must be
-    increasing (as `np.flatnonzero` gives it)."""
-    if len(index) == 0:
-        return index
-    when = time[index]
+    then by user (a stable sort keeps the time order within each user)."""
+    user = codes if index is None else codes[index]
+    when = time if index is None else time[index]
+    if len(when) == 0:
+        return np.zeros(0, dtype=np.int64)
     if (when[1:] >= when[:-1]).all():
-        return _taken(index, stable_order(codes[index]), len(time))
+        return _taken(index, stable_order(user))
     first, last = int(when.min()), int(when.max())
     unit = 1_000_000_000 if not (when % 1_000_000_000).any() else 1  # whole seconds
     time_bits = ((last - first) // unit).bit_length()
-    user = codes[index].astype(np.int64)
+    user = user.astype(np.int64)
     if time_bits > 62:  # a span of time no int64 difference holds
-        order: np.ndarray = index[np.lexsort((when, user))]
-        return order
-    when -= first
+        return _taken(index, np.lexsort((when, user)))
+    when = when - first  # a copy: `time` is the table's
     when //= unit
     if time_bits + int(user.max()).bit_length() <= 62:
         user <<= time_bits
         user |= when
         del when
-        return _taken(index, stable_order(user), len(time))
+        return _taken(index, stable_order(user))
     by_time = stable_order(when)
     del when
-    return _taken(index, by_time[stable_order(user[by_time])], len(time))
+    return _taken(index, by_time[stable_order(user[by_time])])
 
 
-def _taken(index: np.ndarray, order: np.ndarray, n_rows: int) -> np.ndarray:
-    """`index[order]`; `order` itself when `index` (increasing) holds every row, as it
-    does without a period filter, so that ten million rows are not gathered for nothing."""
-    taken: np.ndarray = order if len(index) == n_rows else index[order]
+def _taken(index: np.ndarray | None, order: np.ndarray) -> np.ndarray:
+    """`index[order]`, or `order` itself for every row."""
+    taken: np.ndarray = order if index is None else index[order]
     return taken
 
 
-def _sorted_codes(codes: np.ndarray, keep: np.ndarray, n_codes: int) -> np.ndarray:
-    """The codes of the kept rows in increasing order, each as often as it is kept: what
-    `codes[order]` is when `order` sorts the kept rows by code, found by counting."""
-    counts = np.bincount(codes[keep] if not keep.all() else codes, minlength=n_codes)
+def _sorted_codes(codes: np.ndarray, keep: np.ndarray | None, n_codes: int) -> np.ndarray:
+    """The codes of the kept rows (every row when `keep` is None) in increasing order,
+    each as often as it is kept: what `codes[order]` is when `order` sorts the kept rows
+    by code, found by counting."""
+    counts = np.bincount(codes if keep is None else codes[keep], minlength=n_codes)
     return np.repeat(np.arange(n_codes, dtype=codes.dtype), counts)
 
 
