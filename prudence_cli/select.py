@@ -12,7 +12,6 @@ The points left are projected to the config's `crs`, or to the CRS chosen for th
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -117,11 +116,8 @@ def select(raw: RawPoints, config: Config) -> Selection:
         if sel.end is not None:
             keep &= time < sel.end.value
     stats["rows_in_period"] = len(table) if keep is None else int(keep.sum())
-    with ThreadPoolExecutor(1) as pool:  # positions are looked for while rows are sorted
-        lon, lat = table[C.LON].to_numpy(), table[C.LAT].to_numpy()
-        finding = pool.submit(repeated_positions, lon, lat)
-        rows = _sorted_rows(table, codes, time, keep, len(all_ids), sel)
-    positions = finding.result()
+    rows = _sorted_rows(table, codes, time, keep, len(all_ids), sel)
+    positions = repeated_positions(table[C.LON].to_numpy(), table[C.LAT].to_numpy())
     rows = rows.placed(table, positions)
     if sel.area is not None:
         rows = rows.kept(
@@ -331,7 +327,9 @@ def _given_trips(user: np.ndarray, trip: np.ndarray) -> np.ndarray:
     starts = np.ones(len(user), dtype=bool)
     if len(user) > 1:
         starts[1:] = (user[1:] != user[:-1]) | (trip[1:] != trip[:-1])
-    return np.cumsum(starts) - 1
+    numbers = np.cumsum(starts)
+    numbers -= 1
+    return numbers
 
 
 def _trip_numbers(user: np.ndarray, time: np.ndarray, max_gap_seconds: int) -> np.ndarray:
@@ -341,7 +339,9 @@ def _trip_numbers(user: np.ndarray, time: np.ndarray, max_gap_seconds: int) -> n
     if len(user) > 1:
         gap = np.diff(time) > max_gap_seconds * 1_000_000_000
         starts[1:] = (user[1:] != user[:-1]) | gap
-    return np.cumsum(starts) - 1
+    trip = np.cumsum(starts)
+    trip -= 1
+    return trip
 
 
 def _prepared(geometry: shapely.Geometry) -> shapely.Geometry:

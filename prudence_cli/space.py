@@ -268,9 +268,12 @@ def repeated_positions(lon: np.ndarray, lat: np.ndarray) -> Positions | None:
     if len(lon) < 2 * SAMPLED_POINTS:
         return None  # few points: projecting them all costs little
     step = len(lon) // SAMPLED_POINTS
-    sample = distinct_positions(lon[::step], lat[::step])
-    seen = np.bincount(sample.code)
-    size = len(sample.code)
+    size = len(lon[::step])
+    if len(pd.unique(np.asarray(lon[::step], dtype=float).view(np.int64))) > (
+        DISTINCT_WORTH_HASHING * size
+    ):
+        return None  # the longitudes alone vary too much (as noisy GPS fixes do)
+    seen = np.bincount(distinct_positions(lon[::step], lat[::step]).code)
     if len(seen) > DISTINCT_WORTH_HASHING * size or (seen == 1).sum() > SEEN_ONCE * size:
         return None
     return distinct_positions(lon, lat)
