@@ -44,7 +44,8 @@ def _radix_order(values: np.ndarray, bits: int) -> np.ndarray:
     del low
     if bits <= 16:
         return order
-    high = (values >> 16).astype(np.uint8 if bits <= 24 else np.uint16)
+    high = np.empty(len(values), dtype=np.uint8 if bits <= 24 else np.uint16)
+    np.right_shift(values, 16, out=high, casting="unsafe")  # no wider copy on the way
     step = np.argsort(high[order], kind="stable")
     del high
     ordered: np.ndarray = order[step]

@@ -335,13 +335,14 @@ def _given_trips(user: np.ndarray, trip: np.ndarray) -> np.ndarray:
 def _trip_numbers(user: np.ndarray, time: np.ndarray, max_gap_seconds: int) -> np.ndarray:
     """Trip number per point (points sorted by user and time): a new trip starts at a
     user's first point and after every gap longer than max_gap."""
+    numbers = np.empty(len(user), dtype=np.int64)  # the gaps first, then the numbers
     starts = np.ones(len(user), dtype=bool)
     if len(user) > 1:
-        gap = np.diff(time) > max_gap_seconds * 1_000_000_000
+        gap = np.subtract(time[1:], time[:-1], out=numbers[1:]) > max_gap_seconds * 10**9
         starts[1:] = (user[1:] != user[:-1]) | gap
-    trip = np.cumsum(starts)
-    trip -= 1
-    return trip
+    np.cumsum(starts, out=numbers)
+    numbers -= 1
+    return numbers
 
 
 def _prepared(geometry: shapely.Geometry) -> shapely.Geometry:
