@@ -68,37 +68,45 @@ def area_geometry(area: Area) -> shapely.Geometry:
 @dataclass(frozen=True)
 class _Rows:
     """The selected points while they are selected, sorted by user and time: each one's
-    row in the table, user code, trip number and time, and once placed its lon and lat
-    (and its code among the distinct positions when they were looked for)."""
+    row in the table, user code, trip number and time; and, when the distinct positions
+    were looked for, each one's code among them (`distinct`: their lon and lat)."""
 
     row: np.ndarray
     user: np.ndarray
     trip: np.ndarray
     time: np.ndarray
-    lon: np.ndarray | None = None
-    lat: np.ndarray | None = None
     position: np.ndarray | None = None
+    distinct: tuple[np.ndarray, np.ndarray] | None = None
 
     def kept(self, mask: np.ndarray) -> _Rows:
         """The points where `mask` holds; all of them, not copied, when it always does."""
         if mask.all():
             return self
+        position = None if self.position is None else self.position[mask]
         return _Rows(
             self.row[mask],
             self.user[mask],
             self.trip[mask],
             self.time[mask],
-            *(None if a is None else a[mask] for a in (self.lon, self.lat, self.position)),
+            position,
+            self.distinct,
         )
 
-    def placed(self, table: pd.DataFrame, positions: Positions | None) -> _Rows:
-        """With lon and lat: gathered from the table of distinct positions when there
-        is one (the same bits, gathered from fewer), else from the rows."""
+    def placed(self, positions: Positions | None) -> _Rows:
+        """With each point's code among the distinct positions, when they were found."""
         if positions is None:
-            lon, lat = table[C.LON].to_numpy()[self.row], table[C.LAT].to_numpy()[self.row]
-            return replace(self, lon=lon, lat=lat)
-        code = positions.code[self.row]
-        return replace(self, lon=positions.lon[code], lat=positions.lat[code], position=code)
+            return self
+        return replace(
+            self, position=positions.code[self.row], distinct=(positions.lon, positions.lat)
+        )
+
+    def coordinates(self, table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        """Each point's lon and lat: from the distinct positions when there are (the same
+        bits, gathered from fewer), else from the table. Gathered when asked, so that
+        ten million of each are not kept while they are not needed."""
+        if self.position is None or self.distinct is None:
+            return table[C.LON].to_numpy()[self.row], table[C.LAT].to_numpy()[self.row]
+        return self.distinct[0][self.position], self.distinct[1][self.position]
 
 
 def select(raw: RawPoints, config: Config) -> Selection:
@@ -116,13 +124,13 @@ def select(raw: RawPoints, config: Config) -> Selection:
         if sel.end is not None:
             keep &= time < sel.end.value
     stats["rows_in_period"] = len(table) if keep is None else int(keep.sum())
-    rows = _sorted_rows(table, codes, time, keep, len(all_ids), sel)
+    # before sorting: less memory at once (its code of every row is dropped once placed)
     positions = repeated_positions(table[C.LON].to_numpy(), table[C.LAT].to_numpy())
-    rows = rows.placed(table, positions)
+    rows = _sorted_rows(table, codes, time, keep, len(all_ids), sel).placed(positions)
+    del positions
     if sel.area is not None:
-        rows = rows.kept(
-            shapely.intersects_xy(_prepared(area_geometry(sel.area)), rows.lon, rows.lat)
-        )
+        area = _prepared(area_geometry(sel.area))
+        rows = rows.kept(shapely.intersects_xy(area, *rows.coordinates(table)))
 
     points_per_user = np.bincount(rows.user, minlength=len(all_ids))
     first_of_trip = np.ones(len(rows.trip), dtype=bool)
@@ -143,8 +151,7 @@ def select(raw: RawPoints, config: Config) -> Selection:
     stats["users"] = len(user_ids)
     if len(rows.row) == 0:
         return Selection(_empty(), user_ids, config.crs or "EPSG:4326", stats=stats)
-    assert rows.lon is not None and rows.lat is not None
-    projection, x, y = _projected(rows.lon, rows.lat, positions, rows.position, config)
+    projection, x, y = _projected(rows, table, config)
     crs = projection.crs
     points = pd.DataFrame(
         {C.USER: user.astype(np.int32, copy=False), C.TIME: rows.time, C.X: x, C.Y: y},
@@ -154,12 +161,12 @@ def select(raw: RawPoints, config: Config) -> Selection:
     if C.LOCATION in table:
         location_codes, labels = _factorized(table[C.LOCATION], rows.row)
         points[C.LOCATION] = location_codes.astype(np.int32)
-        first = np.unique(location_codes, return_index=True)[1]
+        first = rows.row[np.unique(location_codes, return_index=True)[1]]
         locations = pd.DataFrame(
             {
                 "label": np.asarray(labels, dtype=object),
-                "lon": rows.lon[first],
-                "lat": rows.lat[first],
+                "lon": table[C.LON].to_numpy()[first],
+                "lat": table[C.LAT].to_numpy()[first],
             }
         )
         if raw.segments is not None:
@@ -202,33 +209,32 @@ def _sorted_rows(
 
 
 def _projected(
-    lon: np.ndarray,
-    lat: np.ndarray,
-    positions: Positions | None,
-    code: np.ndarray | None,
-    config: Config,
+    rows: _Rows, table: pd.DataFrame, config: Config
 ) -> tuple[Projection, np.ndarray, np.ndarray]:
-    """The projection chosen for the points and the points in its CRS (each position once
-    when `positions` holds them, `code` being each point's); an error naming a point it
-    cannot place."""
+    """The projection chosen for the points and the points in its CRS (each distinct
+    position once when they were found); an error naming a point it cannot place."""
     threads = config.engine.jobs or os.cpu_count() or 1
-    if positions is None or code is None:
+    lon, lat = rows.coordinates(table)
+    if rows.position is None or rows.distinct is None:
         projection = choose_projection(lon, lat, config.crs)
         x, y = project(lon, lat, projection.crs, threads=threads)
     else:
-        used = np.zeros(len(positions.lon), dtype=bool)
+        code = rows.position
+        used = np.zeros(len(rows.distinct[0]), dtype=bool)
         used[code] = True
-        distinct = positions.lon[used], positions.lat[used]
+        distinct = rows.distinct[0][used], rows.distinct[1][used]
         projection = choose_projection(lon, lat, config.crs, distinct)
+        del lon, lat  # memory: the positions give them again
         x_of, y_of = np.full(len(used), np.nan), np.full(len(used), np.nan)
         x_of[used], y_of[used] = project(*distinct, projection.crs, threads=threads)
         x, y = x_of[code], y_of[code]
     lost = ~(np.isfinite(x) & np.isfinite(y))
     if lost.any():
-        first = int(np.argmax(lost))
+        first = rows.row[int(np.argmax(lost))]
+        lon_first, lat_first = table[C.LON].to_numpy()[first], table[C.LAT].to_numpy()[first]
         message = (
             f"{projection.crs} cannot place {int(lost.sum()):,} of the selected points, e.g. "
-            f"lon {lon[first]:.5f}, lat {lat[first]:.5f}"
+            f"lon {lon_first:.5f}, lat {lat_first:.5f}"
         )
         if projection.rule == "config":
             raise ConfigError(config.file, "crs", f"{message}; choose a CRS that covers the data")

@@ -36,7 +36,7 @@ REPEATS_WORTH_COPYING = 0.9
 # `repeated_positions` looks for the distinct positions of the points when, in a sample
 # of SAMPLED_POINTS of them, at most DISTINCT_WORTH_HASHING of the points are distinct
 # positions and at most SEEN_ONCE of them are a position seen once: hashing a point costs
-# a tenth of projecting it while the positions are few, and more when they are millions
+# a small part of projecting it while the positions are few, more once they are millions
 SAMPLED_POINTS = 1 << 18
 DISTINCT_WORTH_HASHING = 0.25
 SEEN_ONCE = 1 / 16

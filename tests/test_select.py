@@ -11,6 +11,7 @@ import pytest
 from prudence_cli import space
 from prudence_cli.config import DataviewConfig, load_config
 from prudence_cli.dataviews.build import build_dataviews
+from prudence_cli.errors import ConfigError
 from prudence_cli.io.readers import RawPoints
 from prudence_cli.select import _by_user_and_time, _factorized, _sorted_codes, select
 from prudence_cli.space import grid_cells, project, utm_zone
@@ -230,3 +231,17 @@ def test_points_of_a_few_places_are_selected_alike_by_their_distinct_positions(
     assert found.points[["x", "y"]].to_numpy().tobytes() == (
         projected.points[["x", "y"]].to_numpy().tobytes()
     )
+
+
+@pytest.mark.parametrize("found", [False, True])
+def test_a_point_the_crs_cannot_place_is_named(write_config, monkeypatch, found):
+    """With the distinct positions or without, the error names the first lost point."""
+    text = MINIMAL_CONFIG.replace("output: out", "crs: EPSG:3035\noutput: out")
+    config = load_config(write_config(text))
+    if found:
+        monkeypatch.setattr(space, "SAMPLED_POINTS", 2)
+        monkeypatch.setattr(space, "DISTINCT_WORTH_HASHING", 1.0)
+        monkeypatch.setattr(space, "SEEN_ONCE", 1.0)
+    rows = ROWS + [("c", T0, -52.0, -170.0), ("c", T0 + MIN, -52.0, -170.0)]  # antipodes
+    with pytest.raises(ConfigError, match="cannot place 2 of the selected points, e.g. lon -170"):
+        select(raw(rows), config)
