@@ -389,8 +389,10 @@ def grid_cells(
     A cell so large that its centre falls off the projection's map (thousands of km) is
     placed at its point nearest that centre instead.
     """
-    ix = np.floor(x / side).astype(np.int64)
-    iy = np.floor(y / side).astype(np.int64)
+    steps = np.divide(x, side)  # one buffer for both axes: x, then y
+    ix = np.floor(steps, out=steps).astype(np.int64)
+    iy = np.floor(np.divide(y, side, out=steps), out=steps).astype(np.int64)
+    del steps
     cx, cy, codes = _cells_of(ix, iy)
     assert codes is not None
     del ix, iy
@@ -402,7 +404,7 @@ def grid_cells(
         lon[off_map], lat[off_map] = unproject(x[near], y[near], crs)
     labels = [f"{a}_{b}" for a, b in zip(cx.tolist(), cy.tolist(), strict=True)]
     cells = pd.DataFrame({"label": labels, "lon": lon, "lat": lat})
-    return codes.astype(np.int32), cells
+    return codes.astype(np.int32, copy=False), cells
 
 
 def _cells_of(

@@ -35,14 +35,14 @@ def locate(selection: Selection, grid: float | None) -> Located:
     if grid is None:
         if selection.locations is None:
             raise ValueError("a dataview without grid needs raw locations (towers, segments)")
-        location = points[C.LOCATION].to_numpy()
+        location = points[C.LOCATION].to_numpy().astype(np.int32)  # its own, not the frame's
         locations = selection.locations
     else:
         location, locations = grid_cells(
             points[C.X].to_numpy(), points[C.Y].to_numpy(), grid, selection.crs
         )
     pair_count, pairs = visits(points[C.USER].to_numpy(), location, len(locations))
-    return Located(location.astype(np.int32), locations, pair_count, pairs)
+    return Located(location.astype(np.int32, copy=False), locations, pair_count, pairs)
 
 
 def visits(user: np.ndarray, location: np.ndarray, n_locations: int) -> tuple[np.ndarray, Pairs]:
@@ -61,10 +61,11 @@ def visits(user: np.ndarray, location: np.ndarray, n_locations: int) -> tuple[np
     np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
     starts = np.flatnonzero(first)
     counts = np.diff(starts, append=len(ordered))
-    pair_count = np.empty(len(ordered), dtype=np.int64)
-    pair_count[order] = np.repeat(counts, counts)
     key = ordered[starts]
+    del ordered, first, starts
     pairs = Pairs((key // n).astype(np.int32), (key % n).astype(np.int32), counts.astype(np.int32))
+    pair_count = np.empty(len(order), dtype=np.int64)
+    pair_count[order] = np.repeat(counts, counts)
     return pair_count, pairs
 
 
