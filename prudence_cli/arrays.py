@@ -4,21 +4,28 @@ from __future__ import annotations
 
 import numpy as np
 
+# numpy sorts integers of at most 16 bits by counting (a radix sort), in a time linear in
+# their number: `stable_order` sorts values of up to two such digits that way
+RADIX_BITS = 32
+
 
 def stable_order(values: np.ndarray) -> np.ndarray:
     """`np.argsort(values, kind="stable")`, several times faster for non-negative
-    integers: each value shifted up and its position put in the low bits makes keys
-    that are all distinct, so a plain (unstable, vectorised) sort of them gives the
-    stable order, which is unique. numpy's own stable sort otherwise: other types,
-    negative values, or value and position not fitting in 63 bits together."""
-    position_bits = max(len(values) - 1, 1).bit_length()
-    if (
-        len(values) == 0
-        or values.dtype.kind not in "iu"
-        or int(values.min()) < 0
-        or int(values.max()).bit_length() + position_bits > 63
-    ):
+    integers. Up to RADIX_BITS bits, by a radix sort: numpy's stable sort of the low 16
+    bits (which counts), then of the high ones in that order. Wider, each value shifted up
+    and its position put in the low bits makes keys that are all distinct, so a plain
+    (unstable, vectorised) sort of them gives the stable order, which is unique. numpy's
+    own stable sort otherwise: other types, negative values, or value and position not
+    fitting in 63 bits together."""
+    if len(values) == 0 or values.dtype.kind not in "iu" or int(values.min()) < 0:
         order: np.ndarray = np.argsort(values, kind="stable")
+        return order
+    bits = int(values.max()).bit_length()
+    if bits <= RADIX_BITS:
+        return _radix_order(values, bits)
+    position_bits = max(len(values) - 1, 1).bit_length()
+    if bits + position_bits > 63:
+        order = np.argsort(values, kind="stable")
         return order
     key = values.astype(np.int64)
     key <<= position_bits
@@ -26,3 +33,20 @@ def stable_order(values: np.ndarray) -> np.ndarray:
     key.sort()
     key &= (1 << position_bits) - 1
     return key
+
+
+def _radix_order(values: np.ndarray, bits: int) -> np.ndarray:
+    """The stable order of non-negative integers of at most 32 `bits`: by their low 16
+    bits, then stably by the rest (a least-significant-digit radix sort); each digit in
+    the narrowest type that holds it, since numpy counts 8 bits at a time."""
+    low = values.astype(np.uint8 if bits <= 8 else np.uint16)  # wraps: the low bits
+    order: np.ndarray = np.argsort(low, kind="stable")
+    del low
+    if bits <= 16:
+        return order
+    high = np.empty(len(values), dtype=np.uint8 if bits <= 24 else np.uint16)
+    np.right_shift(values, 16, out=high, casting="unsafe")  # no wider copy on the way
+    step = np.argsort(high[order], kind="stable")
+    del high
+    ordered: np.ndarray = order[step]
+    return ordered

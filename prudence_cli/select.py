@@ -12,19 +12,28 @@ The points left are projected to the config's `crs`, or to the CRS chosen for th
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 import shapely
 
 from prudence_cli import columns as C
 from prudence_cli.arrays import stable_order
-from prudence_cli.config import Area, Config
+from prudence_cli.config import Area, Config, SelectConfig
 from prudence_cli.errors import ConfigError, PrudenceError
 from prudence_cli.io.geojson import read_area_geojson
 from prudence_cli.io.points import RawPoints
-from prudence_cli.space import Projection, choose_projection, project, project_lines
+from prudence_cli.space import (
+    Positions,
+    Projection,
+    choose_projection,
+    project,
+    project_lines,
+    repeated_positions,
+)
 
 
 @dataclass
@@ -56,6 +65,50 @@ def area_geometry(area: Area) -> shapely.Geometry:
     return read_area_geojson(area.path)
 
 
+@dataclass(frozen=True)
+class _Rows:
+    """The selected points while they are selected, sorted by user and time: each one's
+    row in the table, user code, trip number and time; and, when the distinct positions
+    were looked for, each one's code among them (`distinct`: their lon and lat)."""
+
+    row: np.ndarray
+    user: np.ndarray
+    trip: np.ndarray
+    time: np.ndarray
+    position: np.ndarray | None = None
+    distinct: tuple[np.ndarray, np.ndarray] | None = None
+
+    def kept(self, mask: np.ndarray) -> _Rows:
+        """The points where `mask` holds; all of them, not copied, when it always does."""
+        if mask.all():
+            return self
+        position = None if self.position is None else self.position[mask]
+        return _Rows(
+            self.row[mask],
+            self.user[mask],
+            self.trip[mask],
+            self.time[mask],
+            position,
+            self.distinct,
+        )
+
+    def placed(self, positions: Positions | None) -> _Rows:
+        """With each point's code among the distinct positions, when they were found."""
+        if positions is None:
+            return self
+        return replace(
+            self, position=positions.code[self.row], distinct=(positions.lon, positions.lat)
+        )
+
+    def coordinates(self, table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        """Each point's lon and lat: from the distinct positions when there are (the same
+        bits, gathered from fewer), else from the table. Gathered when asked, so that
+        ten million of each are not kept while they are not needed."""
+        if self.position is None or self.distinct is None:
+            return table[C.LON].to_numpy()[self.row], table[C.LAT].to_numpy()[self.row]
+        return self.distinct[0][self.position], self.distinct[1][self.position]
+
+
 def select(raw: RawPoints, config: Config) -> Selection:
     """Apply the config's `select` block to the raw points (see the module docstring)."""
     sel = config.select
@@ -63,89 +116,130 @@ def select(raw: RawPoints, config: Config) -> Selection:
     stats = {"rows_read": raw.rows_read, "rows_valid": len(table)}
     codes, all_ids = _factorized(table[C.USER])
     time = table[C.TIME].to_numpy()
-    keep = np.ones(len(table), dtype=bool)
-    if sel.start is not None:
-        keep &= time >= sel.start.value
-    if sel.end is not None:
-        keep &= time < sel.end.value
-    stats["rows_in_period"] = int(keep.sum())
+    keep = None  # every row, unless a period is set
+    if sel.start is not None or sel.end is not None:
+        keep = np.ones(len(table), dtype=bool)
+        if sel.start is not None:
+            keep &= time >= sel.start.value
+        if sel.end is not None:
+            keep &= time < sel.end.value
+    stats["rows_in_period"] = len(table) if keep is None else int(keep.sum())
+    # before sorting: less memory at once (its code of every row is dropped once placed)
+    positions = repeated_positions(table[C.LON].to_numpy(), table[C.LAT].to_numpy())
+    rows = _sorted_rows(table, codes, time, keep, len(all_ids), sel).placed(positions)
+    del positions
+    if sel.area is not None:
+        area = _prepared(area_geometry(sel.area))
+        rows = rows.kept(shapely.intersects_xy(area, *rows.coordinates(table)))
 
-    order = _by_user_and_time(np.flatnonzero(keep), codes, time)
-    user = _sorted_codes(codes, keep, len(all_ids))  # codes[order], without the gather
+    points_per_user = np.bincount(rows.user, minlength=len(all_ids))
+    first_of_trip = np.ones(len(rows.trip), dtype=bool)
+    first_of_trip[1:] = rows.trip[1:] != rows.trip[:-1]
+    trips_per_user = np.bincount(rows.user[first_of_trip], minlength=len(all_ids))
+    active_user = (points_per_user >= sel.min_points) & (trips_per_user >= sel.min_trips)
+    present = active_user & (points_per_user > 0)  # the users left
+    if not (active_user | (points_per_user == 0)).all():  # often every user is active
+        rows = rows.kept(active_user[rows.user])
+    stats["points"] = len(rows.row)
+
+    kept_codes = np.flatnonzero(present)
+    user_ids = np.asarray(all_ids, dtype=object)
+    user = rows.user
+    if len(kept_codes) < len(all_ids):  # users are renumbered 0, 1, ... in code order
+        user_ids = user_ids[kept_codes]
+        user = (np.cumsum(present) - 1)[user]
+    stats["users"] = len(user_ids)
+    if len(rows.row) == 0:
+        return Selection(_empty(), user_ids, config.crs or "EPSG:4326", stats=stats)
+    projection, x, y = _projected(rows, table, config)
+    crs = projection.crs
+    points = pd.DataFrame(
+        {C.USER: user.astype(np.int32, copy=False), C.TIME: rows.time, C.X: x, C.Y: y},
+        copy=False,
+    )
+    locations = geometry = None
+    if C.LOCATION in table:
+        location_codes, labels = _factorized(table[C.LOCATION], rows.row)
+        points[C.LOCATION] = location_codes.astype(np.int32)
+        first = rows.row[np.unique(location_codes, return_index=True)[1]]
+        locations = pd.DataFrame(
+            {
+                "label": np.asarray(labels, dtype=object),
+                "lon": table[C.LON].to_numpy()[first],
+                "lat": table[C.LAT].to_numpy()[first],
+            }
+        )
+        if raw.segments is not None:
+            lines = raw.segments.set_index("segment").loc[list(labels), "geometry"].to_numpy()
+            locations["wkt"] = shapely.to_wkt(lines, rounding_precision=7)
+            geometry = project_lines(lines, crs)
+    if C.TRIP in table:
+        points[C.TRIP] = rows.trip
+    if C.LEAVE in table:
+        points[C.LEAVE] = table[C.LEAVE].to_numpy()[rows.row]
+    return Selection(points, user_ids, crs, locations, geometry, stats, projection)
+
+
+def _sorted_rows(
+    table: pd.DataFrame,
+    codes: np.ndarray,
+    time: np.ndarray,
+    keep: np.ndarray | None,
+    n_codes: int,
+    sel: SelectConfig,
+) -> _Rows:
+    """The kept rows (every row when `keep` is None) sorted by user and time, with their
+    trips; only the last point of each trip with `points: trip_ends`."""
+    order = _by_user_and_time(None if keep is None else np.flatnonzero(keep), codes, time)
+    user = _sorted_codes(codes, keep, n_codes)  # codes[order], without the gather
+    when = time[order]
     if C.TRIP in table:  # trips given by the input (map-matched segments)
         trip_codes = pd.factorize(
             pd.Series(codes).astype(str) + "\x00" + table[C.TRIP].astype(str)
         )[0]
         trip = _given_trips(user, trip_codes[order])
     else:
-        trip = _trip_numbers(user, time[order], sel.max_gap)
+        trip = _trip_numbers(user, when, sel.max_gap)
+    rows = _Rows(order, user, trip, when)
     if sel.points == "trip_ends":
         last = np.ones(len(order), dtype=bool)
         last[:-1] = trip[1:] != trip[:-1]
-        order, user, trip = order[last], user[last], trip[last]
-
-    lon = table[C.LON].to_numpy()[order]
-    lat = table[C.LAT].to_numpy()[order]
-    if sel.area is not None:
-        inside = shapely.intersects_xy(_prepared(area_geometry(sel.area)), lon, lat)
-        order, user, trip, lon, lat = (a[inside] for a in (order, user, trip, lon, lat))
-
-    points_per_user = np.bincount(user, minlength=len(all_ids))
-    first_of_trip = np.ones(len(trip), dtype=bool)
-    first_of_trip[1:] = trip[1:] != trip[:-1]
-    trips_per_user = np.bincount(user[first_of_trip], minlength=len(all_ids))
-    active_user = (points_per_user >= sel.min_points) & (trips_per_user >= sel.min_trips)
-    active = active_user[user] if len(user) else np.zeros(0, dtype=bool)
-    if not active.all():  # often every user is active: then nothing is copied
-        order, user, trip, lon, lat = (a[active] for a in (order, user, trip, lon, lat))
-    stats["points"] = len(order)
-
-    kept_codes, dense_user = _renumbered(user, len(all_ids))
-    del user
-    user_ids = np.asarray(all_ids, dtype=object)[kept_codes]
-    stats["users"] = len(user_ids)
-    if len(order) == 0:
-        return Selection(_empty(), user_ids, config.crs or "EPSG:4326", stats=stats)
-    projection = choose_projection(lon, lat, config.crs)
-    crs = projection.crs
-    x, y = _projected(lon, lat, projection, config)
-    points = pd.DataFrame(
-        {C.USER: dense_user.astype(np.int32), C.TIME: time[order], C.X: x, C.Y: y}, copy=False
-    )
-    locations = geometry = None
-    if C.LOCATION in table:
-        location_codes, labels = _factorized(table[C.LOCATION], order)
-        points[C.LOCATION] = location_codes.astype(np.int32)
-        first = np.unique(location_codes, return_index=True)[1]
-        locations = pd.DataFrame(
-            {"label": np.asarray(labels, dtype=object), "lon": lon[first], "lat": lat[first]}
-        )
-        if raw.segments is not None:
-            lines = raw.segments.set_index("segment").loc[list(labels), "geometry"].to_numpy()
-            locations["wkt"] = shapely.to_wkt(lines, rounding_precision=7)
-            geometry = project_lines(lines, crs)
-    for column in (C.TRIP, C.LEAVE):
-        if column in table:
-            points[column] = trip if column == C.TRIP else table[column].to_numpy()[order]
-    return Selection(points, user_ids, crs, locations, geometry, stats, projection)
+        rows = rows.kept(last)
+    return rows
 
 
 def _projected(
-    lon: np.ndarray, lat: np.ndarray, projection: Projection, config: Config
-) -> tuple[np.ndarray, np.ndarray]:
-    """The points in the projection's CRS; an error naming a point it cannot place."""
-    x, y = project(lon, lat, projection.crs, threads=config.engine.jobs or os.cpu_count() or 1)
+    rows: _Rows, table: pd.DataFrame, config: Config
+) -> tuple[Projection, np.ndarray, np.ndarray]:
+    """The projection chosen for the points and the points in its CRS (each distinct
+    position once when they were found); an error naming a point it cannot place."""
+    threads = config.engine.jobs or os.cpu_count() or 1
+    lon, lat = rows.coordinates(table)
+    if rows.position is None or rows.distinct is None:
+        projection = choose_projection(lon, lat, config.crs)
+        x, y = project(lon, lat, projection.crs, threads=threads)
+    else:
+        code = rows.position
+        used = np.zeros(len(rows.distinct[0]), dtype=bool)
+        used[code] = True
+        distinct = rows.distinct[0][used], rows.distinct[1][used]
+        projection = choose_projection(lon, lat, config.crs, distinct)
+        del lon, lat  # memory: the positions give them again
+        x_of, y_of = np.full(len(used), np.nan), np.full(len(used), np.nan)
+        x_of[used], y_of[used] = project(*distinct, projection.crs, threads=threads)
+        x, y = x_of[code], y_of[code]
     lost = ~(np.isfinite(x) & np.isfinite(y))
     if lost.any():
-        first = int(np.argmax(lost))
+        first = rows.row[int(np.argmax(lost))]
+        lon_first, lat_first = table[C.LON].to_numpy()[first], table[C.LAT].to_numpy()[first]
         message = (
             f"{projection.crs} cannot place {int(lost.sum()):,} of the selected points, e.g. "
-            f"lon {lon[first]:.5f}, lat {lat[first]:.5f}"
+            f"lon {lon_first:.5f}, lat {lat_first:.5f}"
         )
         if projection.rule == "config":
             raise ConfigError(config.file, "crs", f"{message}; choose a CRS that covers the data")
         raise PrudenceError(f"{config.file.name}: {message}; set crs in the config")
-    return x, y
+    return projection, x, y
 
 
 def _factorized(
@@ -156,7 +250,7 @@ def _factorized(
     sorted codes are sorted labels, and no label is hashed again. Without `rows`, labels
     of no row may be kept: they select no point."""
     dtype = column.dtype
-    if not (isinstance(dtype, pd.CategoricalDtype) and dtype.categories.is_monotonic_increasing):
+    if not (isinstance(dtype, pd.CategoricalDtype) and _increasing(dtype.categories)):
         values = column.to_numpy() if rows is None else column.to_numpy()[rows]
         codes, labels = pd.factorize(values, sort=True)
         return codes, labels
@@ -167,48 +261,60 @@ def _factorized(
     return dense, dtype.categories[present]
 
 
-def _by_user_and_time(index: np.ndarray, codes: np.ndarray, time: np.ndarray) -> np.ndarray:
-    """`index` sorted by user code, then time, ties kept in index order: the order of
+def _increasing(labels: pd.Index) -> bool:
+    """`labels.is_monotonic_increasing`; for strings kept by Arrow (as `read_points` gives
+    them), by Arrow's comparison, without making a Python string of each label first.
+    (UTF-8 bytes sort as the code points Python compares.)"""
+    if not (isinstance(labels.dtype, pd.StringDtype) and labels.dtype.storage == "pyarrow"):
+        return bool(labels.is_monotonic_increasing)
+    if len(labels) < 2:
+        return True
+    values = pa.array(labels)
+    return bool(pc.all(pc.less_equal(values[:-1], values[1:])).as_py())
+
+
+def _by_user_and_time(index: np.ndarray | None, codes: np.ndarray, time: np.ndarray) -> np.ndarray:
+    """The rows of `index` (increasing, as `np.flatnonzero` gives it; every row when None)
+    sorted by user code, then time, ties kept in row order: the order of
     `index[np.lexsort((time[index], codes[index]))]`, several times faster. Rows already
     in time order (as many exports are) are sorted by user alone; others by one 64-bit
     key (user code in the high bits, time in the low ones) when both fit, or by time and
-    then by user (a stable sort keeps the time order within each user). `index` must be
-    increasing (as `np.flatnonzero` gives it)."""
-    if len(index) == 0:
-        return index
-    when = time[index]
+    then by user (a stable sort keeps the time order within each user)."""
+    user = codes if index is None else codes[index]
+    when = time if index is None else time[index]
+    if len(when) == 0:
+        return np.zeros(0, dtype=np.int64)
     if (when[1:] >= when[:-1]).all():
-        return _taken(index, stable_order(codes[index]), len(time))
+        return _taken(index, stable_order(user))
     first, last = int(when.min()), int(when.max())
     unit = 1_000_000_000 if not (when % 1_000_000_000).any() else 1  # whole seconds
     time_bits = ((last - first) // unit).bit_length()
-    user = codes[index].astype(np.int64)
+    user = user.astype(np.int64)
     if time_bits > 62:  # a span of time no int64 difference holds
-        order: np.ndarray = index[np.lexsort((when, user))]
-        return order
-    when -= first
+        return _taken(index, np.lexsort((when, user)))
+    when = when - first  # a copy: `time` is the table's
     when //= unit
     if time_bits + int(user.max()).bit_length() <= 62:
         user <<= time_bits
         user |= when
         del when
-        return _taken(index, stable_order(user), len(time))
+        return _taken(index, stable_order(user))
     by_time = stable_order(when)
     del when
-    return _taken(index, by_time[stable_order(user[by_time])], len(time))
+    return _taken(index, by_time[stable_order(user[by_time])])
 
 
-def _taken(index: np.ndarray, order: np.ndarray, n_rows: int) -> np.ndarray:
-    """`index[order]`; `order` itself when `index` (increasing) holds every row, as it
-    does without a period filter, so that ten million rows are not gathered for nothing."""
-    taken: np.ndarray = order if len(index) == n_rows else index[order]
+def _taken(index: np.ndarray | None, order: np.ndarray) -> np.ndarray:
+    """`index[order]`, or `order` itself for every row."""
+    taken: np.ndarray = order if index is None else index[order]
     return taken
 
 
-def _sorted_codes(codes: np.ndarray, keep: np.ndarray, n_codes: int) -> np.ndarray:
-    """The codes of the kept rows in increasing order, each as often as it is kept: what
-    `codes[order]` is when `order` sorts the kept rows by code, found by counting."""
-    counts = np.bincount(codes[keep] if not keep.all() else codes, minlength=n_codes)
+def _sorted_codes(codes: np.ndarray, keep: np.ndarray | None, n_codes: int) -> np.ndarray:
+    """The codes of the kept rows (every row when `keep` is None) in increasing order,
+    each as often as it is kept: what `codes[order]` is when `order` sorts the kept rows
+    by code, found by counting."""
+    counts = np.bincount(codes if keep is None else codes[keep], minlength=n_codes)
     return np.repeat(np.arange(n_codes, dtype=codes.dtype), counts)
 
 
@@ -227,17 +333,22 @@ def _given_trips(user: np.ndarray, trip: np.ndarray) -> np.ndarray:
     starts = np.ones(len(user), dtype=bool)
     if len(user) > 1:
         starts[1:] = (user[1:] != user[:-1]) | (trip[1:] != trip[:-1])
-    return np.cumsum(starts) - 1
+    numbers = np.cumsum(starts)
+    numbers -= 1
+    return numbers
 
 
 def _trip_numbers(user: np.ndarray, time: np.ndarray, max_gap_seconds: int) -> np.ndarray:
     """Trip number per point (points sorted by user and time): a new trip starts at a
     user's first point and after every gap longer than max_gap."""
+    numbers = np.empty(len(user), dtype=np.int64)  # the gaps first, then the numbers
     starts = np.ones(len(user), dtype=bool)
     if len(user) > 1:
-        gap = np.diff(time) > max_gap_seconds * 1_000_000_000
+        gap = np.subtract(time[1:], time[:-1], out=numbers[1:]) > max_gap_seconds * 10**9
         starts[1:] = (user[1:] != user[:-1]) | gap
-    return np.cumsum(starts) - 1
+    np.cumsum(starts, out=numbers)
+    numbers -= 1
+    return numbers
 
 
 def _prepared(geometry: shapely.Geometry) -> shapely.Geometry:

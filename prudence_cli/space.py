@@ -33,6 +33,13 @@ MEASURED_POSITIONS = 100_000
 PARALLEL_POINTS = 500_000
 # `project` copies repeated points when at most this share of them differ from the last
 REPEATS_WORTH_COPYING = 0.9
+# `repeated_positions` looks for the distinct positions of the points when, in a sample
+# of SAMPLED_POINTS of them, at most DISTINCT_WORTH_HASHING of the points are distinct
+# positions and at most SEEN_ONCE of them are a position seen once: hashing a point costs
+# a small part of projecting it while the positions are few, more once they are millions
+SAMPLED_POINTS = 1 << 18
+DISTINCT_WORTH_HASHING = 0.25
+SEEN_ONCE = 1 / 16
 # `_positions` and `grid_cells` mark what they see in a table of at most this many cells
 # (and 8 per point): bytes, and 4 bytes each to rank them
 DENSE_CELLS = 1 << 25
@@ -70,15 +77,21 @@ class Projection:
         )
 
 
-def choose_projection(lon: np.ndarray, lat: np.ndarray, crs: str | None = None) -> Projection:
+def choose_projection(
+    lon: np.ndarray,
+    lat: np.ndarray,
+    crs: str | None = None,
+    distinct: tuple[np.ndarray, np.ndarray] | None = None,
+) -> Projection:
     """The given CRS, else the UTM zone of the data when it fits one, else the centred
     equal-area projection that distorts least (see the module docstring); with its scale
-    error over the data."""
+    error over the data. `distinct`: the distinct positions among the points, when known:
+    the same projection, found faster."""
     lon = np.asarray(lon, dtype=float)
     lat = np.asarray(lat, dtype=float)
     if lon.size == 0:
         raise ValueError("no points to choose a projection for")
-    at = _positions(lon, lat)
+    at = _positions(*(distinct if distinct is not None else (lon, lat)))
     if crs is not None:
         return _measured(crs, "config", *at)
     zone = utm_zone(lon, lat)
@@ -236,6 +249,62 @@ def check_projected_crs(text: object) -> str:
     return text
 
 
+@dataclass(frozen=True)
+class Positions:
+    """Points as codes into the table of their distinct positions (lon and lat the same
+    to the bit: -0.0 is not 0.0), so that each position is projected once."""
+
+    code: np.ndarray  # per point: its row in lon, lat
+    lon: np.ndarray
+    lat: np.ndarray
+
+
+def repeated_positions(lon: np.ndarray, lat: np.ndarray) -> Positions | None:
+    """The points' distinct positions when they repeat enough for projecting each once to
+    pay: when SAMPLED_POINTS points taken evenly along them hold few distinct positions
+    (a whole holds no more than its parts, in share) and few seen only once (the share of
+    points at positions the sample missed, as Good and Turing estimate it); else None.
+    Points of a few places (towers, stops, rounded coordinates) are found this way."""
+    if len(lon) < 2 * SAMPLED_POINTS:
+        return None  # few points: projecting them all costs little
+    step = len(lon) // SAMPLED_POINTS
+    size = len(lon[::step])
+    if len(pd.unique(np.asarray(lon[::step], dtype=float).view(np.int64))) > (
+        DISTINCT_WORTH_HASHING * size
+    ):
+        return None  # the longitudes alone vary too much (as noisy GPS fixes do)
+    seen = np.bincount(distinct_positions(lon[::step], lat[::step]).code)
+    if len(seen) > DISTINCT_WORTH_HASHING * size or (seen == 1).sum() > SEEN_ONCE * size:
+        return None
+    return distinct_positions(lon, lat)
+
+
+def distinct_positions(lon: np.ndarray, lat: np.ndarray) -> Positions:
+    """Every point's code among its distinct positions (in an order of no meaning): the
+    bits of each coordinate hashed alone (few distinct values hash fast), then the pairs
+    ranked in a table over them when it is small, or hashed."""
+    lon_code, lon_bits = pd.factorize(np.asarray(lon, dtype=float).view(np.int64))
+    lat_code, lat_bits = pd.factorize(np.asarray(lat, dtype=float).view(np.int64))
+    n_lat = max(len(lat_bits), 1)
+    pair = np.asarray(lon_code, dtype=np.int64)  # factorize's own: changed in place
+    pair *= n_lat
+    pair += lat_code
+    del lon_code, lat_code
+    if len(lon_bits) * n_lat <= min(len(pair), DENSE_CELLS):  # no bigger than the points
+        seen = np.zeros(len(lon_bits) * n_lat, dtype=bool)
+        seen[pair] = True
+        rank = np.cumsum(seen, dtype=np.int32)
+        rank -= 1
+        code, found = rank[pair], np.flatnonzero(seen)
+    else:
+        code, found = pd.factorize(pair)
+    return Positions(
+        code,
+        np.asarray(lon_bits)[found // n_lat].view(float),
+        np.asarray(lat_bits)[found % n_lat].view(float),
+    )
+
+
 def project(
     lon: np.ndarray, lat: np.ndarray, crs: str, threads: int = 1
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -320,8 +389,10 @@ def grid_cells(
     A cell so large that its centre falls off the projection's map (thousands of km) is
     placed at its point nearest that centre instead.
     """
-    ix = np.floor(x / side).astype(np.int64)
-    iy = np.floor(y / side).astype(np.int64)
+    steps = np.divide(x, side)  # one buffer for both axes: x, then y
+    ix = np.floor(steps, out=steps).astype(np.int64)
+    iy = np.floor(np.divide(y, side, out=steps), out=steps).astype(np.int64)
+    del steps
     cx, cy, codes = _cells_of(ix, iy)
     assert codes is not None
     del ix, iy
@@ -333,7 +404,7 @@ def grid_cells(
         lon[off_map], lat[off_map] = unproject(x[near], y[near], crs)
     labels = [f"{a}_{b}" for a, b in zip(cx.tolist(), cy.tolist(), strict=True)]
     cells = pd.DataFrame({"label": labels, "lon": lon, "lat": lat})
-    return codes.astype(np.int32), cells
+    return codes.astype(np.int32, copy=False), cells
 
 
 def _cells_of(

@@ -13,9 +13,11 @@ from prudence_cli.arrays import stable_order
 @given(
     values=st.lists(
         st.one_of(
-            st.integers(0, 5),  # many ties
+            st.integers(0, 5),  # many ties: one 8-bit pass
             st.integers(0, (1 << 16) - 1),
+            st.integers(0, (1 << 24) - 1),  # 16 bits, then 8
             st.integers(0, (1 << 32) - 1),  # two 16-bit passes
+            st.integers(0, (1 << 39) - 1),  # keys made distinct by their position
             st.integers(-3, 3),  # negative: numpy's own sort
             st.integers(0, 1 << 40),  # too wide: numpy's own sort
         ),

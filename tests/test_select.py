@@ -8,10 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from prudence_cli import space
 from prudence_cli.config import DataviewConfig, load_config
 from prudence_cli.dataviews.build import build_dataviews
+from prudence_cli.errors import ConfigError
 from prudence_cli.io.readers import RawPoints
-from prudence_cli.select import _by_user_and_time, _sorted_codes, select
+from prudence_cli.select import _by_user_and_time, _factorized, _sorted_codes, select
 from prudence_cli.space import grid_cells, project, utm_zone
 from tests.conftest import MINIMAL_CONFIG
 
@@ -167,5 +169,79 @@ def test_sorting_by_user_and_time_is_a_stable_lexsort(times, subset):
     }[times].astype(np.int64)
     index = np.flatnonzero(rng.random(n) < 0.7) if subset else np.arange(n)
     expected = _reference_order(index, codes, time)
-    assert np.array_equal(_by_user_and_time(index, codes, time), expected)
-    assert np.array_equal(_sorted_codes(codes, np.isin(np.arange(n), index), 300), codes[expected])
+    before = time.copy()
+    keep = np.isin(np.arange(n), index) if subset else None
+    assert np.array_equal(_by_user_and_time(index if subset else None, codes, time), expected)
+    assert np.array_equal(_sorted_codes(codes, keep, 300), codes[expected])
+    assert np.array_equal(time, before)  # the table's own times are left alone
+
+
+@pytest.mark.parametrize("sort", [True, False])
+def test_users_as_a_categorical_are_numbered_in_label_order(sort):
+    """Sorted categories (as the reader gives) are the numbering; others are sorted."""
+    labels = ["b", "é", "a", "ab"]
+    categories = sorted(labels) if sort else labels
+    column = pd.Series(pd.Categorical(["é", "a", "b", "é"], categories=categories))
+    column = column.cat.set_categories(pd.Index(categories, dtype="str"))
+    codes, ids = _factorized(column)
+    assert [ids[c] for c in codes] == ["é", "a", "b", "é"]
+    assert list(ids) == sorted(ids)
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        "  points: all",
+        "  points: trip_ends\n  trips: {max_gap: 20min}",
+        "  area: {bbox: [10.33, 43.66, 10.48, 43.75]}\n"
+        "  period: {start: '2011-06-01T08:01:00', end: '2011-06-02T08:35:00'}\n"
+        "  min_points: 3",
+    ],
+)
+@pytest.mark.parametrize("in_time_order", [True, False])
+def test_points_of_a_few_places_are_selected_alike_by_their_distinct_positions(
+    write_config, monkeypatch, block, in_time_order
+):
+    """Projecting each distinct position once gives the same selection, to the bit."""
+    rng = np.random.default_rng(3)
+    n = 6_000
+    places = np.round(rng.uniform(10.3, 10.5, 40), 5), np.round(rng.uniform(43.6, 43.8, 40), 5)
+    at = rng.integers(0, 40, n)
+    time = T0 + rng.integers(0, 2 * 24 * 60, n) * MIN
+    if in_time_order:
+        time = np.sort(time)
+    rows = [
+        (f"u{u:03d}", int(t), float(places[1][a]), float(places[0][a]))
+        for u, t, a in zip(
+            rng.integers(0, 300, n).tolist(), time.tolist(), at.tolist(), strict=True
+        )
+    ]
+    config = config_with(write_config, block)
+    monkeypatch.setattr(space, "SAMPLED_POINTS", 100)
+    found = select(raw(rows), config)
+    monkeypatch.setattr(space, "DISTINCT_WORTH_HASHING", -1.0)
+    projected = select(raw(rows), config)
+    assert found.user_ids.tolist() == projected.user_ids.tolist()
+    assert (found.crs, found.projection, found.stats) == (
+        projected.crs,
+        projected.projection,
+        projected.stats,
+    )
+    pd.testing.assert_frame_equal(found.points, projected.points, check_exact=True)
+    assert found.points[["x", "y"]].to_numpy().tobytes() == (
+        projected.points[["x", "y"]].to_numpy().tobytes()
+    )
+
+
+@pytest.mark.parametrize("found", [False, True])
+def test_a_point_the_crs_cannot_place_is_named(write_config, monkeypatch, found):
+    """With the distinct positions or without, the error names the first lost point."""
+    text = MINIMAL_CONFIG.replace("output: out", "crs: EPSG:3035\noutput: out")
+    config = load_config(write_config(text))
+    if found:
+        monkeypatch.setattr(space, "SAMPLED_POINTS", 2)
+        monkeypatch.setattr(space, "DISTINCT_WORTH_HASHING", 1.0)
+        monkeypatch.setattr(space, "SEEN_ONCE", 1.0)
+    rows = ROWS + [("c", T0, -52.0, -170.0), ("c", T0 + MIN, -52.0, -170.0)]  # antipodes
+    with pytest.raises(ConfigError, match="cannot place 2 of the selected points, e.g. lon -170"):
+        select(raw(rows), config)

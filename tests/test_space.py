@@ -14,8 +14,10 @@ from prudence_cli.space import (
     Projection,
     _positions,
     choose_projection,
+    distinct_positions,
     grid_cells,
     project,
+    repeated_positions,
     scale_errors,
 )
 
@@ -251,3 +253,49 @@ def test_repeated_points_are_projected_to_the_same_bits(crs):
     alone = [transformer.transform(a, b) for a, b in zip(lon.tolist(), lat.tolist(), strict=True)]
     assert x.tobytes() == np.array([p[0] for p in alone]).tobytes()
     assert y.tobytes() == np.array([p[1] for p in alone]).tobytes()
+
+
+@pytest.mark.parametrize("dense", [True, False])
+def test_distinct_positions_give_back_every_point_to_the_bit(dense, monkeypatch):
+    """By a table of the pairs or by hashing them; -0.0 and 0.0, and NaNs, apart."""
+    if not dense:
+        monkeypatch.setattr(space, "DENSE_CELLS", 0)
+    rng = np.random.default_rng(4)
+    lon = rng.choice([10.0, 10.5, -0.0, 0.0, np.nan, 11.25], 3_000)
+    lat = rng.choice([44.0, 44.5, 0.0, -0.0, 43.1], 3_000)
+    found = distinct_positions(lon, lat)
+    assert found.lon[found.code].tobytes() == lon.tobytes()
+    assert found.lat[found.code].tobytes() == lat.tobytes()
+    pairs = {
+        (a, b)
+        for a, b in zip(lon.view(np.int64).tolist(), lat.view(np.int64).tolist(), strict=True)
+    }
+    assert len(found.lon) == len(pairs)
+
+
+def test_positions_are_looked_for_only_when_they_repeat(monkeypatch):
+    """A sample decides: few distinct positions, and few seen once."""
+    monkeypatch.setattr(space, "SAMPLED_POINTS", 1_000)
+    rng = np.random.default_rng(6)
+    towers = rng.uniform(9, 12, 50), rng.uniform(43, 46, 50)
+    at = rng.integers(0, 50, 10_000)
+    repeated = repeated_positions(towers[0][at], towers[1][at])
+    assert repeated is not None and len(repeated.lon) == 50
+    noisy = rng.uniform(9, 12, 10_000), rng.uniform(43, 46, 10_000)
+    assert repeated_positions(*noisy) is None
+    # most points at a few places, a tenth at places of their own: hashing those would
+    # cost more than it saves
+    mixed = [
+        np.where(rng.random(10_000) < 0.1, n, t[at]) for n, t in zip(noisy, towers, strict=True)
+    ]
+    assert repeated_positions(*mixed) is None
+    assert repeated_positions(towers[0][at[:1_500]], towers[1][at[:1_500]]) is None  # few
+
+
+def test_the_distinct_positions_choose_the_same_projection():
+    rng = np.random.default_rng(8)
+    lon, lat = np.round(rng.normal(-100, 20, 5_000), 1), np.round(rng.normal(40, 8, 5_000), 1)
+    found = distinct_positions(lon, lat)
+    alone = choose_projection(lon, lat)
+    assert choose_projection(lon, lat, distinct=(found.lon, found.lat)) == alone
+    assert alone.rule != "utm"  # the scale error was measured on the positions

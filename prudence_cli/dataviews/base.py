@@ -32,12 +32,23 @@ Dimensions = tuple[tuple[str, Any], ...]
 
 
 @dataclass(frozen=True)
+class Pairs:
+    """The distinct (user, location) pairs of the selected points, sorted by user, then
+    location, with the visits (points) of each."""
+
+    user: np.ndarray  # int32
+    location: np.ndarray  # int32
+    count: np.ndarray  # int32
+
+
+@dataclass(frozen=True)
 class Located:
     """The selected points placed on one grid (or on their towers, or in regions)."""
 
     location: np.ndarray  # int32 per point
     locations: pd.DataFrame  # label, lon, lat per location code
     pair_count: np.ndarray  # per point: visits of its (user, location) pair
+    pairs: Pairs | None = None  # on a grid or towers: the pairs the points make
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import numpy as np
 
 from prudence_cli import columns as C
 from prudence_cli.config import DataviewConfig
-from prudence_cli.dataviews.base import BuildSettings, Dataview, Located
+from prudence_cli.dataviews.base import BuildSettings, Dataview, Located, Pairs
 from prudence_cli.dataviews.registry import format_class
 from prudence_cli.io.readers import read_region_layer
 from prudence_cli.select import Selection
@@ -35,16 +35,38 @@ def locate(selection: Selection, grid: float | None) -> Located:
     if grid is None:
         if selection.locations is None:
             raise ValueError("a dataview without grid needs raw locations (towers, segments)")
-        location = points[C.LOCATION].to_numpy()
+        location = points[C.LOCATION].to_numpy().astype(np.int32)  # its own, not the frame's
         locations = selection.locations
     else:
         location, locations = grid_cells(
             points[C.X].to_numpy(), points[C.Y].to_numpy(), grid, selection.crs
         )
-    user = points[C.USER].to_numpy()
-    key = user.astype(np.int64) * max(len(locations), 1) + location
-    _, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
-    return Located(location.astype(np.int32), locations, counts[inverse.ravel()])
+    pair_count, pairs = visits(points[C.USER].to_numpy(), location, len(locations))
+    return Located(location.astype(np.int32, copy=False), locations, pair_count, pairs)
+
+
+def visits(user: np.ndarray, location: np.ndarray, n_locations: int) -> tuple[np.ndarray, Pairs]:
+    """Per point, the visits of its (user, location) pair; and the distinct pairs. What
+    `np.unique` of the pairs' keys with inverse and counts gives: the points come sorted
+    by user, so their keys come in runs of one user each, which a stable sort (timsort)
+    merges in a fraction of the time a sort from scratch takes."""
+    n = max(n_locations, 1)
+    key = user.astype(np.int64)
+    key *= n
+    key += location
+    order = np.argsort(key, kind="stable")
+    ordered = key[order]
+    del key
+    first = np.ones(len(ordered), dtype=bool)
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    starts = np.flatnonzero(first)
+    counts = np.diff(starts, append=len(ordered))
+    key = ordered[starts]
+    del ordered, first, starts
+    pairs = Pairs((key // n).astype(np.int32), (key % n).astype(np.int32), counts.astype(np.int32))
+    pair_count = np.empty(len(order), dtype=np.int64)
+    pair_count[order] = np.repeat(counts, counts)
+    return pair_count, pairs
 
 
 def locate_regions(selection: Selection, layer: Path) -> Located:

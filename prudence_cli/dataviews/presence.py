@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from prudence_cli import columns as C
 from prudence_cli.dataviews.base import (
     BuildSettings,
     CountedView,
@@ -67,12 +66,13 @@ class PresenceView(CountedView):
     ) -> PresenceView:
         """The (user, location) pairs visited at least `frequency` times."""
         f = int(dict(dimensions).get("frequency", 1))
-        keep = located.pair_count >= f
-        user, location, count = presence_pairs(
-            selection.points[C.USER].to_numpy()[keep],
-            located.location[keep],
-            len(located.locations),
-        )
+        pairs = located.pairs
+        if pairs is None:
+            raise ValueError("a presence view needs its points on a grid or on towers")
+        user, location, count = pairs.user, pairs.location, pairs.count
+        if f > 1:
+            keep = count >= f
+            user, location, count = user[keep], location[keep], count[keep]
         return cls(
             view_id, dimensions, selection.n_users, user, location, located.locations, count=count
         )
@@ -142,16 +142,3 @@ class ProbabilityView(PresenceView):
         """Each row keeps its share in the view it comes from."""
         share = np.concatenate([v.share for v in same_class(views, ProbabilityView)])
         return {"row_share": share[order]}
-
-
-def presence_pairs(
-    user: np.ndarray, location: np.ndarray, n_locations: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(user, location, count) of every visited pair, sorted by user then location."""
-    key = user.astype(np.int64) * max(n_locations, 1) + location
-    pairs, counts = np.unique(key, return_counts=True)
-    return (
-        (pairs // max(n_locations, 1)).astype(np.int32),
-        (pairs % max(n_locations, 1)).astype(np.int32),
-        counts.astype(np.int32),
-    )
