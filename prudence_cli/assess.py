@@ -319,7 +319,7 @@ def _assess_risks(
                 format=view.format,
                 dimensions=dims,
                 users_in_view=view.users_in_view,
-                locations=int(np.unique(view.location).shape[0]),
+                locations=view.n_locations_used,
                 rows=int(view.user.shape[0]),
                 visits=int(view.coverage("visits").sum()),
                 file=writer.write_dataview(

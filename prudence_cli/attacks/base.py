@@ -153,6 +153,7 @@ class CountingAttack(Attack[V]):
             lower = self.risks(view, below, engine, floor >= 1, computed)
             extra = {below.key: lower, **lower.computed_for_floor}
             floor, keys = np.maximum(floor, lower.risk), (below.key, *lower.floor, *keys)
+            problem = _problem(members, spec, floor >= 1, self.match, self.ordered)
         elif (
             below is not None
             and below.key not in computed
@@ -160,7 +161,8 @@ class CountingAttack(Attack[V]):
         ):
             lower = self.risks(view, below, engine, floor >= 1, computed)
             floor = np.where(lower.risk >= 1.0, 1.0, floor)
-        result = count_risks(view, members, spec, engine, floor >= 1, self.match, self.ordered)
+            problem = _problem(members, spec, floor >= 1, self.match, self.ordered)
+        result = _counted(view, problem, engine, floor >= 1)
         if not (result.sampled or extra):
             return result
         return replace(
@@ -253,7 +255,13 @@ def count_risks(
     A user of the view without any query is hidden among every user of the view; users
     absent from the view have risk 0; `known_ones` users are not queried and stay at 1.
     """
-    problem = _problem(members, spec, known_ones, match, ordered)
+    return _counted(view, _problem(members, spec, known_ones, match, ordered), engine, known_ones)
+
+
+def _counted(
+    view: Dataview, problem: CountingProblem, engine: Engine, known_ones: np.ndarray | None
+) -> AttackResult:
+    """`count_risks` of a problem already made (its `known_ones` ask nothing)."""
     support = engine.min_support(problem)
     queried = problem.queries.size_hi > 0
     in_view = np.diff(view.offsets) > 0

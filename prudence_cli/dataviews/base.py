@@ -129,7 +129,18 @@ class Dataview:
 
     def used_locations(self) -> pd.DataFrame:
         """The locations table restricted to the locations the view holds."""
-        return self.locations.iloc[np.unique(self.location)].reset_index(drop=True)
+        return self.locations.iloc[self._used].reset_index(drop=True)
+
+    @property
+    def n_locations_used(self) -> int:
+        """How many locations the view holds."""
+        return int(self._used.shape[0])
+
+    @cached_property
+    def _used(self) -> np.ndarray:
+        """The location codes the view holds, ascending."""
+        n = max(len(self.locations), int(self.location.max(initial=-1)) + 1)
+        return np.flatnonzero(np.bincount(self.location, minlength=n))
 
     def coverage(self, kind: str) -> np.ndarray:
         """c({u}, D) per user, for the coverage `kind`."""

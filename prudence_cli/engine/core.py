@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -93,6 +94,9 @@ class Engine:
     # (prune_from 0: never; see attacks/base.py)
     prune_from: int = 2_000_000
     prune_gain: float = 2.0
+    _last_work: tuple[CountingProblem, Any] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def plan(self, problem: CountingProblem) -> list[SizePlan]:
         """Estimate the work per query size before any enumeration (whole-record queries
@@ -158,17 +162,23 @@ class Engine:
         self, problem: CountingProblem
     ) -> tuple[np.ndarray, CountingProblem, list[SizePlan], int]:
         """The whole-record targets, the problem left without them, its plans, and the
-        instances of it all (one per whole record): the budget's measure."""
+        instances of it all (one per whole record): the budget's measure. The last
+        problem's are kept: an attack asks for its cost, then counts it."""
+        if self._last_work is not None and self._last_work[0] is problem:
+            return self._last_work[1]
         whole = whole_targets(problem)
         rest = without_whole(problem, whole) if whole.any() else problem
         plans = self.plan(rest)
-        return whole, rest, plans, int(whole.sum()) + sum(plan.instances for plan in plans)
+        work = whole, rest, plans, int(whole.sum()) + sum(plan.instances for plan in plans)
+        self._last_work = (problem, work)
+        return work
 
     def min_support(self, problem: CountingProblem) -> Support:
         """Minimum support per user over each user's queries (see problem.py)."""
         if self.strategy not in STRATEGIES:
             raise ValueError(f"unknown engine strategy {self.strategy!r}")
         whole, rest, plans, total = self._work(problem)
+        self._last_work = None  # counted now: nothing to keep alive
         if total > self.max_instances and not self.sample:
             raise BudgetError(
                 f"would enumerate about {total:,} knowledge instances, more than "
