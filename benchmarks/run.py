@@ -19,7 +19,10 @@ Scaling: Prudence alone on synthetic presence and trajectory dataviews of 10k to
 users, one subprocess per run, wall time and peak memory (max RSS).
 
 Numba compiles Prudence's kernels once per machine (cached on disk); a warm-up run
-excludes that from the timings. Nothing here runs in CI.
+excludes that from the timings. These are kernel figures: the counts run compiled
+(PRUDENCE_KERNELS=compiled, unless the environment says otherwise), although a whole
+`prudence assess` runs counts this small as Python to skip loading numba
+(benchmarks/startup.py compares whole processes). Nothing here runs in CI.
 """
 
 from __future__ import annotations
@@ -491,6 +494,7 @@ def render_markdown(results: dict[str, object]) -> str:
 
 
 def main() -> None:
+    os.environ.setdefault("PRUDENCE_KERNELS", "compiled")  # kernel figures (see above)
     if len(sys.argv) == 3 and sys.argv[1] == "--child":
         scaling_child(*json.loads(sys.argv[2]))
         return
