@@ -98,6 +98,11 @@ class Engine:
         default=None, init=False, repr=False, compare=False
     )
 
+    def worker(self) -> tuple[int | None, bool]:
+        """How a task's kernels run: numba's threads in it, and compiled or not (as here:
+        a Dask worker's process has chosen nothing)."""
+        return self.worker_threads, jit.is_compiled()
+
     def plan(self, problem: CountingProblem) -> list[SizePlan]:
         """Estimate the work per query size before any enumeration (whole-record queries
         aside: see `whole_targets`)."""
@@ -251,7 +256,7 @@ class Engine:
         self, problem: CountingProblem, s: int, support: np.ndarray, indexes: _Indexes
     ) -> None:
         members, spec = problem.members, problem.queries
-        n_elements, threads = indexes.n_elements, self.worker_threads
+        n_elements, worker = indexes.n_elements, self.worker()
         m_index = indexes.starts(members)
         if problem.self_queries:
             weights = m_index.weights(s, n_elements)
@@ -259,7 +264,7 @@ class Engine:
             partitions = (m_index.starts(lo, hi) for lo, hi in _partitions(weights, budget))
             per_position = m_index.subsets(s)
             tasks = (
-                (starts, per_position[starts], s, n_elements, self.brute_limit, threads)
+                (starts, per_position[starts], s, n_elements, self.brute_limit, worker)
                 for starts in partitions
             )
             self._fold(support, self.runner.run(_keyed_self_task, problem, tasks))
@@ -275,7 +280,7 @@ class Engine:
                 s,
                 n_elements,
                 self.brute_limit,
-                self.worker_threads,
+                worker,
             )
             for lo, hi in _partitions(weights, budget)
         )
@@ -289,7 +294,7 @@ class Engine:
         weights = q_index.weights(s, indexes.n_elements, _query_sizes_ok(spec, s))
         budget = self._partition_budget(problem, s, weights * s)
         tasks = (
-            (q_index.starts(lo, hi), s, self.worker_threads)
+            (q_index.starts(lo, hi), s, self.worker())
             for lo, hi in _partitions(weights, max(budget // max(s, 1), 1))
         )
         shared = (problem, indexes.postings())
@@ -301,7 +306,7 @@ class Engine:
         """Each of `users`' whole-record query, checked once against the posting lists."""
         lengths = problem.queries.elements.lengths[users]
         chunks = _partitions(lengths.astype(float), max(self.partition_instances, 1))
-        tasks = ((users[lo:hi], self.worker_threads) for lo, hi in chunks)
+        tasks = ((users[lo:hi], self.worker()) for lo, hi in chunks)
         shared = (problem, indexes.postings())
         self._fold(support, self.runner.run(_whole_task, shared, tasks))
 

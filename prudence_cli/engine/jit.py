@@ -43,6 +43,7 @@ __all__ = [
     "COMPILE_WORK",
     "PYTHON_WORK",
     "Kernel",
+    "adopt",
     "choose",
     "is_compiled",
     "runs_compiled",
@@ -213,6 +214,15 @@ def use_compiled() -> None:
     if _state.threads is not None:
         numba.set_num_threads(min(_state.threads, numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
     _state.compiled = True
+
+
+def adopt(compiled: bool) -> None:
+    """Run the kernels as the process that planned a task does (a Dask worker runs its
+    tasks in a process of its own, which has chosen nothing)."""
+    if compiled and not _state.compiled:
+        use_compiled()
+    elif not compiled and _state.forced is None:
+        _state.compiled = False
 
 
 def is_compiled() -> bool:

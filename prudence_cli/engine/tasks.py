@@ -14,7 +14,7 @@ from prudence_cli.engine.indexes import (
     _key_order,
     _Postings,
 )
-from prudence_cli.engine.jit import set_threads
+from prudence_cli.engine.jit import adopt, set_threads
 from prudence_cli.engine.problem import MATCHES, CountingProblem
 from prudence_cli.engine.whole import whole_queries
 
@@ -29,9 +29,15 @@ def _partial(n_users: int, owners: np.ndarray, counts: np.ndarray) -> tuple[np.n
     return touched, local[touched]
 
 
-def _set_threads(threads: int | None) -> None:
+Worker = tuple[int | None, bool]  # numba threads in the task (None: as set), compiled or not
+
+
+def _as_planned(worker: Worker) -> None:
+    """Kernels in the task run as where the engine planned it (see Engine.worker)."""
+    threads, run_compiled = worker
     if threads:
         set_threads(threads)
+    adopt(run_compiled)
 
 
 def _keyed_task(
@@ -41,10 +47,10 @@ def _keyed_task(
     s: int,
     n_elements: int,
     brute_limit: int,
-    threads: int | None,
+    worker: Worker,
 ) -> tuple[np.ndarray, np.ndarray]:
     """One partition of keyed counting: the members' and queries' keys starting in it."""
-    _set_threads(threads)
+    _as_planned(worker)
     qkeys, qlo, qhi, qref, owners = _enumerate_queries(problem.queries, q_starts, s)
     if qkeys.shape[0] == 0:
         return _partial(problem.n_users, owners, np.zeros(0, dtype=np.int64))
@@ -72,12 +78,12 @@ def _keyed_self_task(
     s: int,
     n_elements: int,
     brute_limit: int,
-    threads: int | None,
+    worker: Worker,
 ) -> tuple[np.ndarray, np.ndarray]:
     """One partition of keyed counting when the queries are the members' own subsets (the
     `per_start` beginning at each of `starts`): each key group is counted once, and every
     queried member row takes its count."""
-    _set_threads(threads)
+    _as_planned(worker)
     members, spec = problem.members, problem.queries
     queried = (spec.size_lo <= s) & (s <= spec.size_hi)
     bits = max(1, int(n_elements).bit_length())
@@ -115,10 +121,10 @@ def _posting_task(
     shared: tuple[CountingProblem, _Postings],
     q_starts: np.ndarray,
     s: int,
-    threads: int | None,
+    worker: Worker,
 ) -> tuple[np.ndarray, np.ndarray]:
     """One partition of posting-list checks: the queries whose keys start in it."""
-    _set_threads(threads)
+    _as_planned(worker)
     problem, postings = shared
     qkeys, qlo, qhi, qref, owners = _enumerate_queries(problem.queries, q_starts, s)
     if qkeys.shape[0] == 0:
@@ -129,9 +135,9 @@ def _posting_task(
 
 
 def _whole_task(
-    shared: tuple[CountingProblem, _Postings], users: np.ndarray, threads: int | None
+    shared: tuple[CountingProblem, _Postings], users: np.ndarray, worker: Worker
 ) -> tuple[np.ndarray, np.ndarray]:
     """A chunk of whole-record queries: each of `users`' whole query list, checked once."""
-    _set_threads(threads)
+    _as_planned(worker)
     problem, postings = shared
     return users, postings.verify(problem, *whole_queries(problem.queries, users))

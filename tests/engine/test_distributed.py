@@ -190,3 +190,23 @@ def test_engine_config(tmp_path, engine, message):
     else:
         assert result.exit_code == 2
         assert message in result.stderr
+
+
+def _mode_in_worker(worker):
+    from prudence_cli.engine import jit
+    from prudence_cli.engine.tasks import _as_planned
+
+    _as_planned(worker)
+    return jit.is_compiled()
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_a_worker_runs_its_tasks_kernels_as_the_planning_process_does(cluster, compiled):
+    """A worker's process has chosen nothing: each task carries how its kernels run
+    (Engine.worker), so a large level is not counted as Python on a cluster."""
+    from prudence_cli.engine import jit
+
+    with jit.running("compiled" if compiled else "python"):
+        planned = Engine(worker_threads=1).worker()
+    assert planned == (1, compiled)
+    assert cluster.client.submit(_mode_in_worker, planned, pure=False).result() is compiled
