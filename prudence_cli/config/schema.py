@@ -14,6 +14,7 @@ from prudence_cli.config.knowledge import KnowledgeLevel
 from prudence_cli.config.mechanisms import Setting
 from prudence_cli.config.mobility import MobilityConfig
 from prudence_cli.config.policy import ReleasePolicy
+from prudence_cli.io.dataset import data_files
 from prudence_cli.io.specs import ColumnMap, PointsSpec, SegmentsSpec, TowersSpec
 
 INPUT_FORMATS = ("gps", "cdr", "segments")
@@ -43,8 +44,9 @@ class InputConfig:
     cache_dir: Path | None = None  # default: .prudence-cache beside the config
 
     @property
-    def is_parquet(self) -> bool:
-        return self.path.suffix == ".parquet"
+    def files(self) -> tuple[Path, ...]:
+        """The files `path` names: itself, or those of a folder or pattern (io.dataset)."""
+        return data_files(self.path)
 
     def spec(self) -> PointsSpec:
         """What the points reader needs (io.points): the files, columns and parsing."""
@@ -156,7 +158,7 @@ class Config:
     @property
     def point_files(self) -> tuple[Path, ...]:
         """The files the selected points are made of: input, towers, segments, area."""
-        files = [self.input.path]
+        files = list(self.input.files)
         if self.input.towers is not None:
             files.append(self.input.towers.path)
         if self.input.segments is not None:

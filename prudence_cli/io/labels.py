@@ -42,6 +42,20 @@ def arrow_categorical(codes: np.ndarray, labels: pa.Array) -> pd.Categorical:
     return pd.Categorical.from_codes(_in_order(codes, order.to_numpy()), categories=categories)
 
 
+def united(parts: list[pd.Categorical]) -> pd.Categorical:
+    """The Categoricals of `parts` (each with sorted categories, as `Labels.categorical`
+    gives them) as one, its categories the sorted union of theirs: the ids of several
+    files as if they had been read as one."""
+    labels = [pa.array(part.categories, type=pa.string()) for part in parts]
+    union = pc.unique(pa.concat_arrays(labels))
+    union = union.take(pc.sort_indices(union))
+    codes = []
+    for part, own in zip(parts, labels, strict=True):
+        where = pc.index_in(own, value_set=union).to_numpy(zero_copy_only=False)
+        codes.append(where.astype(np.int32)[part.codes])
+    return pd.Categorical.from_codes(np.concatenate(codes), categories=_strings(union))
+
+
 def _in_order(codes: np.ndarray, order: np.ndarray) -> np.ndarray:
     """`codes` of labels renumbered by their place in `order`, the order that sorts them."""
     rank = np.empty(len(order), dtype=np.int32)

@@ -22,7 +22,7 @@ import os
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -33,9 +33,10 @@ import pyarrow.parquet as pq
 
 from prudence_cli import columns as C
 from prudence_cli.errors import InputError
+from prudence_cli.io.dataset import data_files
 from prudence_cli.io.fast_points import read_plain
 from prudence_cli.io.geojson import read_area_geojson
-from prudence_cli.io.labels import Labels
+from prudence_cli.io.labels import Labels, united
 from prudence_cli.io.specs import PointsSpec
 from prudence_cli.io.tables import read_segments, read_towers, segments_columns
 from prudence_cli.io.text import (
@@ -79,13 +80,72 @@ def input_columns(spec: PointsSpec) -> dict[str, str]:
 
 
 def read_points(spec: PointsSpec, progress: ReadProgress | None = None) -> RawPoints:
-    """Read a gps or cdr input into RawPoints (cdr rows take their tower's position);
-    `progress` hears how far into the file the reading is."""
+    """Read a gps, cdr or segments input into RawPoints (cdr rows take their tower's
+    position); `progress` hears how far into the input the reading is. An input of
+    several files (a folder or a glob pattern, io.dataset) is read file by file, and
+    the files' points make one table."""
+    files = data_files(spec.path)
+    towers = read_towers(spec.towers) if spec.towers is not None else None
+    segments = read_segments(spec.segments) if spec.segments is not None else None
+    if files == (spec.path,):
+        return _read_file(spec, towers, segments, progress)
+    sizes = [f.stat().st_size for f in files]
+    total, before = sum(sizes), 0
+    parts = []
+    for file, size in zip(files, sizes, strict=True):
+
+        def heard(done: int, _size: int, before: int = before) -> None:
+            if progress is not None:
+                progress(before + done, total)
+
+        parts.append(_read_file(replace(spec, path=file), towers, segments, heard, alone=False))
+        before += size
+        heard(size, size)
+    if sum(part.rows_read for part in parts) == 0:
+        raise InputError(spec.path, f"holds no data rows in any of its {len(files)} files")
+    return _merged(parts)
+
+
+def _merged(parts: list[RawPoints]) -> RawPoints:
+    """The points of several files as one input: tables one after the other, the ids
+    of every file numbered as one (a user found in two files is one person)."""
+    result = RawPoints(table=pd.DataFrame(), segments=parts[0].segments)
+    for part in parts:
+        result.rows_read += part.rows_read
+        result.dropped += part.dropped
+    parts = [part for part in parts if len(part.table)] or parts[:1]
+    names = list(parts[0].table.columns)
+    labelled = [name for name in (C.USER, C.LOCATION) if name in names]
+    ids = {
+        name: united([_categorical(part.table.pop(name)) for part in parts]) for name in labelled
+    }
+    table = _concat_columns([part.table for part in parts])
+    for name, values in ids.items():
+        table[name] = values
+    result.table = table[names]
+    return result
+
+
+def _categorical(ids: pd.Series) -> pd.Categorical:
+    """The ids as a Categorical with sorted categories (a file's ids are one already,
+    unless the file gave no row)."""
+    if isinstance(ids.dtype, pd.CategoricalDtype):
+        return ids.array
+    return pd.Categorical(ids.astype(str))
+
+
+def _read_file(
+    spec: PointsSpec,
+    towers: pd.DataFrame | None,
+    segments: pd.DataFrame | None,
+    progress: ReadProgress | None,
+    alone: bool = True,
+) -> RawPoints:
+    """`read_points` of one file, its towers and segments tables read already; one of
+    several (not `alone`) may hold no row."""
     needed = input_columns(spec)
     header = read_header(spec.path, spec.delimiter)
     check_columns(spec.path, header, needed, "input.columns")
-    towers = read_towers(spec.towers) if spec.towers is not None else None
-    segments = read_segments(spec.segments) if spec.segments is not None else None
     result = RawPoints(table=pd.DataFrame(), segments=segments)
     if not spec.is_parquet and segments is None:
         plain = read_plain(spec, header, needed, towers, progress)
@@ -116,7 +176,7 @@ def read_points(spec: PointsSpec, progress: ReadProgress | None = None) -> RawPo
             result.table[C.LOCATION] = places.categorical(result.table[C.LOCATION].to_numpy())
     else:
         result.table = _empty_points()
-    if result.rows_read == 0:
+    if result.rows_read == 0 and alone:
         raise InputError(spec.path, "holds a header but no data rows")
     return result
 
@@ -371,11 +431,17 @@ def check_inputs(spec: PointsSpec, area_path: Path | None = None) -> list[Checke
     """
     checked = []
     needed = input_columns(spec)
-    header = read_header(spec.path, spec.delimiter)
-    check_columns(spec.path, header, needed, "input.columns")
-    check_gzip(spec.path)
+    files = data_files(spec.path)
+    for file in files:
+        header = read_header(file, spec.delimiter)
+        check_columns(file, header, needed, "input.columns")
+        check_gzip(file)
     present = f"columns {', '.join(needed.values())} present"
-    checked.append(CheckedFile(spec.path, "input", None, present))
+    if files == (spec.path,):
+        checked.append(CheckedFile(spec.path, "input", None, present))
+    else:
+        found = f"{len(files):,} files ({_kinds(files)}), {present} in each"
+        checked.append(CheckedFile(spec.path, "input", None, found))
     if spec.towers is not None:
         towers = spec.towers
         table = read_towers(towers)
@@ -392,3 +458,9 @@ def check_inputs(spec: PointsSpec, area_path: Path | None = None) -> list[Checke
         polygons = len(getattr(area, "geoms", [area]))
         checked.append(CheckedFile(area_path, "area", polygons, "polygon area readable"))
     return checked
+
+
+def _kinds(files: tuple[Path, ...]) -> str:
+    """How many of `files` are of each kind, e.g. `18 Parquet, 2 CSV`."""
+    kinds = Counter("Parquet" if f.suffix == ".parquet" else "CSV" for f in files)
+    return ", ".join(f"{n:,} {kind}" for kind, n in kinds.most_common())

@@ -1,0 +1,185 @@
+"""A real Dask deployment: a `dask scheduler` and two `dask worker` processes on
+127.0.0.1, each worker a separate process with its memory limit, and `prudence assess
+--engine dask --scheduler tcp://...` run as a user runs it, on the shipped GPS sample
+split into a folder of CSV, gzipped CSV and Parquet parts. The catalog is the local
+engine's, file for file."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.engine.test_distributed import _same_catalog
+
+pytest.importorskip("distributed")
+
+ROOT = Path(__file__).parents[2]
+DASK = Path(sys.executable).parent / "dask"
+PRUDENCE = Path(sys.executable).parent / "prudence"
+
+
+def _split(sample: Path, folder: Path) -> None:
+    """The sample as one file per day, in turn CSV, gzipped CSV and Parquet, in Hive's
+    layout, with the marker file Spark writes."""
+    rows = pd.read_csv(sample, dtype=str)
+    for k, (day, part) in enumerate(rows.groupby(rows["datetime"].str[:10])):
+        where = folder / f"day={day}"
+        where.mkdir(parents=True)
+        kind = k % 3
+        if kind == 0:
+            part.to_parquet(where / "part-0.parquet", index=False)
+        else:
+            part.to_csv(where / ("part-0.csv.gz" if kind == 1 else "part-0.csv"), index=False)
+    (folder / "_SUCCESS").write_text("")
+
+
+@contextlib.contextmanager
+def _deployment(folder: Path, workers: int = 2) -> Iterator[str]:
+    """A scheduler and `workers` worker processes (1 thread, 1 GiB each) on 127.0.0.1;
+    yields the scheduler's address, stops every process at the end."""
+    file = folder / "scheduler.json"
+    env = {**os.environ, "DASK_DISTRIBUTED__WORKER__DAEMON": "False"}
+    logs = contextlib.ExitStack()
+
+    def log(name: str):
+        return logs.enter_context((folder / f"{name}.log").open("w"))
+
+    processes = [
+        subprocess.Popen(
+            [
+                str(DASK),
+                "scheduler",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--no-dashboard",
+                "--scheduler-file",
+                str(file),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=log("scheduler"),
+            env=env,
+        )
+    ]
+    try:
+        deadline = time.monotonic() + 60
+        while not file.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        address = json.loads(file.read_text())["address"]
+        for k in range(workers):
+            processes.append(
+                subprocess.Popen(
+                    [
+                        str(DASK),
+                        "worker",
+                        address,
+                        "--name",
+                        f"w{k}",
+                        "--nthreads",
+                        "1",
+                        "--nworkers",
+                        "1",
+                        "--memory-limit",
+                        "1GiB",
+                        "--no-dashboard",
+                        "--local-directory",
+                        str(folder / f"w{k}"),
+                    ],
+                    stdout=subprocess.DEVNULL,
+                    stderr=log(f"worker-{k}"),
+                    env=env,
+                )
+            )
+        from distributed import Client
+
+        with Client(address, timeout=60) as client:
+            client.wait_for_workers(workers, timeout=90)
+            limits = [w["memory_limit"] for w in client.scheduler_info()["workers"].values()]
+            assert limits == [2**30] * workers
+        yield address
+    finally:
+        for process in reversed(processes):
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        logs.close()
+
+
+def _tasks_run(address: str) -> dict[str, int]:
+    """The engine's partition tasks the scheduler saw through, by kind."""
+    from distributed import Client
+
+    def seen(dask_scheduler) -> dict[str, int]:
+        return {
+            name: sum(prefix.state_counts.values())
+            for name, prefix in dask_scheduler.task_prefixes.items()
+            if name.endswith("_task")
+        }
+
+    with Client(address, timeout=60) as client:
+        return client.run_on_scheduler(seen)
+
+
+def _config(folder: Path, parts: Path) -> Path:
+    text = (ROOT / "configs" / "demo.yaml").read_text(encoding="utf-8")
+    text = text.replace("path: ../sample_data/pisa_gps.csv.gz", f"path: {parts}")
+    text = text.replace("grid: [250m, 500m, 750m]", "grid: [500m]")
+    text = text.replace("frequency: [1, 4, 7, 10, 13]", "frequency: [1, 7]")
+    assert f"path: {parts}" in text and "grid: [500m]" in text
+    config = folder / "split.yaml"
+    config.write_text(text, encoding="utf-8")
+    return config
+
+
+@pytest.mark.skipif(not DASK.exists(), reason="the dask command line is not installed")
+def test_assess_on_a_scheduler_and_two_worker_processes_gives_the_local_catalog(tmp_path):
+    parts = tmp_path / "parts"
+    _split(ROOT / "sample_data" / "pisa_gps.csv.gz", parts)
+    config = _config(tmp_path, parts)
+    local = subprocess.run(
+        [str(PRUDENCE), "assess", str(config), "--out", str(tmp_path / "local"), "--quiet"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert local.returncode == 0, local.stderr
+    with _deployment(tmp_path) as address:
+        done = subprocess.run(
+            [
+                str(PRUDENCE),
+                "assess",
+                str(config),
+                "--out",
+                str(tmp_path / "cluster"),
+                "--engine",
+                "dask",
+                "--scheduler",
+                address,
+                "--quiet",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=600,
+        )
+        assert done.returncode == 0, done.stderr
+        assert sum(_tasks_run(address).values()) > 0
+    _same_catalog(tmp_path / "local", tmp_path / "cluster")
+    manifest = json.loads((tmp_path / "cluster" / "catalog.json").read_text())
+    engine = json.dumps(manifest)
+    assert address in engine and '"workers": 2' in engine
+    recorded = [f["path"] for f in manifest["inputs"] if "/parts/" in f["path"]]
+    assert len(recorded) == sum(1 for _ in parts.rglob("part-0.*"))
