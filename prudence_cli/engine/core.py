@@ -25,7 +25,7 @@ and is reported as sampled.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -36,6 +36,7 @@ from prudence_cli.engine.indexes import (
     _by_rarity,
     _Indexes,
     _n_elements,
+    _Postings,
     _query_sizes_ok,
     _segment_min,
     _segment_sums,
@@ -58,6 +59,7 @@ from prudence_cli.engine.plan import (
 from prudence_cli.engine.problem import CountingProblem, QuerySpec
 from prudence_cli.engine.runner import DaskRunner, LocalRunner
 from prudence_cli.engine.sampling import sample_support
+from prudence_cli.engine.shards import Shard, can_shard, shard, shard_ranges
 from prudence_cli.engine.tasks import _keyed_self_task, _keyed_task, _posting_task, _whole_task
 from prudence_cli.engine.whole import whole_targets, without_whole
 from prudence_cli.errors import BudgetError
@@ -261,30 +263,30 @@ class Engine:
         if problem.self_queries:
             weights = m_index.weights(s, n_elements)
             budget = self._partition_budget(problem, s, weights)
-            partitions = (m_index.starts(lo, hi) for lo, hi in _partitions(weights, budget))
             per_position = m_index.subsets(s)
-            tasks = (
-                (starts, per_position[starts], s, n_elements, self.brute_limit, worker)
-                for starts in partitions
-            )
-            self._fold(support, self.runner.run(_keyed_self_task, problem, tasks))
+
+            def own(piece: Shard | None, lo: int, hi: int) -> tuple[Any, ...]:
+                starts = m_index.starts(lo, hi)
+                at = starts if piece is None else piece.member_positions(starts)
+                return (at, per_position[starts], s, n_elements, self.brute_limit, worker)
+
+            parts = _partitions(weights, budget)
+            self._fold(support, self._run(_keyed_self_task, problem, parts, weights, own))
             return
         q_index = indexes.starts(spec.elements)
         weights = m_index.weights(s, n_elements)
         weights += q_index.weights(s, n_elements, _query_sizes_ok(spec, s))
         budget = self._partition_budget(problem, s, weights)
-        pairs = (
-            (
-                m_index.starts(lo, hi),
-                q_index.starts(lo, hi),
-                s,
-                n_elements,
-                self.brute_limit,
-                worker,
-            )
-            for lo, hi in _partitions(weights, budget)
-        )
-        self._fold(support, self.runner.run(_keyed_task, problem, pairs))
+
+        def pair(piece: Shard | None, lo: int, hi: int) -> tuple[Any, ...]:
+            m_starts, q_starts = m_index.starts(lo, hi), q_index.starts(lo, hi)
+            if piece is not None:
+                m_starts = piece.member_positions(m_starts)
+                q_starts = piece.query_positions(q_starts)
+            return (m_starts, q_starts, s, n_elements, self.brute_limit, worker)
+
+        parts = _partitions(weights, budget)
+        self._fold(support, self._run(_keyed_task, problem, parts, weights, pair))
 
     def _posting(
         self, problem: CountingProblem, s: int, support: np.ndarray, indexes: _Indexes
@@ -293,12 +295,45 @@ class Engine:
         q_index = indexes.starts(spec.elements)
         weights = q_index.weights(s, indexes.n_elements, _query_sizes_ok(spec, s))
         budget = self._partition_budget(problem, s, weights * s)
-        tasks = (
-            (q_index.starts(lo, hi), s, self.worker())
-            for lo, hi in _partitions(weights, max(budget // max(s, 1), 1))
-        )
-        shared = (problem, indexes.postings())
-        self._fold(support, self.runner.run(_posting_task, shared, tasks))
+        worker = self.worker()
+
+        def checks(piece: Shard | None, lo: int, hi: int) -> tuple[Any, ...]:
+            starts = q_index.starts(lo, hi)
+            return (starts if piece is None else piece.query_positions(starts), s, worker)
+
+        parts = _partitions(weights, max(budget // max(s, 1), 1))
+        postings = (indexes, indexes.n_elements)
+        self._fold(support, self._run(_posting_task, problem, parts, weights, checks, postings))
+
+    def _run(
+        self,
+        task: Callable[..., tuple[np.ndarray, np.ndarray]],
+        problem: CountingProblem,
+        parts: list[tuple[int, int]],
+        weights: np.ndarray,
+        arguments: Callable[[Shard | None, int, int], tuple[Any, ...]],
+        postings: tuple[_Indexes, int] | None = None,
+    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """`task` over the partitions `parts` (element ranges) on the runner: each with
+        the level's whole data, or, on a runner of several workers, each worker with the
+        shard of the data its partitions read (engine/shards.py). `arguments` gives a
+        partition's, its positions numbered as its shard numbers them (None: whole);
+        with `postings` (the indexes and the number of elements) the tasks also take the
+        posting lists of the data they have."""
+        count = self.runner.shards if can_shard(problem) else 1
+        if count <= 1 or len(parts) <= 1:
+            shared: Any = problem if postings is None else (problem, postings[0].postings())
+            return self.runner.run(task, shared, (arguments(None, lo, hi) for lo, hi in parts))
+
+        def sharded() -> Iterator[tuple[Any, list[tuple[Any, ...]]]]:
+            for (lo, hi), group in shard_ranges(parts, weights, count):
+                piece = shard(problem, lo, hi)
+                data: Any = piece.problem
+                if postings is not None:
+                    data = (data, _Postings(data.members, postings[1], not data.ordered))
+                yield data, [arguments(piece, a, b) for a, b in group]
+
+        return self.runner.run_sharded(task, sharded())
 
     def _whole(
         self, problem: CountingProblem, users: np.ndarray, support: np.ndarray, indexes: _Indexes

@@ -7,7 +7,9 @@ key, so the engine combines them with an element-wise minimum in any order — t
 is the same, bit for bit, wherever the tasks ran (DESIGN.md section 6).
 
 The Dask runner scatters the shared data to every worker once per level, submits one
-future per partition and folds results in as they complete; no dataframe shuffle.
+future per partition and folds results in as they complete; no dataframe shuffle. On
+several workers the engine gives it shards instead (engine/shards.py): each worker
+receives only the part of the level its partitions read, and runs those partitions.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from typing import Any
 from prudence_cli.errors import PrudenceError
 
 Task = Callable[..., Any]
+# (data shared by a group of tasks, each task's arguments)
+Shards = Iterable[tuple[Any, Iterable[tuple[Any, ...]]]]
 
 
 class LocalRunner:
@@ -26,9 +30,16 @@ class LocalRunner:
     name = "local"
     workers = 1
 
+    def __init__(self, shards: int = 1) -> None:
+        self.shards = shards  # more than 1: the engine cuts levels into shards (tests)
+
     def run(self, task: Task, shared: Any, arguments: Iterable[tuple[Any, ...]]) -> Iterator[Any]:
         for args in arguments:
             yield task(shared, *args)
+
+    def run_sharded(self, task: Task, shards: Shards) -> Iterator[Any]:
+        for shared, arguments in shards:
+            yield from self.run(task, shared, arguments)
 
     def close(self) -> None:
         pass
@@ -70,22 +81,33 @@ class DaskRunner:
             where = scheduler or "a LocalCluster"
             raise PrudenceError(f"cannot reach the Dask scheduler {where}: {exc}") from None
         info = self.client.scheduler_info()
-        self.workers = len(info.get("workers", {}))
+        self.addresses = sorted(info.get("workers", {}))
+        self.workers = len(self.addresses)
+        self.shards = self.workers  # a shard of each level per worker
         self.scheduler = scheduler or "LocalCluster"
 
     def run(self, task: Task, shared: Any, arguments: Iterable[tuple[Any, ...]]) -> Iterator[Any]:
-        from distributed import as_completed
-
         handle = self.client.scatter(shared, broadcast=True, hash=False)
         futures = [self.client.submit(task, handle, *args, pure=False) for args in arguments]
-        try:
-            for future in as_completed(futures):
-                yield future.result()
-                future.release()
-        finally:
-            for future in futures:
-                future.cancel()
-            del handle
+        return _gathered(futures, [handle])
+
+    def run_sharded(self, task: Task, shards: Shards) -> Iterator[Any]:
+        """Each shard's data sent to one worker (in turn) and its tasks run there, where
+        the data is: no worker holds another's shard. One shard is built at a time here,
+        and dropped once sent."""
+        futures, handles = [], []
+        for k, (shared, arguments) in enumerate(shards):
+            where = [self.addresses[k % len(self.addresses)]] if self.addresses else None
+            handle = self.client.scatter(shared, workers=where, hash=False)
+            del shared
+            handles.append(handle)
+            futures.extend(
+                self.client.submit(
+                    task, handle, *args, pure=False, workers=where, allow_other_workers=False
+                )
+                for args in arguments
+            )
+        return _gathered(futures, handles)
 
     def close(self) -> None:
         self.client.close()
@@ -93,4 +115,24 @@ class DaskRunner:
             self.cluster.close()
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": "dask", "scheduler": self.scheduler, "workers": self.workers}
+        return {
+            "backend": "dask",
+            "scheduler": self.scheduler,
+            "workers": self.workers,
+            "sharded": self.shards > 1,
+        }
+
+
+def _gathered(futures: list[Any], handles: list[Any]) -> Iterator[Any]:
+    """The futures' results as they complete, each released once read; whatever is not
+    done is cancelled if the caller stops early, and the data they shared let go."""
+    from distributed import as_completed
+
+    try:
+        for future in as_completed(futures):
+            yield future.result()
+            future.release()
+    finally:
+        for future in futures:
+            future.cancel()
+        handles.clear()

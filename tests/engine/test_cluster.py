@@ -118,8 +118,9 @@ def _deployment(folder: Path, workers: int = 2) -> Iterator[str]:
         logs.close()
 
 
-def _tasks_run(address: str) -> dict[str, int]:
-    """The engine's partition tasks the scheduler saw through, by kind."""
+def _tasks_run(address: str) -> tuple[dict[str, int], list[int]]:
+    """The engine's partition tasks the scheduler saw through, by kind; and how many task
+    transitions each worker went through."""
     from distributed import Client
 
     def seen(dask_scheduler) -> dict[str, int]:
@@ -129,8 +130,11 @@ def _tasks_run(address: str) -> dict[str, int]:
             if name.endswith("_task")
         }
 
+    def transitions(dask_worker) -> int:
+        return int(dask_worker.state.transition_counter)
+
     with Client(address, timeout=60) as client:
-        return client.run_on_scheduler(seen)
+        return client.run_on_scheduler(seen), list(client.run(transitions).values())
 
 
 def _config(folder: Path, parts: Path) -> Path:
@@ -138,6 +142,7 @@ def _config(folder: Path, parts: Path) -> Path:
     text = text.replace("path: ../sample_data/pisa_gps.csv.gz", f"path: {parts}")
     text = text.replace("grid: [250m, 500m, 750m]", "grid: [500m]")
     text = text.replace("frequency: [1, 4, 7, 10, 13]", "frequency: [1, 7]")
+    text += "engine: {memory: 2MB}  # partitions small enough to make several per level\n"
     assert f"path: {parts}" in text and "grid: [500m]" in text
     config = folder / "split.yaml"
     config.write_text(text, encoding="utf-8")
@@ -176,10 +181,12 @@ def test_assess_on_a_scheduler_and_two_worker_processes_gives_the_local_catalog(
             timeout=600,
         )
         assert done.returncode == 0, done.stderr
-        assert sum(_tasks_run(address).values()) > 0
+        tasks, per_worker = _tasks_run(address)
+        # each worker ran the partitions of its shard of the levels
+        assert tasks["keyed_task"] + tasks["keyed_self_task"] > 10 and min(per_worker) > 0
     _same_catalog(tmp_path / "local", tmp_path / "cluster")
     manifest = json.loads((tmp_path / "cluster" / "catalog.json").read_text())
     engine = json.dumps(manifest)
-    assert address in engine and '"workers": 2' in engine
+    assert address in engine and '"workers": 2, "sharded": true' in engine
     recorded = [f["path"] for f in manifest["inputs"] if "/parts/" in f["path"]]
     assert len(recorded) == sum(1 for _ in parts.rglob("part-0.*"))
