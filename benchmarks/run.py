@@ -361,6 +361,7 @@ def scaling_child(
     extra = dict(extra)
     backend = str(extra.pop("engine", "local"))
     workers = int(extra.pop("workers", 1))  # type: ignore[call-overload]
+    sharded = bool(extra.pop("sharded", True))  # False: every worker gets the whole level
     values = {"h": h, "points": h, **extra}
     level = KnowledgeLevel(attack_name, tuple((d.name, values[d.name]) for d in attack.knowledge))
     engine = Engine()
@@ -368,14 +369,16 @@ def scaling_child(
         from prudence_cli.engine.runner import DaskRunner
 
         engine = Engine(runner=DaskRunner(workers=workers), worker_threads=1)
+        if not sharded:
+            engine.runner.shards = 1
         # workers up and their kernels loaded before the clock starts
         attack.risks(view.keep(view.user < 1000), level, engine)
     started = time.perf_counter()
     result = attack.risks(view, level, engine)
     seconds = time.perf_counter() - started
-    workers_gb = 0.0
+    each_gb: list[float] = []
     if backend == "dask":
-        workers_gb = sum(engine.runner.client.run(peak_kb).values()) / 1e6
+        each_gb = [kb / 1e6 for kb in engine.runner.client.run(peak_kb).values()]
         engine.runner.close()
     print(
         json.dumps(
@@ -390,7 +393,9 @@ def scaling_child(
                 "seconds": seconds,
                 "instances": result.instances,
                 "peak_gb": peak_kb() / 1e6,
-                "workers_peak_gb": workers_gb,
+                "workers_peak_gb": sum(each_gb),
+                "worker_peaks_gb": each_gb,
+                "sharded": backend == "dask" and sharded and workers > 1,
                 "mean_risk": float(result.risk.mean()),
             }
         )

@@ -136,22 +136,33 @@ def ingest(rows: int) -> list[dict[str, object]]:
 def scale_out(users: int) -> list[dict[str, object]]:
     rows = []
     for h in (2, 3):
-        for engine, workers in (("local", 0), ("dask", 1), ("dask", 2)):
-            extra = {"engine": engine, "workers": workers} if engine == "dask" else {}
+        for engine, workers, sharded in (
+            ("local", 0, False),
+            ("dask", 1, False),
+            ("dask", 2, False),
+            ("dask", 2, True),
+        ):
+            extra = (
+                {"engine": engine, "workers": workers, "sharded": sharded}
+                if engine == "dask"
+                else {}
+            )
             row = run_child(
                 [
                     str(HERE / "run.py"),
                     "--child",
                     json.dumps(["presence", "unique_location", users, h, extra]),
                 ],
-                f"h={h} {engine} {workers}",
+                f"h={h} {engine} {workers}{' sharded' if sharded else ''}",
             )
             if row is None:
                 continue
             rows.append(row)
+            each = " + ".join(f"{gb:.2f}" for gb in row.get("worker_peaks_gb", []))
             print(
-                f"h={h} {engine:<5} workers={workers}  {row['seconds']:7.1f} s  client "
-                f"{row['peak_gb']:.2f} GB  workers {row['workers_peak_gb']:.2f} GB",
+                f"h={h} {engine:<5} workers={workers}{' sharded' if sharded else '':<8} "
+                f"{row['seconds']:7.1f} s  client {row['peak_gb']:.2f} GB  workers "
+                f"{each or '—'} GB",
                 flush=True,
             )
     return rows
@@ -174,8 +185,9 @@ def render(results: dict[str, object]) -> str:
     scale_rows = results.get("scale_out") or []
     if scale_rows:
         lines += [
-            "| h | engine | wall s | / local | n/k line s | over the line | peak GB (all) |",
-            "|---|---|---|---|---|---|---|",
+            "| h | engine | wall s | / local | n/k line s | over the line | peak GB, "
+            "assessing process | peak GB, each worker |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         for h in (2, 3):
             at_h = [r for r in scale_rows if r["h"] == h]  # type: ignore[index]
@@ -183,15 +195,18 @@ def render(results: dict[str, object]) -> str:
             one = next((r for r in at_h if r["engine"] == "dask" and r["workers"] == 1), None)
             for r in at_h:
                 name = "local" if r["engine"] == "local" else f"dask, {r['workers']} worker(s)"
+                if r["engine"] == "dask" and r["workers"] > 1:
+                    name += ", sharded" if r.get("sharded") else ", whole level to each"
                 ratio = f"{r['seconds'] / local['seconds']:.2f}" if local else "—"
                 line = over = "—"
                 if one and r["engine"] == "dask":
                     ideal = one["seconds"] / r["workers"]
                     line = f"{ideal:.1f}"
                     over = f"{(r['seconds'] / ideal - 1) * 100:+.0f} %"
+                each = ", ".join(f"{gb:.2f}" for gb in r.get("worker_peaks_gb", [])) or "—"
                 lines.append(
                     f"| {h} | {name} | {r['seconds']:.1f} | {ratio} | {line} | {over} | "
-                    f"{r['peak_gb'] + r['workers_peak_gb']:.2f} |"
+                    f"{r['peak_gb']:.2f} | {each} |"
                 )
     return "\n".join(lines) + "\n"
 

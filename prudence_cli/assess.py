@@ -146,7 +146,7 @@ def run_assessment(
     out = Path(output) if output is not None else config.output
     inherit, warnings = claim_output(config, out, force)
     sha256_ahead(config.input_files)  # for the manifest, while the inputs are read
-    prepared = _prepare(config, report)
+    prepared = _prepare(config, report, getattr(engine.runner, "client", None))
     selection = prepared.selection
     timings["read_and_select"] = time.perf_counter() - started
     with atomic_folder(out, is_catalog) as folder:
@@ -208,10 +208,15 @@ def _silent(done: int, total: int, message: str, unit: str = "") -> None:
     """No progress is shown."""
 
 
-def _prepare(config: Config, report: ProgressCallback) -> Prepared:
+def _prepare(config: Config, report: ProgressCallback, client: Any = None) -> Prepared:
+    """The selection, read and selected here, or on the workers of a Dask `client`."""
     name = config.input.path.name
     report(0, 0, f"reading {name}")
-    prepared = prepare(config, lambda done, size: report(done, size, f"reading {name}", "bytes"))
+
+    def heard(done: int, size: int) -> None:
+        report(done, size, f"reading {name}", "bytes")
+
+    prepared = prepare(config, heard, client)
     selection = prepared.selection
     if selection.n_users == 0:
         raise PrudenceError(

@@ -41,7 +41,13 @@ def _bounded(message: str) -> str:
 
 
 class PrudenceError(Exception):
-    """An error the user can act on: bad config, bad input, bad catalog."""
+    """An error the user can act on: bad config, bad input, bad catalog.
+
+    Errors raised on a Dask worker reach the assessing process pickled: each one is
+    rebuilt from its message as it was made (not from the arguments of its class)."""
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuilt, (type(self), str(self), self.__dict__))
 
 
 class ConfigError(PrudenceError):
@@ -66,6 +72,13 @@ class InputError(PrudenceError):
             name = "…" + name[-(_MESSAGE_LIMIT // 2) :]
         where = f"{name}:{line}: " if line is not None else f"{name}: "
         super().__init__(where + _bounded(message))
+
+
+def _rebuilt(kind: type[PrudenceError], message: str, state: dict[str, object]) -> PrudenceError:
+    error = Exception.__new__(kind)
+    Exception.__init__(error, message)
+    error.__dict__.update(state)
+    return error
 
 
 class CatalogError(PrudenceError):

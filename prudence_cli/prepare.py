@@ -41,23 +41,31 @@ class Prepared:
     cache: dict[str, Any]  # what the catalog records about the cache (empty: none)
 
 
-def prepare(config: Config, progress: ReadProgress | None = None) -> Prepared:
+def prepare(config: Config, progress: ReadProgress | None = None, client: Any = None) -> Prepared:
     """Read and select the config's input, through the cache when it asks for one.
-    `progress` hears the bytes of the input read so far and its size."""
+    `progress` hears the bytes of the input read so far and its size. With a Dask
+    `client`, the workers read and select the input (cluster_input.py)."""
     if config.input.cache != "parquet":
-        raw = read_points(config.input.spec(), progress)
-        return Prepared(select(raw, config), dict(raw.dropped), {})
+        return Prepared(*_read_and_select(config, progress, client), {})
     key = cache_key(config)
     folder = (config.input.cache_dir or config.file.parent / ".prudence-cache") / key
     found = _load(folder, config)
     if found is not None:
         return Prepared(found[0], found[1], {"key": key, "folder": str(folder), "used": True})
+    selection, dropped = _read_and_select(config, progress, client)
+    _store(folder, selection, dropped, key)
+    return Prepared(selection, dropped, {"key": key, "folder": str(folder), "used": False})
+
+
+def _read_and_select(
+    config: Config, progress: ReadProgress | None, client: Any
+) -> tuple[Selection, dict[str, int]]:
+    if client is not None:
+        from prudence_cli.cluster_input import read_and_select
+
+        return read_and_select(client, config, progress)
     raw = read_points(config.input.spec(), progress)
-    selection = select(raw, config)
-    _store(folder, selection, dict(raw.dropped), key)
-    return Prepared(
-        selection, dict(raw.dropped), {"key": key, "folder": str(folder), "used": False}
-    )
+    return select(raw, config), dict(raw.dropped)
 
 
 def cache_key(config: Config) -> str:

@@ -109,8 +109,49 @@ class _Rows:
         return self.distinct[0][self.position], self.distinct[1][self.position]
 
 
+@dataclass
+class Chosen:
+    """The rows the selection keeps, before users are renumbered and points projected:
+    sorted by user and time, with their trips (`rows`, indexing `table`); the input's
+    user ids (`ids`, numbered by the codes of `rows.user`) and which of them are kept;
+    the counts so far; and how many trips the period's points made (`trips`: trip
+    numbers of later rows follow on from there)."""
+
+    rows: _Rows
+    table: pd.DataFrame
+    ids: pd.Index | np.ndarray
+    present: np.ndarray
+    stats: dict[str, int]
+    trips: int
+
+    def compacted(self) -> Chosen:
+        """Only the kept rows, in order, as their own table (user, time, lon, lat,
+        [location], [leave]): what a worker sends back of its share of the input."""
+        rows, table = self.rows, self.table
+        lon, lat = rows.coordinates(table)
+        columns: dict[str, object] = {C.USER: rows.user, C.TIME: rows.time, C.LAT: lat, C.LON: lon}
+        if C.LOCATION in table:
+            places = table[C.LOCATION].array
+            columns[C.LOCATION] = pd.Categorical.from_codes(
+                places.codes[rows.row], categories=places.categories
+            )
+        if C.TRIP in table:  # the trips are numbered: the input's ids are not needed
+            columns[C.TRIP] = rows.trip
+        if C.LEAVE in table:
+            columns[C.LEAVE] = table[C.LEAVE].to_numpy()[rows.row]
+        compact = pd.DataFrame(columns, copy=False)
+        every = np.arange(len(rows.row), dtype=np.int64)
+        return replace(self, rows=_Rows(every, rows.user, rows.trip, rows.time), table=compact)
+
+
 def select(raw: RawPoints, config: Config) -> Selection:
     """Apply the config's `select` block to the raw points (see the module docstring)."""
+    return finish(select_rows(raw, config), config, raw.segments)
+
+
+def select_rows(raw: RawPoints, config: Config) -> Chosen:
+    """The period, trips, trip ends, area and active users of the `select` block: the
+    rows kept. Every user's points must be in `raw` (a share of the input by user is)."""
     sel = config.select
     table = raw.table
     stats = {"rows_read": raw.rows_read, "rows_valid": len(table)}
@@ -127,6 +168,7 @@ def select(raw: RawPoints, config: Config) -> Selection:
     # before sorting: less memory at once (its code of every row is dropped once placed)
     positions = repeated_positions(table[C.LON].to_numpy(), table[C.LAT].to_numpy())
     rows = _sorted_rows(table, codes, time, keep, len(all_ids), sel).placed(positions)
+    trips = int(rows.trip[-1]) + 1 if len(rows.trip) else 0
     del positions
     if sel.area is not None:
         area = _prepared(area_geometry(sel.area))
@@ -141,7 +183,15 @@ def select(raw: RawPoints, config: Config) -> Selection:
     if not (active_user | (points_per_user == 0)).all():  # often every user is active
         rows = rows.kept(active_user[rows.user])
     stats["points"] = len(rows.row)
+    return Chosen(rows, table, all_ids, present, stats, trips)
 
+
+def finish(chosen: Chosen, config: Config, segments: pd.DataFrame | None = None) -> Selection:
+    """The Selection of the rows chosen: users renumbered 0, 1, ... in code order, points
+    projected to the config's CRS or the one chosen for them, towers or segments
+    numbered as locations (`segments`: the segments table, for their lines)."""
+    rows, table, stats = chosen.rows, chosen.table, dict(chosen.stats)
+    present, all_ids = chosen.present, chosen.ids
     kept_codes = np.flatnonzero(present)
     user_ids = np.asarray(all_ids, dtype=object)
     user = rows.user
@@ -169,8 +219,8 @@ def select(raw: RawPoints, config: Config) -> Selection:
                 "lat": table[C.LAT].to_numpy()[first],
             }
         )
-        if raw.segments is not None:
-            lines = raw.segments.set_index("segment").loc[list(labels), "geometry"].to_numpy()
+        if segments is not None:
+            lines = segments.set_index("segment").loc[list(labels), "geometry"].to_numpy()
             locations["wkt"] = shapely.to_wkt(lines, rounding_precision=7)
             geometry = project_lines(lines, crs)
     if C.TRIP in table:

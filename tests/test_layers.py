@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).parent.parent / "prudence_cli"
 FLOORS: list[tuple[str, ...]] = [
     ("errors", "units", "columns", "arrays", "space", "config", "io"),  # the ground floor
     ("engine",),
-    ("select", "prepare"),
+    ("select", "cluster_input", "prepare"),
     ("dataviews",),
     ("attacks",),
     ("measures",),

@@ -11,7 +11,7 @@ holds it at or after that position, with every later element of the query after 
 (ordered lists) or larger than it (sorted ones).
 
 The suffixes keep the lists' users (the offsets of every user, empty where nothing is
-kept), so that results are reduced by user code as before, and `position` renumbers the
+kept), so that results are reduced by user code as before, and `kept` renumbers the
 planning process's positions (of its start indexes) into the shard's. Counting on the
 shards gives every support bit for bit (the tests compare them on random problems).
 Queries drawn as compositions are not cut: their size depends on the whole list.
@@ -29,34 +29,43 @@ from prudence_cli.engine.problem import CountingProblem, Elements
 
 @dataclass(frozen=True)
 class Suffixes:
-    """A shard's lists, and where each of the whole lists' positions is in them (-1:
-    not kept)."""
+    """A shard's lists, and which of the whole lists' positions they hold (increasing)."""
 
     lists: Elements
-    position: np.ndarray
+    kept: np.ndarray
 
     def at(self, positions: np.ndarray) -> np.ndarray:
         """The shard's positions of positions of the whole lists (all of them kept)."""
-        found: np.ndarray = self.position[positions]
-        if found.size and found.min() < 0:  # a kernel would read outside its lists
+        found: np.ndarray = np.searchsorted(self.kept, positions)
+        held = found < self.kept.size
+        if not held.all() or not np.array_equal(self.kept[found], positions):
+            # a kernel would read outside its lists
             raise AssertionError("a partition starts at a position its shard does not hold")
         return found
 
 
 def suffixes(lists: Elements, lo: int, hi: int) -> Suffixes:
-    """Each list's suffix from its first position whose element is in [lo, hi)."""
-    n = lists.elements.shape[0]
-    owners = np.repeat(np.arange(lists.n_users, dtype=np.int64), lists.lengths)
+    """Each list's suffix from its first position whose element is in [lo, hi). Memory:
+    a byte per position of the whole lists, and the suffixes."""
+    offsets = lists.offsets
+    ends = offsets[1:]
     inside = np.flatnonzero((lists.elements >= lo) & (lists.elements < hi))
-    first = np.full(lists.n_users, n, dtype=np.int64)  # none: past every position
+    first = ends.copy()  # none: an empty suffix
     if inside.size:
-        whose = owners[inside]
+        whose = np.searchsorted(offsets, inside, side="right") - 1
         new = np.r_[True, whose[1:] != whose[:-1]]  # positions rise within each list
         first[whose[new]] = inside[new]
-    keep = np.arange(n, dtype=np.int64) >= first[owners]
-    position = np.cumsum(keep) - 1
-    position[~keep] = -1
-    return Suffixes(lists.select(keep), position)
+    n = lists.elements.shape[0]
+    step = np.zeros(n + 1, dtype=np.int8)  # +1 where a suffix begins, -1 where it ends
+    has = first < ends
+    np.add.at(step, first[has], 1)
+    np.add.at(step, ends[has], -1)
+    keep = np.cumsum(step[:-1], dtype=np.int8).view(bool)
+    sizes = ends - first
+    new_offsets = np.zeros_like(offsets)
+    np.cumsum(sizes, out=new_offsets[1:])
+    cut = Elements(new_offsets, lists.elements[keep], lists.values[keep])
+    return Suffixes(cut, np.flatnonzero(keep))
 
 
 @dataclass(frozen=True)
@@ -89,8 +98,7 @@ def shard(problem: CountingProblem, lo: int, hi: int) -> Shard:
         spec = replace(spec, elements=members.lists)
     else:
         queries = suffixes(spec.elements, lo, hi)
-        kept = queries.position >= 0
-        upper = spec.upper[kept] if spec.upper is not None else None
+        upper = spec.upper[queries.kept] if spec.upper is not None else None
         spec = replace(spec, elements=queries.lists, upper=upper)
     return Shard(replace(problem, members=members.lists, queries=spec), members, queries)
 

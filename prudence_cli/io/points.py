@@ -88,7 +88,7 @@ def read_points(spec: PointsSpec, progress: ReadProgress | None = None) -> RawPo
     towers = read_towers(spec.towers) if spec.towers is not None else None
     segments = read_segments(spec.segments) if spec.segments is not None else None
     if files == (spec.path,):
-        return _read_file(spec, towers, segments, progress)
+        return read_file(spec, towers, segments, progress)
     sizes = [f.stat().st_size for f in files]
     total, before = sum(sizes), 0
     parts = []
@@ -98,15 +98,15 @@ def read_points(spec: PointsSpec, progress: ReadProgress | None = None) -> RawPo
             if progress is not None:
                 progress(before + done, total)
 
-        parts.append(_read_file(replace(spec, path=file), towers, segments, heard, alone=False))
+        parts.append(read_file(replace(spec, path=file), towers, segments, heard, alone=False))
         before += size
         heard(size, size)
     if sum(part.rows_read for part in parts) == 0:
         raise InputError(spec.path, f"holds no data rows in any of its {len(files)} files")
-    return _merged(parts)
+    return merged(parts)
 
 
-def _merged(parts: list[RawPoints]) -> RawPoints:
+def merged(parts: list[RawPoints]) -> RawPoints:
     """The points of several files as one input: tables one after the other, the ids
     of every file numbered as one (a user found in two files is one person)."""
     result = RawPoints(table=pd.DataFrame(), segments=parts[0].segments)
@@ -134,7 +134,7 @@ def _categorical(ids: pd.Series) -> pd.Categorical:
     return pd.Categorical(ids.astype(str))
 
 
-def _read_file(
+def read_file(
     spec: PointsSpec,
     towers: pd.DataFrame | None,
     segments: pd.DataFrame | None,
@@ -142,7 +142,7 @@ def _read_file(
     alone: bool = True,
 ) -> RawPoints:
     """`read_points` of one file, its towers and segments tables read already; one of
-    several (not `alone`) may hold no row."""
+    several (not `alone`) may hold no row. `progress` hears the bytes of the file read."""
     needed = input_columns(spec)
     header = read_header(spec.path, spec.delimiter)
     check_columns(spec.path, header, needed, "input.columns")

@@ -119,15 +119,16 @@ def _deployment(folder: Path, workers: int = 2) -> Iterator[str]:
 
 
 def _tasks_run(address: str) -> tuple[dict[str, int], list[int]]:
-    """The engine's partition tasks the scheduler saw through, by kind; and how many task
-    transitions each worker went through."""
+    """The engine's partition tasks and the input's tasks the scheduler saw through, by
+    kind (in task states passed through); and how many task transitions each worker went
+    through."""
     from distributed import Client
 
     def seen(dask_scheduler) -> dict[str, int]:
         return {
             name: sum(prefix.state_counts.values())
             for name, prefix in dask_scheduler.task_prefixes.items()
-            if name.endswith("_task")
+            if name.endswith("_task") or name in ("read", "split", "select")
         }
 
     def transitions(dask_worker) -> int:
@@ -184,6 +185,8 @@ def test_assess_on_a_scheduler_and_two_worker_processes_gives_the_local_catalog(
         tasks, per_worker = _tasks_run(address)
         # each worker ran the partitions of its shard of the levels
         assert tasks["keyed_task"] + tasks["keyed_self_task"] > 10 and min(per_worker) > 0
+        # the workers read every part, split it by user and selected each range of users
+        assert tasks["read"] > 0 and tasks["split"] > 0 and tasks["select"] > 0
     _same_catalog(tmp_path / "local", tmp_path / "cluster")
     manifest = json.loads((tmp_path / "cluster" / "catalog.json").read_text())
     engine = json.dumps(manifest)

@@ -210,3 +210,56 @@ def test_a_worker_runs_its_tasks_kernels_as_the_planning_process_does(cluster, c
         planned = Engine(worker_threads=1).worker()
     assert planned == (1, compiled)
     assert cluster.client.submit(_mode_in_worker, planned, pure=False).result() is compiled
+
+
+def _split_parts(source: Path, folder: Path, broken: dict[int, tuple[str, str]]) -> None:
+    """`source` as three parts (CSV, Parquet, gzipped CSV) with some values `broken`:
+    {row: (column, value)}."""
+    rows = pd.read_csv(source, dtype=str)
+    for row, (column, value) in broken.items():
+        rows.loc[row, column] = value
+    folder.mkdir()
+    third = len(rows) // 3
+    rows.iloc[:third].to_csv(folder / "a.csv", index=False)
+    rows.iloc[third : 2 * third].to_parquet(folder / "b.parquet", index=False)
+    rows.iloc[2 * third :].to_csv(folder / "c.csv.gz", index=False)
+
+
+@pytest.mark.parametrize("name", ["demo_cdr", "segments"])
+def test_workers_read_and_select_a_folder_as_the_assessing_process_does(name, cluster, tmp_path):
+    """Parts read on the workers, split by user, selected where they meet: the Selection
+    and the dropped rows of a local read, on towers and on map-matched segments."""
+    from prudence_cli.prepare import prepare
+
+    config = load_config(CONFIGS / f"{name}.yaml")
+    time_column = config.input.columns.time if name == "demo_cdr" else config.input.columns.enter
+    _split_parts(
+        config.input.path, tmp_path / "parts", {5: (time_column, "soon"), 9_000: (time_column, "")}
+    )
+    input_ = dataclasses.replace(config.input, path=tmp_path / "parts", on_invalid="drop")
+    config = dataclasses.replace(config, input=input_)
+    local = prepare(config)
+    spread = prepare(config, client=cluster.client)
+    assert spread.dropped == local.dropped and sum(local.dropped.values()) == 2
+    a, b = local.selection, spread.selection
+    pd.testing.assert_frame_equal(a.points, b.points)
+    assert list(a.user_ids) == list(b.user_ids) and a.crs == b.crs and a.stats == b.stats
+    pd.testing.assert_frame_equal(a.locations, b.locations)
+    if a.geometry is not None:
+        assert all(x.equals_exact(y, 0) for x, y in zip(a.geometry, b.geometry, strict=True))
+
+
+def test_a_bad_row_read_on_a_worker_is_named_by_its_file_and_line(cluster, tmp_path):
+    from prudence_cli.errors import InputError
+    from prudence_cli.prepare import prepare
+
+    config = load_config(CONFIGS / "demo.yaml")
+    _split_parts(config.input.path, tmp_path / "parts", {70_000: ("datetime", "yesterday")})
+    config = dataclasses.replace(
+        config, input=dataclasses.replace(config.input, path=tmp_path / "parts")
+    )
+    with pytest.raises(InputError) as caught:
+        prepare(config, client=cluster.client)
+    third = len(pd.read_csv(CONFIGS.parent / "sample_data" / "pisa_gps.csv.gz")) // 3
+    row = 70_000 - third + 1  # a Parquet file's rows count from 1 (it has no header)
+    assert str(caught.value).startswith(f"{tmp_path / 'parts' / 'b.parquet'}:{row}: time")

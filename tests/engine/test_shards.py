@@ -29,7 +29,10 @@ def test_each_list_keeps_its_suffix_from_its_first_element_in_range():
     assert cut.lists.offsets.tolist() == [0, 3, 3, 5, 5]
     assert cut.lists.elements.tolist() == [4, 6, 9, 5, 3]
     assert cut.lists.values.tolist() == [1.0, 2.0, 3.0, 7.0, 8.0]
-    assert cut.position.tolist() == [-1, 0, 1, 2, -1, -1, -1, 3, 4]
+    assert cut.kept.tolist() == [1, 2, 3, 7, 8]
+    assert cut.at(np.array([7, 1])).tolist() == [3, 0]
+    with pytest.raises(AssertionError, match="does not hold"):
+        cut.at(np.array([0]))
 
 
 def test_partitions_are_grouped_into_shards_of_about_equal_weight():
