@@ -95,7 +95,8 @@ class DaskRunner:
         """Each shard's data sent to one worker (in turn) and its tasks run there, where
         the data is: no worker holds another's shard. One shard is built at a time here,
         and dropped once sent."""
-        futures, handles = [], []
+        futures: list[Any] = []
+        handles: list[Any] = []
         for k, (shared, arguments) in enumerate(shards):
             where = [self.addresses[k % len(self.addresses)]] if self.addresses else None
             handle = self.client.scatter(shared, workers=where, hash=False)
