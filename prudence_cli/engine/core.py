@@ -367,14 +367,17 @@ class Engine:
             checked += plan.queries
         rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=self.seed_key))
         users = np.flatnonzero(drawn)
+        postings = indexes.postings()
+        shared = self.runner.share((problem, postings)) if users.size else None
         checked += sample_support(
             problem,
-            indexes.postings(),
+            postings,
             users,
             self.sample or 0,
             rng,
             support,
             self.partition_instances,
+            (self.runner.run, shared, self.worker()),
         )
         return checked, bool(users.size)
 

@@ -37,6 +37,10 @@ class LocalRunner:
         for args in arguments:
             yield task(shared, *args)
 
+    def share(self, data: Any) -> Any:
+        """`data` as `run` takes it for several runs (here: itself)."""
+        return data
+
     def run_sharded(self, task: Task, shards: Shards) -> Iterator[Any]:
         for shared, arguments in shards:
             yield from self.run(task, shared, arguments)
@@ -87,9 +91,18 @@ class DaskRunner:
         self.scheduler = scheduler or "LocalCluster"
 
     def run(self, task: Task, shared: Any, arguments: Iterable[tuple[Any, ...]]) -> Iterator[Any]:
-        handle = self.client.scatter(shared, broadcast=True, hash=False)
+        """Each task on some worker, `shared` sent to every worker once (not again when
+        it is already there: `share`)."""
+        from distributed import Future
+
+        handle = shared if isinstance(shared, Future) else self.share(shared)
         futures = [self.client.submit(task, handle, *args, pure=False) for args in arguments]
         return _gathered(futures, [handle])
+
+    def share(self, data: Any) -> Any:
+        """`data` sent to every worker once, for several runs."""
+        (handle,) = self.client.scatter([data], broadcast=True, hash=False)
+        return handle
 
     def run_sharded(self, task: Task, shards: Shards) -> Iterator[Any]:
         """Each shard's data sent to one worker (in turn) and its tasks run there, where

@@ -13,7 +13,8 @@ The draws, per target, in order:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -37,6 +38,11 @@ def sampled_widths(problem: CountingProblem) -> np.ndarray:
     return np.where((width >= np.maximum(spec.size_lo, 1)) & (width > 0), width, 0)
 
 
+# checks chunks of drawn queries: (task, the level's shared data, each chunk's arguments),
+# the results as they come (owners, supports); the engine runs them on its runner
+Checks = Callable[[Callable[..., Any], Any, Iterator[tuple[Any, ...]]], Iterator[Any]]
+
+
 def sample_support(
     problem: CountingProblem,
     postings: _Postings,
@@ -45,10 +51,13 @@ def sample_support(
     rng: np.random.Generator,
     support: np.ndarray,
     chunk_instances: int,
+    checks: tuple[Checks, Any, Any] | None = None,
 ) -> int:
     """Draw up to 1 + n queries per target of `users` (see the module), check them against
     the members' `postings`, fold their supports into `support` (running minimum);
-    returns how many were checked."""
+    returns how many were checked. The queries are drawn here, in order (the same draws
+    wherever they are checked); `checks` — (run, the shared level data as `run` takes
+    it, a worker setting) — checks them elsewhere, e.g. on a Dask cluster."""
     if users.size == 0 or n <= 0:
         return 0
     spec = problem.queries
@@ -66,7 +75,8 @@ def sample_support(
             *common, chunk, widths[chunk], *settings, rarity, *out
         )
 
-    checked = _check(problem, postings, users, widths, 1, rarest, support, chunk_instances)
+    run = checks or (_here, (problem, postings), None)
+    checked = _check(users, widths, 1, rarest, support, chunk_instances, run)
     active = users[support[users] > 1]
     drawn, size = 0, _FIRST_ROUND
     while active.size and drawn < n:
@@ -78,7 +88,7 @@ def sample_support(
                 *common, chunk, widths[chunk], k, *settings, randoms, *out
             )
 
-        checked += _check(problem, postings, active, widths, k, draw, support, chunk_instances)
+        checked += _check(active, widths, k, draw, support, chunk_instances, run)
         drawn += k
         size *= 2
         active = active[support[active] > 1]
@@ -86,32 +96,62 @@ def sample_support(
 
 
 def _check(
-    problem: CountingProblem,
-    postings: _Postings,
     users: np.ndarray,
     widths: np.ndarray,
     per_user: int,
     write: Callable[[np.ndarray, tuple[np.ndarray, ...]], None],
     support: np.ndarray,
     chunk_instances: int,
+    checks: tuple[Checks, Any, Any],
 ) -> int:
     """`per_user` queries per user, written by `write` chunk by chunk (at most about
-    `chunk_instances` query elements each), checked, folded into `support`."""
+    `chunk_instances` query elements each), checked by `checks`, folded into `support`."""
     step = max(1, chunk_instances // max(per_user * int(widths[users].max(initial=1)), 1))
-    for start in range(0, users.shape[0], step):
-        chunk = users[start : start + step]
-        n_queries = chunk.shape[0] * per_user
-        capacity = int(widths[chunk].sum()) * per_user
-        out = (
-            np.zeros(n_queries + 1, dtype=np.int64),  # offsets
-            np.empty(capacity, dtype=np.int32),  # elements
-            np.empty(capacity),  # lower bounds
-            np.empty(capacity),  # upper bounds
-            np.empty(n_queries, dtype=np.int64),  # reference positions
-            np.empty(n_queries, dtype=np.int64),  # owners
-        )
-        write(chunk, out)
-        q_offsets, q_elements, q_lo, q_hi, q_ref, q_owner = out
-        counts = postings.verify(problem, q_offsets, q_elements, q_lo, q_hi, q_ref)
-        compiled.group_kernels.scatter_min(support, q_owner, counts)
+    run, shared, worker = checks
+
+    def chunks() -> Iterator[tuple[Any, ...]]:
+        for start in range(0, users.shape[0], step):
+            chunk = users[start : start + step]
+            n_queries = chunk.shape[0] * per_user
+            capacity = int(widths[chunk].sum()) * per_user
+            out = (
+                np.zeros(n_queries + 1, dtype=np.int64),  # offsets
+                np.empty(capacity, dtype=np.int32),  # elements
+                np.empty(capacity),  # lower bounds
+                np.empty(capacity),  # upper bounds
+                np.empty(n_queries, dtype=np.int64),  # reference positions
+                np.empty(n_queries, dtype=np.int64),  # owners
+            )
+            write(chunk, out)
+            yield (*out, worker)
+
+    for owners, counts in run(verify_drawn, shared, chunks()):
+        compiled.group_kernels.scatter_min(support, owners, counts)
     return int(users.shape[0]) * per_user
+
+
+def verify_drawn(
+    shared: tuple[CountingProblem, _Postings],
+    q_offsets: np.ndarray,
+    q_elements: np.ndarray,
+    q_lo: np.ndarray,
+    q_hi: np.ndarray,
+    q_ref: np.ndarray,
+    q_owner: np.ndarray,
+    worker: Any,
+) -> tuple[np.ndarray, np.ndarray]:
+    """A chunk of drawn queries checked against the level's posting lists: their owners
+    and supports (a task: on a worker, its kernels run as `worker` says)."""
+    if worker is not None:
+        from prudence_cli.engine.tasks import _as_planned
+
+        _as_planned(worker)
+    problem, postings = shared
+    return q_owner, postings.verify(problem, q_offsets, q_elements, q_lo, q_hi, q_ref)
+
+
+def _here(
+    task: Callable[..., Any], shared: Any, arguments: Iterator[tuple[Any, ...]]
+) -> Iterator[Any]:
+    for args in arguments:
+        yield task(shared, *args)

@@ -263,3 +263,18 @@ def test_a_bad_row_read_on_a_worker_is_named_by_its_file_and_line(cluster, tmp_p
     third = len(pd.read_csv(CONFIGS.parent / "sample_data" / "pisa_gps.csv.gz")) // 3
     row = 70_000 - third + 1  # a Parquet file's rows count from 1 (it has no header)
     assert str(caught.value).startswith(f"{tmp_path / 'parts' / 'b.parquet'}:{row}: time")
+
+
+@pytest.mark.parametrize(("match", "mode"), MATCH_MODES)
+def test_sampled_levels_are_checked_on_the_workers_with_the_same_draws(match, mode, cluster):
+    """Over the budget, the queries are drawn in the assessing process (one seeded
+    stream) and checked on the workers: the supports of a local run."""
+    rng = np.random.default_rng(11)
+    problem = random_problem(rng, n_users=120, n_elements=9, h=3, match=match, mode=mode)
+    here = Engine(max_instances=0, sample=6, seed=3, partition_instances=40)
+    there = Engine(
+        max_instances=0, sample=6, seed=3, partition_instances=40, runner=cluster, worker_threads=1
+    )
+    a, b = here.min_support(problem), there.min_support(problem)
+    assert np.array_equal(a.minimum, b.minimum)
+    assert a.sampled and (a.instances, a.sampled) == (b.instances, b.sampled)
