@@ -117,19 +117,17 @@ def disclosure(
     owners = np.repeat(np.arange(records.n_users), records.lengths)
     order = np.argsort(records.elements, kind="stable")
     choose(int(sizes[users].sum() * (records.lengths.mean() if records.n_users else 0)))
-    em_user, kl_user, em_sum, kl_sum, touched = _em_kl(
+    shared = (
         records.offsets,
         records.elements,
         post_offsets,
         owners[order].astype(np.int64),
         query.offsets,
         query.elements,
-        users.astype(np.int64),
         q,
         untouched_kl,
-        float(q.sum()),
-        float(untouched_kl.sum()),
     )
+    em_user, kl_user, em_sum, kl_sum, touched = _em_kl_by_chunks(engine, shared, users)
     s = max(users.shape[0], 1)
     em_attribute = (em_sum + (s - touched) * q) / s
     kl_attribute = (kl_sum + (s - touched) * untouched_kl) / s
@@ -144,6 +142,55 @@ def disclosure(
         em_attribute=em_attribute,
         kl_attribute=kl_attribute,
     )
+
+
+# sampled users per EM/KL task: fixed, so that the sums are added in the same order
+# wherever the tasks run
+EM_KL_CHUNK = 4096
+
+
+def _em_kl_by_chunks(
+    engine: Engine, shared: tuple[np.ndarray, ...], users: np.ndarray
+) -> tuple[np.ndarray, ...]:
+    """`_em_kl` of `users` in chunks of EM_KL_CHUNK, each a task on the engine's runner
+    (on a cluster: the workers), the per-bin sums added in chunk order."""
+    chunks = [users[k : k + EM_KL_CHUNK] for k in range(0, max(users.shape[0], 1), EM_KL_CHUNK)]
+    tasks = ((k, chunk.astype(np.int64), engine.worker()) for k, chunk in enumerate(chunks))
+    found = dict(engine.runner.run(_em_kl_task, engine.runner.share(shared), tasks))
+    parts = [found[k] for k in range(len(chunks))]
+    em_user = np.concatenate([p[0] for p in parts])
+    kl_user = np.concatenate([p[1] for p in parts])
+    em_sum, kl_sum, touched = (p.copy() for p in parts[0][2:])
+    for part in parts[1:]:
+        em_sum += part[2]
+        kl_sum += part[3]
+        touched += part[4]
+    return em_user, kl_user, em_sum, kl_sum, touched
+
+
+def _em_kl_task(
+    shared: tuple[np.ndarray, ...], k: int, users: np.ndarray, worker: tuple[int | None, bool]
+) -> tuple[int, tuple[np.ndarray, ...]]:
+    """One chunk of sampled users (the `k`-th): `_em_kl`'s per-user values and per-bin
+    sums (a task: its kernels run as the planning process chose)."""
+    from prudence_cli.engine.tasks import _as_planned
+
+    _as_planned(worker)
+    offsets, elements, post_offsets, post_users, q_offsets, q_elements, q, untouched = shared
+    found = _em_kl(
+        offsets,
+        elements,
+        post_offsets,
+        post_users,
+        q_offsets,
+        q_elements,
+        users,
+        q,
+        untouched,
+        float(q.sum()),
+        float(untouched.sum()),
+    )
+    return k, found
 
 
 @kernel

@@ -278,3 +278,23 @@ def test_sampled_levels_are_checked_on_the_workers_with_the_same_draws(match, mo
     a, b = here.min_support(problem), there.min_support(problem)
     assert np.array_equal(a.minimum, b.minimum)
     assert a.sampled and (a.instances, a.sampled) == (b.instances, b.sampled)
+
+
+def test_em_and_kl_are_computed_on_the_workers_to_the_bit(cluster, monkeypatch):
+    """EM/KL disclosure in chunks of sampled people, as tasks on the workers: the same
+    values, bit for bit, as in the assessing process (the sums added in chunk order)."""
+    from prudence_cli.engine import Elements
+    from prudence_cli.measures import disclosure as measures
+
+    monkeypatch.setattr(measures, "EM_KL_CHUNK", 5)
+    rng = np.random.default_rng(2)
+    lengths = rng.integers(1, 6, 60)
+    bins = np.concatenate([np.sort(rng.choice(12, n, replace=False)) for n in lengths])
+    records = Elements.from_rows(60, np.repeat(np.arange(60), lengths), bins, np.ones(bins.size))
+    known = measures.draw_knowledge(records, 2, True, np.random.default_rng(4))
+    here = measures.disclosure(records, known, Engine(), 40, np.random.default_rng(5))
+    there = measures.disclosure(
+        records, known, Engine(runner=cluster, worker_threads=1), 40, np.random.default_rng(5)
+    )
+    for name in ("class_size", "sampled", "em_user", "kl_user", "em_attribute", "kl_attribute"):
+        assert np.array_equal(getattr(here, name), getattr(there, name)), name
