@@ -144,14 +144,18 @@ def disclosure(
     )
 
 
+# an EM/KL task's shared data: the records (offsets, elements), the posting lists
+# (offsets, users), the knowledge (offsets, elements), q and the untouched KL per bin
+Shared = tuple[
+    np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray
+]
+
 # sampled users per EM/KL task: fixed, so that the sums are added in the same order
 # wherever the tasks run
 EM_KL_CHUNK = 4096
 
 
-def _em_kl_by_chunks(
-    engine: Engine, shared: tuple[np.ndarray, ...], users: np.ndarray
-) -> tuple[np.ndarray, ...]:
+def _em_kl_by_chunks(engine: Engine, shared: Shared, users: np.ndarray) -> tuple[np.ndarray, ...]:
     """`_em_kl` of `users` in chunks of EM_KL_CHUNK, each a task on the engine's runner
     (on a cluster: the workers), the per-bin sums added in chunk order."""
     chunks = [users[k : k + EM_KL_CHUNK] for k in range(0, max(users.shape[0], 1), EM_KL_CHUNK)]
@@ -169,27 +173,15 @@ def _em_kl_by_chunks(
 
 
 def _em_kl_task(
-    shared: tuple[np.ndarray, ...], k: int, users: np.ndarray, worker: tuple[int | None, bool]
+    shared: Shared, k: int, users: np.ndarray, worker: tuple[int | None, bool]
 ) -> tuple[int, tuple[np.ndarray, ...]]:
     """One chunk of sampled users (the `k`-th): `_em_kl`'s per-user values and per-bin
     sums (a task: its kernels run as the planning process chose)."""
     from prudence_cli.engine.tasks import _as_planned
 
     _as_planned(worker)
-    offsets, elements, post_offsets, post_users, q_offsets, q_elements, q, untouched = shared
-    found = _em_kl(
-        offsets,
-        elements,
-        post_offsets,
-        post_users,
-        q_offsets,
-        q_elements,
-        users,
-        q,
-        untouched,
-        float(q.sum()),
-        float(untouched.sum()),
-    )
+    lists, (q, untouched) = shared[:6], shared[6:]  # records, postings, the knowledge
+    found = _em_kl(*lists, users, q, untouched, float(q.sum()), float(untouched.sum()))
     return k, found
 
 
