@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -56,6 +57,19 @@ output: {catalog}
 """
 
 
+def lattice(places: int = 20_000) -> tuple[Any, Any, Any]:
+    """The places people return to: lat, lon (300 m apart over Pisa) and popularity
+    (Zipf, exponent 0.8)."""
+    import numpy as np
+
+    side = int(np.ceil(np.sqrt(places)))
+    cell = np.arange(places)
+    lat = np.round(43.66 + (cell // side) * 300.0 / 110_540.0, 7)
+    lon = np.round(10.33 + (cell % side) * 300.0 / (111_320.0 * np.cos(np.radians(43.7))), 7)
+    popularity = 1.0 / np.arange(1, places + 1) ** 0.8
+    return lat, lon, popularity / popularity.sum()
+
+
 def write_gps(path: Path, people: int, seed: int = 1) -> None:
     """The seeded GPS CSV (see the module docstring), written through a temporary name."""
     import numpy as np
@@ -63,14 +77,8 @@ def write_gps(path: Path, people: int, seed: int = 1) -> None:
     import pyarrow.csv as pcsv
 
     rng = np.random.default_rng(seed)
-    places = 20_000
-    side = int(np.ceil(np.sqrt(places)))
-    cell = np.arange(places)
-    lat = np.round(43.66 + (cell // side) * 300.0 / 110_540.0, 7)
-    lon = np.round(10.33 + (cell % side) * 300.0 / (111_320.0 * np.cos(np.radians(43.7))), 7)
-    popularity = 1.0 / np.arange(1, places + 1) ** 0.8
-    popularity /= popularity.sum()
-    favourites = rng.choice(places, size=(people, 9), p=popularity)
+    lat, lon, popularity = lattice()
+    favourites = rng.choice(popularity.size, size=(people, 9), p=popularity)
     kept = rng.integers(5, 10, people)
     rows = people * POINTS_PER_PERSON
     user = np.repeat(np.arange(people), POINTS_PER_PERSON)

@@ -6,7 +6,8 @@ the raw points, only what the selection keeps.
    naming the file and line, dropped rows counted), and stays there.
 2. Each file sends back its user ids and their rows. The assessing process numbers the
    union of the ids in sorted order, as a local run numbers them, and cuts the codes into
-   one range per worker of about equal rows.
+   ranges of about equal rows: one per worker, or more when a range's selection would
+   not fit a quarter of a worker's memory limit.
 3. Each file is split by those ranges where it was read; the pieces of a range meet, in
    file order, on one worker, which selects them (period, trips, trip ends, area, active
    users — every point of a user is in the one range) and sends back only the rows
@@ -71,7 +72,8 @@ def read_and_select(
         dropped.update(f[3])
     if rows_read == 0 or not any(len(f[0]) for f in found):
         raise InputError(spec.path, f"holds no data rows in any of its {len(files)} files")
-    everyone, codes, bounds = _numbered(found, max(len(client.scheduler_info()["workers"]), 1))
+    rows = sum(int(f[1].sum()) for f in found)
+    everyone, codes, bounds = _numbered(found, _ranges(client, rows))
     pieces = [
         client.submit(_split, future, code, bounds, pure=False)
         for future, code in zip(read, codes, strict=True)
@@ -85,6 +87,23 @@ def read_and_select(
     shares = client.gather(chosen)
     joined = _joined(shares, bounds, everyone, rows_read)
     return finish(joined, config, segments), dict(dropped)
+
+
+# bytes a worker's selection of a range takes per row at its peak (the rows as read, the
+# pieces, sorting and placing them); a range is sized to a quarter of a worker's limit
+SELECT_BYTES_PER_ROW = 120
+
+
+def _ranges(client: Any, rows: int) -> int:
+    """How many ranges of users to select in: one per worker, more when a range would
+    not fit a quarter of the smallest worker's memory limit (Dask's; none: no more)."""
+    workers = client.scheduler_info()["workers"].values()
+    limits = [w.get("memory_limit") or 0 for w in workers]
+    ranges = max(len(limits), 1)
+    if limits and min(limits) > 0:
+        per_range = max(min(limits) // 4 // SELECT_BYTES_PER_ROW, 1)
+        ranges = max(ranges, -(-rows // per_range))
+    return ranges
 
 
 def _read(spec: PointsSpec, tables: tuple[Any, Any], alone: bool) -> RawPoints:

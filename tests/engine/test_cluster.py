@@ -43,9 +43,10 @@ def _split(sample: Path, folder: Path) -> None:
 
 
 @contextlib.contextmanager
-def _deployment(folder: Path, workers: int = 2) -> Iterator[str]:
-    """A scheduler and `workers` worker processes (1 thread, 1 GiB each) on 127.0.0.1;
-    yields the scheduler's address, stops every process at the end."""
+def deployment(folder: Path, workers: int = 2, limit: int = 2**30) -> Iterator[str]:
+    """A scheduler and `workers` worker processes (1 thread, `limit` bytes each) on
+    127.0.0.1, their logs in `folder`; yields the scheduler's address, stops every
+    process at the end. (benchmarks/cluster.py deploys with it too.)"""
     file = folder / "scheduler.json"
     env = {**os.environ, "DASK_DISTRIBUTED__WORKER__DAEMON": "False"}
     logs = contextlib.ExitStack()
@@ -90,7 +91,7 @@ def _deployment(folder: Path, workers: int = 2) -> Iterator[str]:
                         "--nworkers",
                         "1",
                         "--memory-limit",
-                        "1GiB",
+                        str(limit),
                         "--no-dashboard",
                         "--local-directory",
                         str(folder / f"w{k}"),
@@ -103,9 +104,9 @@ def _deployment(folder: Path, workers: int = 2) -> Iterator[str]:
         from distributed import Client
 
         with Client(address, timeout=60) as client:
-            client.wait_for_workers(workers, timeout=90)
+            client.wait_for_workers(workers, timeout=120)
             limits = [w["memory_limit"] for w in client.scheduler_info()["workers"].values()]
-            assert limits == [2**30] * workers
+            assert limits == [limit] * workers
         yield address
     finally:
         for process in reversed(processes):
@@ -162,7 +163,7 @@ def test_assess_on_a_scheduler_and_two_worker_processes_gives_the_local_catalog(
         check=False,
     )
     assert local.returncode == 0, local.stderr
-    with _deployment(tmp_path) as address:
+    with deployment(tmp_path) as address:
         done = subprocess.run(
             [
                 str(PRUDENCE),

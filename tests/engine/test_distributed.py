@@ -225,12 +225,19 @@ def _split_parts(source: Path, folder: Path, broken: dict[int, tuple[str, str]])
     rows.iloc[2 * third :].to_csv(folder / "c.csv.gz", index=False)
 
 
+@pytest.mark.parametrize("ranges", [None, 7])
 @pytest.mark.parametrize("name", ["demo_cdr", "segments"])
-def test_workers_read_and_select_a_folder_as_the_assessing_process_does(name, cluster, tmp_path):
-    """Parts read on the workers, split by user, selected where they meet: the Selection
-    and the dropped rows of a local read, on towers and on map-matched segments."""
+def test_workers_read_and_select_a_folder_as_the_assessing_process_does(
+    name, ranges, cluster, tmp_path, monkeypatch
+):
+    """Parts read on the workers, split by user, selected where they meet (in one range
+    of users per worker, or more): the Selection and the dropped rows of a local read,
+    on towers and on map-matched segments."""
+    from prudence_cli import cluster_input
     from prudence_cli.prepare import prepare
 
+    if ranges is not None:
+        monkeypatch.setattr(cluster_input, "_ranges", lambda client, rows: ranges)
     config = load_config(CONFIGS / f"{name}.yaml")
     time_column = config.input.columns.time if name == "demo_cdr" else config.input.columns.enter
     _split_parts(
@@ -298,3 +305,19 @@ def test_em_and_kl_are_computed_on_the_workers_to_the_bit(cluster, monkeypatch):
     )
     for name in ("class_size", "sampled", "em_user", "kl_user", "em_attribute", "kl_attribute"):
         assert np.array_equal(getattr(here, name), getattr(there, name)), name
+
+
+def test_ranges_of_users_fit_a_quarter_of_the_smallest_workers_limit():
+    from prudence_cli.cluster_input import SELECT_BYTES_PER_ROW, _ranges
+
+    class Scheduler:
+        def __init__(self, *limits: int) -> None:
+            self.limits = limits
+
+        def scheduler_info(self) -> dict:
+            return {"workers": {f"w{k}": {"memory_limit": m} for k, m in enumerate(self.limits)}}
+
+    quarter = 4 * SELECT_BYTES_PER_ROW  # a limit whose quarter holds one row's selection
+    assert _ranges(Scheduler(1000 * quarter, 2000 * quarter), 1000) == 2  # one per worker
+    assert _ranges(Scheduler(1000 * quarter, 2000 * quarter), 10_500) == 11
+    assert _ranges(Scheduler(0, 0, 0), 10**9) == 3  # no limit: one per worker

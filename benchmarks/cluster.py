@@ -1,0 +1,206 @@
+"""A real Dask deployment against the local engine, under the same memory limit per process.
+
+    python benchmarks/cluster.py [--people 10000000] [--files 20] [--limit-gb 3]
+                                 [--workers 2] [--skip-local]
+
+1. Data: `--people` people of the end-to-end benchmark's habits (10 GPS fixes each, 5-9
+   favourite places of a 20,000-place lattice over Pisa, Zipf popularity, June 2011),
+   written as `--files` Parquet parts, each a range of people (typed columns), cached
+   under benchmarks/out/cluster/ and reused while they exist.
+2. The local engine: `prudence assess` on the folder, its data segment limited to
+   `--limit-gb` (RLIMIT_DATA: numpy's arrays count, the reserved address space of the
+   kernels does not): wall time, peak resident memory, or how it failed.
+3. A deployment on this machine: `dask scheduler` and `--workers` × `dask worker
+   --nthreads 1 --memory-limit LIMIT` (Dask's own limit: it spills, pauses and restarts a
+   worker by it), then `prudence assess --engine dask --scheduler ...`: wall time, the
+   assessing process's peak, each worker's peak, and the time of each partition task
+   (from the scheduler's task stream).
+
+The config: the end-to-end benchmark's (one presence dataview, 250 m grid,
+`unique_location` at h = 2); the deployment: the tests' (tests/engine/test_cluster.py).
+Results: benchmarks/out/cluster_<people>.json. Not run in CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent)]
+from end_to_end import CONFIG, POINTS_PER_PERSON, lattice  # type: ignore[import-not-found]  # noqa: E402
+
+from tests.engine.test_cluster import deployment  # noqa: E402  (the tests' deployment)
+
+OUT = HERE / "out"
+DATA = OUT / "cluster"
+BIN = Path(sys.executable).parent
+
+
+def write_parts(folder: Path, people: int, files: int, seed: int = 1) -> None:
+    """The seeded parts (see the module docstring), each written whole, then the folder
+    renamed into place."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(seed)
+    lat, lon, popularity = lattice()
+    places = popularity.size
+    tmp = folder.with_name(folder.name + ".tmp")
+    tmp.mkdir(parents=True, exist_ok=True)
+    per_file = -(-people // files)
+    start = np.datetime64("2011-06-01T00:00:00", "ms").astype(np.int64)
+    for k in range(files):  # people [first, last) in part k: each part on its own
+        first, last = k * per_file, min((k + 1) * per_file, people)
+        n = last - first
+        favourites = rng.choice(places, size=(n, 9), p=popularity)
+        kept = rng.integers(5, 10, n)
+        user = np.repeat(np.arange(n), POINTS_PER_PERSON)
+        pick = (rng.random(user.size) ** 2 * kept[user]).astype(np.int64)
+        place = favourites[user, pick]
+        millis = start + rng.integers(0, 30 * 86_400, user.size) * 1000
+        ids = np.char.add("u", np.char.zfill((user + first).astype(str), 8))
+        table = pa.table(
+            {
+                "uid": pa.array(ids),
+                "datetime": pa.array(millis.astype("datetime64[ms]")),
+                "lat": lat[place],
+                "lng": lon[place],
+            }
+        )
+        pq.write_table(table, tmp / f"part-{k:03d}.parquet")
+    tmp.replace(folder)
+
+
+def parts_for(people: int, files: int) -> Path:
+    folder = DATA / f"parts_{people}_{files}"
+    if not folder.exists():
+        started = time.perf_counter()
+        subprocess.run(
+            [sys.executable, __file__, "--write", str(folder), str(people), str(files)],
+            check=True,
+        )
+        print(f"wrote {folder} in {time.perf_counter() - started:.0f} s", flush=True)
+    return folder
+
+
+def run_local(config: Path, out: Path, limit: int) -> dict[str, object]:
+    """`prudence assess` with its data segment limited to `limit` bytes."""
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+
+    return _timed(
+        [str(BIN / "prudence"), "assess", str(config), "--out", str(out), "--quiet", "--force"],
+        limited,
+    )
+
+
+def _timed(command: list[str], before=None) -> dict[str, object]:
+    with tempfile.TemporaryFile("w+") as err:
+        started = time.perf_counter()
+        child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err, preexec_fn=before)
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = time.perf_counter() - started
+        err.seek(0)
+        code = os.waitstatus_to_exitcode(status)
+        return {
+            "seconds": round(wall, 2),
+            "peak_gb": round(usage.ru_maxrss / 1e6, 3),
+            "exit": code,
+            "error": err.read()[-600:] if code else "",
+        }
+
+
+def _peak_kb() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def run_cluster(config: Path, out: Path, workers: int, limit: int) -> dict[str, object]:
+    from distributed import Client
+
+    folder = Path(tempfile.mkdtemp(prefix="cluster-", dir=DATA))
+    with deployment(folder, workers, limit) as address, Client(address, timeout=60) as client:
+        client.get_task_stream(start=time.time())  # start recording
+        started = time.time()
+        found = _timed(
+            [
+                str(BIN / "prudence"),
+                "assess",
+                str(config),
+                "--out",
+                str(out),
+                "--quiet",
+                "--force",
+                "--engine",
+                "dask",
+                "--scheduler",
+                address,
+            ]
+        )
+        stream = client.get_task_stream(start=started)
+        peaks = client.run(_peak_kb)
+    tasks: dict[str, list[float]] = {}
+    for task in stream:
+        name = task["key"].split("-")[0].strip("('_")
+        spans = [s for s in task["startstops"] if s["action"] == "compute"]
+        tasks.setdefault(name, []).extend(s["stop"] - s["start"] for s in spans)
+    found["worker_peaks_gb"] = [round(kb / 1e6, 3) for kb in peaks.values()]
+    found["tasks"] = {
+        name: {
+            "count": len(times),
+            "mean_s": round(sum(times) / len(times), 3),
+            "max_s": round(max(times), 3),
+        }
+        for name, times in sorted(tasks.items())
+        if times
+    }
+    return found
+
+
+def main() -> None:
+    if len(sys.argv) == 5 and sys.argv[1] == "--write":
+        write_parts(Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))
+        return
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--people", type=int, default=10_000_000)
+    parser.add_argument("--files", type=int, default=20)
+    parser.add_argument("--limit-gb", type=float, default=3.0)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--skip-local", action="store_true")
+    args = parser.parse_args()
+    limit = int(args.limit_gb * 2**30)
+    parts = parts_for(args.people, args.files)
+    config = DATA / f"config_{args.people}.yaml"
+    config.write_text(
+        CONFIG.format(csv=parts, catalog=DATA / f"catalog_{args.people}"), encoding="utf-8"
+    )
+    results: dict[str, object] = {
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "people": args.people,
+        "rows": args.people * POINTS_PER_PERSON,
+        "files": args.files,
+        "limit_gb": args.limit_gb,
+        "workers": args.workers,
+        "cpus": os.cpu_count(),
+    }
+    if not args.skip_local:
+        results["local"] = run_local(config, DATA / f"local_{args.people}", limit)
+        print("local:", json.dumps(results["local"]), flush=True)
+    results["cluster"] = run_cluster(config, DATA / f"cluster_{args.people}", args.workers, limit)
+    print("cluster:", json.dumps(results["cluster"]), flush=True)
+    OUT.mkdir(exist_ok=True)
+    (OUT / f"cluster_{args.people}.json").write_text(json.dumps(results, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
