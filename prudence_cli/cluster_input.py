@@ -1,20 +1,23 @@
 """Reading and selecting the input on a Dask cluster: the assessing process never holds
 the raw points, only what the selection keeps.
 
-1. Each file of the input (io.dataset: one file, a folder or a glob of parts) is read by
-   a worker, with the reader of a local run (the fast path, the careful one, errors
-   naming the file and line, dropped rows counted), and stays there.
-2. Each file sends back its user ids and their rows. The assessing process numbers the
-   union of the ids in sorted order, as a local run numbers them, and cuts the codes into
-   ranges of about equal rows: one per worker, or more when a range's selection would
-   not fit a quarter of a worker's memory limit.
-3. Each file is split by those ranges where it was read; the pieces of a range meet, in
-   file order, on one worker, which selects them (period, trips, trip ends, area, active
-   users — every point of a user is in the one range) and sends back only the rows
-   kept, compacted (select.Chosen.compacted).
-4. The assessing process joins the ranges in user order and finishes the selection as a
-   local run does (users renumbered, the kept points projected, towers and segments
-   numbered): the same Selection, bit for bit (the tests compare the catalogs).
+1. Each file of the input (io.dataset: one file, a folder or a glob of parts) shows a
+   worker its rows and an even sample of its user ids, read quickly and unchecked; from
+   those the assessing process places the bounds of ranges of ids of about equal rows:
+   one range per worker, or more when a range's selection would not fit a quarter of a
+   worker's memory limit.
+2. Each file is read by a worker with the reader of a local run (the fast path, the
+   careful one, errors naming the file and line, dropped rows counted) and cut by those
+   ranges in the same task: the file's table never outlives it, its pieces wait (Dask
+   spills them to disk when memory runs short).
+3. The pieces of a range meet, in file order, on one worker, which numbers the range's
+   ids in sorted order and selects them (period, trips, trip ends, area, active users:
+   every point of a user is in the one range), and sends back only the rows kept,
+   compacted (select.Chosen.compacted), with the ids.
+4. The assessing process joins the ranges in id order (so every user has the code a
+   local run gives it) and finishes the selection as a local run does (users renumbered,
+   the kept points projected, towers and segments numbered): the same Selection, bit for
+   bit (the tests compare the catalogs).
 """
 
 from __future__ import annotations
@@ -23,12 +26,15 @@ import operator
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
 
 from prudence_cli import columns as C
 from prudence_cli.config import Config
@@ -55,43 +61,44 @@ def read_and_select(
     towers = read_towers(spec.towers) if spec.towers is not None else None
     segments = read_segments(spec.segments) if spec.segments is not None else None
     (tables,) = client.scatter([(towers, segments)], broadcast=True, hash=False)
+    user = spec.columns.user
+    glimpses = client.gather(
+        [client.submit(_glimpse, f, user, spec.delimiter, pure=False) for f in files]
+    )
+    bounds = _bounds(glimpses, _ranges(client, sum(rows for rows, _ in glimpses)))
     alone = len(files) == 1
-    read = [client.submit(_read, replace(spec, path=f), tables, alone, pure=False) for f in files]
-    sizes = {future.key: f.stat().st_size for future, f in zip(read, files, strict=True)}
+    split = [
+        client.submit(_read_split, replace(spec, path=f), tables, alone, bounds, pure=False)
+        for f in files
+    ]
+    counts = [client.submit(operator.itemgetter(1, 2), s, pure=False) for s in split]
+    sizes = {future.key: f.stat().st_size for future, f in zip(split, files, strict=True)}
     total, done = sum(sizes.values()), 0
-    ids = [client.submit(_ids, future, pure=False) for future in read]
-    for future in as_completed(read):
+    for future in as_completed(split):
         done += sizes[future.key]
         if progress is not None:
             progress(done, total)
-    found = client.gather(ids)
-    del ids
-    rows_read = sum(f[2] for f in found)
+    found = client.gather(counts)
+    rows_read = sum(rows for rows, _ in found)
     dropped: Counter[str] = Counter()
-    for f in found:
-        dropped.update(f[3])
-    if rows_read == 0 or not any(len(f[0]) for f in found):
+    for _, reasons in found:
+        dropped.update(reasons)
+    if rows_read == 0:
         raise InputError(spec.path, f"holds no data rows in any of its {len(files)} files")
-    rows = sum(int(f[1].sum()) for f in found)
-    everyone, codes, bounds = _numbered(found, _ranges(client, rows))
-    pieces = [
-        client.submit(_split, future, code, bounds, pure=False)
-        for future, code in zip(read, codes, strict=True)
-    ]
-    del read
     chosen = []
-    for k in range(len(bounds) - 1):
-        parts = [client.submit(operator.getitem, piece, k, pure=False) for piece in pieces]
-        first, count = int(bounds[k]), int(bounds[k + 1] - bounds[k])
-        chosen.append(client.submit(_select, parts, first, count, config, pure=False))
+    for k in range(len(bounds) + 1):
+        parts = [client.submit(_piece, s, k, pure=False) for s in split]
+        chosen.append(client.submit(_select, parts, config, pure=False))
+    del split
     shares = client.gather(chosen)
-    joined = _joined(shares, bounds, everyone, rows_read)
-    return finish(joined, config, segments), dict(dropped)
+    return finish(_joined(shares, rows_read), config, segments), dict(dropped)
 
 
 # bytes a worker's selection of a range takes per row at its peak (the rows as read, the
 # pieces, sorting and placing them); a range is sized to a quarter of a worker's limit
 SELECT_BYTES_PER_ROW = 120
+# user ids a file shows of itself to place the ranges' bounds
+GLIMPSED_IDS = 20_000
 
 
 def _ranges(client: Any, rows: int) -> int:
@@ -106,108 +113,140 @@ def _ranges(client: Any, rows: int) -> int:
     return ranges
 
 
-def _read(spec: PointsSpec, tables: tuple[Any, Any], alone: bool) -> RawPoints:
+def _glimpse(path: Path, user: str, delimiter: str) -> tuple[int, pa.Array]:
+    """A file's rows and an even sample of its user ids, as written, read quickly and
+    not checked (the bounds of the ranges need no more); nothing when it cannot be read
+    so (the careful read then says why)."""
+    try:
+        if path.suffix == ".parquet":
+            ids = pq.read_table(path, columns=[user]).column(user)
+        else:
+            options = pacsv.ConvertOptions(include_columns=[user], column_types={user: pa.string()})
+            parse = pacsv.ParseOptions(delimiter=delimiter)
+            ids = pacsv.read_csv(path, parse_options=parse, convert_options=options).column(user)
+    except (OSError, pa.ArrowException):
+        return 0, pa.array([], type=pa.string())
+    ids = pc.cast(ids.combine_chunks(), pa.string())
+    step = max(len(ids) // GLIMPSED_IDS, 1)
+    return len(ids), ids.take(pa.array(np.arange(0, len(ids), step)))
+
+
+def _bounds(glimpses: list[tuple[int, pa.Array]], ranges: int) -> list[str]:
+    """Ids that cut the sorted ids of every file into `ranges` ranges of about equal rows
+    (each file's sample weighs its rows): a range holds the ids from one bound (included)
+    to the next (excluded)."""
+    samples = [(rows, ids) for rows, ids in glimpses if len(ids)]
+    if ranges <= 1 or not samples:
+        return []
+    ids = pa.concat_arrays([ids for _, ids in samples])
+    weight = np.concatenate([np.full(len(ids), rows / len(ids)) for rows, ids in samples])
+    order = pc.sort_indices(ids).to_numpy()
+    cumulative = np.cumsum(weight[order])
+    at = np.searchsorted(cumulative, cumulative[-1] * np.arange(1, ranges) / ranges)
+    cuts = ids.take(pa.array(order[np.minimum(at, len(order) - 1)])).to_pylist()
+    return sorted(set(cuts))
+
+
+def _read_split(
+    spec: PointsSpec, tables: tuple[Any, Any], alone: bool, bounds: list[str]
+) -> tuple[list[pd.DataFrame], int, dict[str, int]]:
+    """A file read (as a local run reads it) and its rows cut by the ranges of `bounds`,
+    in row order; its rows read and dropped. The file's table lives only in here."""
     towers, segments = tables
-    return read_file(spec, towers, segments, None, alone=alone)
-
-
-def _ids(raw: RawPoints) -> tuple[pa.Array, np.ndarray, int, dict[str, int]]:
-    """A file's user ids (sorted) and rows per id, its rows read and dropped."""
-    users = raw.table[C.USER]
-    if len(users) == 0:
-        return pa.array([], type=pa.string()), np.zeros(0, np.int64), raw.rows_read, {}
-    ids = users.array
-    labels = pa.array(ids.categories, type=pa.string())
-    rows = np.bincount(ids.codes, minlength=len(labels))
-    return labels, rows, raw.rows_read, dict(raw.dropped)
-
-
-def _numbered(
-    found: list[tuple[pa.Array, np.ndarray, int, dict[str, int]]], ranges: int
-) -> tuple[pa.Array, list[np.ndarray], np.ndarray]:
-    """Every user id in sorted order (as a local run numbers them); each file's codes of
-    its ids; and the bounds of `ranges` ranges of codes of about equal rows."""
-    union = pc.unique(pa.concat_arrays([f[0] for f in found]))
-    everyone = union.take(pc.sort_indices(union))
-    rows = np.zeros(len(everyone), dtype=np.int64)
-    codes = []
-    for labels, counts, _, _ in found:
-        code = pc.index_in(labels, value_set=everyone).to_numpy(zero_copy_only=False)
-        code = code.astype(np.int64)
-        rows[code] += counts
-        codes.append(code)
-    cumulative = np.cumsum(rows)
-    cuts = np.searchsorted(cumulative, cumulative[-1] * np.arange(1, ranges) / ranges)
-    bounds = np.unique(np.r_[0, np.minimum(cuts + 1, len(everyone)), len(everyone)])
-    return everyone, codes, bounds
-
-
-def _split(raw: RawPoints, codes: np.ndarray, bounds: np.ndarray) -> list[pd.DataFrame]:
-    """A file's rows by range of user codes (in row order), users as their codes."""
+    raw = read_file(spec, towers, segments, None, alone=alone)
     table = raw.table
     if len(table) == 0:
-        return [table] * (len(bounds) - 1)
-    user = codes[table[C.USER].array.codes]
-    where = np.searchsorted(bounds, user, side="right") - 1
+        return [table] * (len(bounds) + 1), raw.rows_read, dict(raw.dropped)
+    ids = table[C.USER].array
+    labels = np.asarray(ids.categories, dtype=object)  # sorted
+    cut = np.searchsorted(labels, np.asarray(bounds, dtype=object))  # first label of each
+    range_of = np.searchsorted(np.asarray(bounds, dtype=object), labels, side="right")
+    where = range_of[ids.codes]
     order = np.argsort(where, kind="stable")
-    ends = np.searchsorted(where[order], np.arange(1, len(bounds)))
-    starts = np.r_[0, ends[:-1]]
-    out = []
-    for start, end in zip(starts, ends, strict=True):
+    ends = np.searchsorted(where[order], np.arange(1, len(bounds) + 2))
+    firsts = np.r_[0, cut]
+    lasts = np.r_[cut, len(labels)]
+    pieces = []
+    for k, (start, end) in enumerate(zip(np.r_[0, ends[:-1]], ends, strict=True)):
         rows = order[start:end]
-        piece = {C.USER: user[rows]}
-        for name in table.columns:
-            if name != C.USER:
-                column = table[name]
-                piece[name] = (
-                    column.array.take(rows) if name == C.LOCATION else column.to_numpy()[rows]
-                )
-        out.append(pd.DataFrame(piece, copy=False))
-    return out
+        # the range's own ids only: ids of other ranges must not be numbered there
+        own = pd.Categorical.from_codes(
+            ids.codes[rows] - firsts[k], categories=ids.categories[firsts[k] : lasts[k]]
+        )
+        piece = {n: own if n == C.USER else table[n].array.take(rows) for n in table.columns}
+        pieces.append(pd.DataFrame(piece, copy=False))
+    return pieces, raw.rows_read, dict(raw.dropped)
 
 
-def _select(parts: list[pd.DataFrame], first: int, count: int, config: Config) -> Chosen:
-    """The selection of one range of users (codes first, first + 1, ...), compacted."""
-    parts = [part for part in parts if len(part)] or parts[:1]
+def _piece(split: tuple[list[pd.DataFrame], int, dict[str, int]], k: int) -> pd.DataFrame:
+    return split[0][k]
+
+
+def _select(parts: list[pd.DataFrame], config: Config) -> tuple[Chosen, pa.Array]:
+    """The selection of one range of users, compacted; and their ids, sorted (its user
+    codes number them)."""
+    parts = [part for part in parts if len(part)]
+    if not parts:
+        return _nothing(), pa.array([], type=pa.string())
     columns = {}
     for name in parts[0].columns:
-        if name == C.LOCATION:
-            columns[name] = united([part[name].array for part in parts])
-        elif name == C.USER:
-            local = np.concatenate([part[name].to_numpy() for part in parts]) - first
-            columns[name] = pd.Categorical.from_codes(
-                local.astype(np.int32), categories=pd.RangeIndex(count)
-            )
+        if name in (C.USER, C.LOCATION):
+            columns[name] = united([_categorical(part[name]) for part in parts])
         else:
             columns[name] = np.concatenate([part[name].to_numpy() for part in parts])
     raw = RawPoints(table=pd.DataFrame(columns, copy=False))
-    return select_rows(raw, config).compacted()
+    labels = pa.array(columns[C.USER].categories, type=pa.string())
+    return select_rows(raw, config).compacted(), labels
 
 
-def _joined(shares: list[Chosen], bounds: np.ndarray, everyone: pa.Array, rows_read: int) -> Chosen:
-    """The ranges' selections as the selection of the whole input, in user order."""
-    trip_offsets = np.cumsum([0] + [share.trips for share in shares])
-    user = np.concatenate(
-        [share.rows.user.astype(np.int64) + bounds[k] for k, share in enumerate(shares)]
+def _categorical(column: pd.Series) -> pd.Categorical:
+    return column.array if isinstance(column.dtype, pd.CategoricalDtype) else pd.Categorical(column)
+
+
+def _nothing() -> Chosen:
+    empty = np.zeros(0, dtype=np.int64)
+    return Chosen(
+        _Rows(empty, empty, empty, empty), pd.DataFrame(), np.zeros(0), empty.astype(bool), {}, 0
     )
-    trip = np.concatenate([share.rows.trip + trip_offsets[k] for k, share in enumerate(shares)])
-    time = np.concatenate([share.rows.time for share in shares])
-    names = [name for name in shares[0].table.columns if name != C.USER]
+
+
+def _joined(shares: list[tuple[Chosen, pa.Array]], rows_read: int) -> Chosen:
+    """The ranges' selections as the selection of the whole input, in user order (the
+    ranges hold consecutive ids)."""
+    shares = [(chosen, labels) for chosen, labels in shares if len(labels)]
+    if not shares:  # no valid row: the local run's empty selection
+        empty = np.zeros(0, dtype=np.int64)
+        stats = {"rows_read": rows_read, "rows_valid": 0, "rows_in_period": 0, "points": 0}
+        nobody = np.zeros(0, dtype=object)
+        return Chosen(
+            _Rows(empty, empty, empty, empty), pd.DataFrame(), nobody, empty > 0, stats, 0
+        )
+    first = np.cumsum([0] + [len(labels) for _, labels in shares])
+    trip_offsets = np.cumsum([0] + [chosen.trips for chosen, _ in shares])
+    user = np.concatenate(
+        [chosen.rows.user.astype(np.int64) + first[k] for k, (chosen, _) in enumerate(shares)]
+    )
+    trip = np.concatenate(
+        [chosen.rows.trip + trip_offsets[k] for k, (chosen, _) in enumerate(shares)]
+    )
+    time = np.concatenate([chosen.rows.time for chosen, _ in shares])
+    names = [name for name in shares[0][0].table.columns if name != C.USER]
     table = {}
     for name in names:
         if name == C.LOCATION:
-            table[name] = united([share.table[name].array for share in shares])
+            table[name] = united([chosen.table[name].array for chosen, _ in shares])
         else:
-            table[name] = np.concatenate([share.table[name].to_numpy() for share in shares])
+            table[name] = np.concatenate([chosen.table[name].to_numpy() for chosen, _ in shares])
     stats = {"rows_read": rows_read}
     for key in ("rows_valid", "rows_in_period", "points"):
-        stats[key] = sum(share.stats[key] for share in shares)
+        stats[key] = sum(chosen.stats[key] for chosen, _ in shares)
+    everyone = pa.concat_arrays([labels for _, labels in shares])
     rows = _Rows(np.arange(len(user), dtype=np.int64), user, trip, time)
     return Chosen(
         rows,
         pd.DataFrame(table, copy=False),
         everyone.to_numpy(zero_copy_only=False),
-        np.concatenate([share.present for share in shares]),
+        np.concatenate([chosen.present for chosen, _ in shares]),
         stats,
         int(trip_offsets[-1]),
     )
