@@ -126,6 +126,11 @@ def assess(
     engine = make_engine(config, jobs, backend, scheduler)
     try:
         return run_assessment(config, output, engine, progress, force)
+    except Exception as exc:
+        explained = engine.runner.explained(exc)
+        if explained is None:
+            raise
+        raise explained from exc
     finally:
         engine.runner.close()
 

@@ -124,6 +124,10 @@ def _projected_crs(text: object) -> str:
     return check_projected_crs(text)
 
 
+# a Dask scheduler's address: a scheme Dask knows, a host, a port (IPv6 in brackets)
+SCHEDULER_ADDRESS = re.compile(r"((tcp|tls|ws|wss|ucx)://)?(\[[0-9A-Fa-f:.]+\]|[^\s/:\[\]]+):\d{1,5}/?")
+
+
 def _parse_input(r: Reader, data: object) -> InputConfig:
     m = r.mapping(
         data,
@@ -485,6 +489,12 @@ def _parse_engine(r: Reader, data: object) -> EngineConfig:
         scheduler = r.string(scheduler, "engine.scheduler")
         if backend != "dask":
             r.fail("engine.scheduler", "is the address of a Dask scheduler: set backend: dask")
+        if not SCHEDULER_ADDRESS.fullmatch(scheduler):
+            r.fail(
+                "engine.scheduler",
+                f"{shown(scheduler)} is not the address of a Dask scheduler: give "
+                "tcp://HOST:PORT (or tls://, ws://, wss://), e.g. tcp://10.0.0.5:8786",
+            )
     memory = m.get("memory")
     return EngineConfig(
         backend=backend,

@@ -45,6 +45,9 @@ class LocalRunner:
         for shared, arguments in shards:
             yield from self.run(task, shared, arguments)
 
+    def explained(self, error: BaseException) -> PrudenceError | None:
+        return None  # nothing here fails but the work itself
+
     def close(self) -> None:
         pass
 
@@ -61,29 +64,30 @@ class DaskRunner:
     def __init__(self, scheduler: str | None = None, workers: int = 2) -> None:
         try:
             import dask
-            from distributed import Client, LocalCluster
+            from distributed import LocalCluster
         except ImportError:
             raise PrudenceError(
                 "engine backend dask needs the dask extra: pip install 'prudence-cli[dask]' "
-                "(or pip install 'dask[distributed]')"
+                "(from a clone: pip install -e '.[dask]')"
             ) from None
         self.cluster = None
-        try:
-            if scheduler:
-                # dask's own setting, e.g. DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT=60s
-                timeout = dask.config.get("distributed.comm.timeouts.connect")
-                self.client = Client(scheduler, timeout=timeout)
-            else:
+        if scheduler:
+            # dask's own setting, e.g. DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT=60s
+            timeout = dask.config.get("distributed.comm.timeouts.connect")
+            self.client = _connected(scheduler, timeout)
+        else:
+            try:
                 self.cluster = LocalCluster(
                     n_workers=max(workers, 1),
                     threads_per_worker=1,
                     processes=True,
                     dashboard_address=":0",  # any free port: runs never collide
                 )
-                self.client = Client(self.cluster)
-        except OSError as exc:
-            where = scheduler or "a LocalCluster"
-            raise PrudenceError(f"cannot reach the Dask scheduler {where}: {exc}") from None
+            except OSError as exc:
+                raise PrudenceError(f"cannot start a Dask LocalCluster: {exc}") from None
+            from distributed import Client
+
+            self.client = Client(self.cluster)
         info = self.client.scheduler_info()
         self.addresses = sorted(info.get("workers", {}))
         self.workers = len(self.addresses)
@@ -123,6 +127,28 @@ class DaskRunner:
             )
         return _gathered(futures, handles)
 
+    def explained(self, error: BaseException) -> PrudenceError | None:
+        """What a failure of the cluster during a run means for the user (exit code 2);
+        None for anything else."""
+        from concurrent.futures import CancelledError
+
+        from distributed.scheduler import KilledWorker
+
+        where = f"the Dask scheduler {self.scheduler}"
+        if isinstance(error, (CancelledError, KilledWorker)):
+            return PrudenceError(
+                f"a worker of {where} was lost during the run (stopped, or restarted by Dask "
+                f"past 95 % of its memory limit: {error}); nothing was written. Run again with "
+                "more memory per worker (dask worker --memory-limit), more workers, or a "
+                "smaller engine.memory"
+            )
+        if isinstance(error, TimeoutError):
+            return PrudenceError(
+                f"{where} stopped answering during the run ({error}); nothing "
+                "was written: check the scheduler and its workers, then run again"
+            )
+        return None
+
     def close(self) -> None:
         self.client.close()
         if self.cluster is not None:
@@ -150,3 +176,80 @@ def _gathered(futures: list[Any], handles: list[Any]) -> Iterator[Any]:
         for future in futures:
             future.cancel()
         handles.clear()
+
+
+# how long a scheduler that accepts the connection may take to answer as one, and how
+# long to wait for a first worker
+ANSWER_SECONDS = 10.0
+WORKER_SECONDS = 30.0
+
+
+def _connected(address: str, timeout: object) -> Any:
+    """A client of the Dask scheduler at `address`, with a worker, running this version
+    of Prudence; PrudenceError saying what to do otherwise (exit code 2)."""
+    import threading
+
+    import dask.utils
+    from distributed import Client
+
+    from prudence_cli import __version__
+
+    found: dict[str, Any] = {}
+
+    def connect() -> None:
+        try:
+            found["client"] = Client(address, timeout=timeout)
+        except Exception as exc:  # noqa: BLE001 - said below, whatever it is
+            found["error"] = exc
+
+    seconds = dask.utils.parse_timedelta(str(timeout), default="s") or 30.0
+    thread = threading.Thread(target=connect, daemon=True, name="dask-connect")
+    thread.start()
+    thread.join(seconds + ANSWER_SECONDS)
+    where = f"the Dask scheduler {address}"
+    if thread.is_alive():  # something answers there, but not as a scheduler
+        raise PrudenceError(
+            f"{where} accepted the connection but did not answer as a Dask scheduler within "
+            f"{seconds + ANSWER_SECONDS:.0f} s: give the scheduler's own address (tcp://HOST:8786 "
+            "by default), not its dashboard's (port 8787)"
+        )
+    error = found.get("error")
+    if isinstance(error, (OSError, TimeoutError)):
+        raise PrudenceError(
+            f"cannot reach {where}: {error}; check that it runs and that this machine reaches "
+            "it, or wait longer with DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT=60s"
+        ) from None
+    if isinstance(error, (ValueError, TypeError)):
+        raise PrudenceError(
+            f"{address!r} is not the address of a Dask scheduler ({error}): give "
+            "tcp://HOST:PORT, e.g. tcp://10.0.0.5:8786"
+        ) from None
+    if error is not None:
+        raise error
+    client = found["client"]
+    try:
+        client.wait_for_workers(1, timeout=WORKER_SECONDS)
+    except (OSError, TimeoutError):
+        client.close()
+        raise PrudenceError(
+            f"{where} has no worker (none joined within {WORKER_SECONDS:.0f} s): start "
+            f"workers with `dask worker {address} --nworkers 1 --nthreads 1`"
+        ) from None
+
+    def version() -> str:  # sent by value: a worker without Prudence answers too
+        try:
+            from prudence_cli import __version__ as theirs
+        except ImportError:
+            return "none"
+        return str(theirs)
+
+    versions = client.run(version)
+    other = {worker: v for worker, v in versions.items() if v != __version__}
+    if other:
+        client.close()
+        shown = ", ".join(f"{w} has {v}" for w, v in sorted(other.items()))
+        raise PrudenceError(
+            f"the workers of {where} run another Prudence than this one ({__version__}): "
+            f"{shown}; install the same version on every machine"
+        )
+    return client

@@ -159,6 +159,10 @@ def test_cli_engine_dask_and_its_errors(tmp_path, monkeypatch):
     assert far.exit_code == 2
     assert "cannot reach the Dask scheduler tcp://127.0.0.1:9" in far.stderr
 
+    odd = runner.invoke(main, ["assess", "c.yaml", "--engine", "dask", "--scheduler", "foo://h:1"])
+    assert odd.exit_code == 2
+    assert "'foo://h:1' is not the address of a Dask scheduler" in odd.stderr
+
     monkeypatch.setitem(sys.modules, "distributed", None)  # as if the extra were missing
     missing = runner.invoke(main, ["assess", "c.yaml", "--engine", "dask"])
     assert missing.exit_code == 2
@@ -173,6 +177,9 @@ def test_cli_engine_dask_and_its_errors(tmp_path, monkeypatch):
         ("{memory: 4}", "engine.memory: 4 is not an amount of memory like 512MB or 4GB"),
         ("{memory: 4 parsecs}", "engine.memory"),
         ("{backend: dask, scheduler: tcp://h:8786, memory: 1.5GiB}", None),
+        ("{backend: dask, scheduler: '10.0.0.5:8786', memory: 1.5GiB}", None),
+        ("{backend: dask, scheduler: not an address}", "'not an address' is not the address"),
+        ("{backend: dask, scheduler: 'foo://h:8786'}", "give tcp://HOST:PORT"),
     ],
 )
 def test_engine_config(tmp_path, engine, message):
@@ -307,8 +314,8 @@ def test_em_and_kl_are_computed_on_the_workers_to_the_bit(cluster, monkeypatch):
         assert np.array_equal(getattr(here, name), getattr(there, name)), name
 
 
-def test_ranges_of_users_fit_a_quarter_of_the_smallest_workers_limit():
-    from prudence_cli.cluster_input import SELECT_BYTES_PER_ROW, _ranges
+def test_ranges_of_users_fit_a_share_of_the_smallest_workers_limit():
+    from prudence_cli.cluster_input import SELECT_BYTES_PER_ROW, SELECT_SHARE, _ranges
 
     class Scheduler:
         def __init__(self, *limits: int) -> None:
@@ -317,7 +324,59 @@ def test_ranges_of_users_fit_a_quarter_of_the_smallest_workers_limit():
         def scheduler_info(self) -> dict:
             return {"workers": {f"w{k}": {"memory_limit": m} for k, m in enumerate(self.limits)}}
 
-    quarter = 4 * SELECT_BYTES_PER_ROW  # a limit whose quarter holds one row's selection
+    quarter = SELECT_SHARE * SELECT_BYTES_PER_ROW  # a limit whose share holds one row's
     assert _ranges(Scheduler(1000 * quarter, 2000 * quarter), 1000) == 2  # one per worker
     assert _ranges(Scheduler(1000 * quarter, 2000 * quarter), 10_500) == 11
     assert _ranges(Scheduler(0, 0, 0), 10**9) == 3  # no limit: one per worker
+
+
+def test_an_address_that_answers_but_not_as_a_scheduler_stops_with_what_to_do(monkeypatch):
+    """A dashboard's port, say: the connection is accepted and nothing answers."""
+    import socket
+    import threading
+
+    from prudence_cli.engine import runner as runners
+    from prudence_cli.errors import PrudenceError
+
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    held = []
+    threading.Thread(target=lambda: held.append(server.accept()), daemon=True).start()
+    monkeypatch.setattr(runners, "ANSWER_SECONDS", 1.0)
+    with (
+        dask.config.set({"distributed.comm.timeouts.connect": "2s"}),
+        pytest.raises(PrudenceError, match="did not answer as a Dask scheduler within 3 s"),
+    ):
+        DaskRunner(f"tcp://127.0.0.1:{port}")
+    for connection, _ in held:
+        connection.close()
+    server.close()
+
+
+def test_a_scheduler_without_workers_stops_with_what_to_do(monkeypatch):
+    from distributed import LocalCluster
+
+    from prudence_cli.engine import runner as runners
+    from prudence_cli.errors import PrudenceError
+
+    monkeypatch.setattr(runners, "WORKER_SECONDS", 1.0)
+    with (
+        LocalCluster(n_workers=0, dashboard_address=":0") as empty,
+        pytest.raises(PrudenceError, match=r"has no worker .*start workers with `dask worker"),
+    ):
+        DaskRunner(empty.scheduler_address)
+
+
+def test_a_worker_lost_during_a_run_is_said_so(cluster):
+    from concurrent.futures import CancelledError
+
+    from types import SimpleNamespace
+
+    from distributed.scheduler import KilledWorker
+
+    killed = KilledWorker("t", SimpleNamespace(address="tcp://10.0.0.7:4001"), 3)
+    for lost in (CancelledError("_keyed_task-1 cancelled"), killed):
+        said = str(cluster.explained(lost))
+        assert "was lost during the run" in said and "nothing was written" in said
+    assert "stopped answering" in str(cluster.explained(TimeoutError("No valid workers found")))
+    assert cluster.explained(ValueError("a bug")) is None
