@@ -142,7 +142,10 @@ def read_file(
     alone: bool = True,
 ) -> RawPoints:
     """`read_points` of one file, its towers and segments tables read already; one of
-    several (not `alone`) may hold no row. `progress` hears the bytes of the file read."""
+    several (not `alone`) may hold no row, or be empty (no header either: some exporters
+    write an empty partition so). `progress` hears the bytes of the file read."""
+    if not alone and spec.path.is_file() and spec.path.stat().st_size == 0:
+        return RawPoints(table=_empty_points(), segments=segments)
     needed = input_columns(spec)
     header = read_header(spec.path, spec.delimiter)
     check_columns(spec.path, header, needed, "input.columns")
@@ -432,15 +435,20 @@ def check_inputs(spec: PointsSpec, area_path: Path | None = None) -> list[Checke
     checked = []
     needed = input_columns(spec)
     files = data_files(spec.path)
+    several = files != (spec.path,)
+    empty = [f for f in files if several and f.stat().st_size == 0]
     for file in files:
-        header = read_header(file, spec.delimiter)
-        check_columns(file, header, needed, "input.columns")
-        check_gzip(file)
+        if file not in empty:
+            header = read_header(file, spec.delimiter)
+            check_columns(file, header, needed, "input.columns")
+            check_gzip(file)
     present = f"columns {', '.join(needed.values())} present"
-    if files == (spec.path,):
+    if not several:
         checked.append(CheckedFile(spec.path, "input", None, present))
     else:
-        found = f"{len(files):,} files ({_kinds(files)}), {present} in each"
+        found = f"{_files(len(files))} ({_kinds(files)}), {present} in each"
+        if empty:
+            found += f" ({_files(len(empty))} empty: no rows)"
         checked.append(CheckedFile(spec.path, "input", None, found))
     if spec.towers is not None:
         towers = spec.towers
@@ -458,6 +466,10 @@ def check_inputs(spec: PointsSpec, area_path: Path | None = None) -> list[Checke
         polygons = len(getattr(area, "geoms", [area]))
         checked.append(CheckedFile(area_path, "area", polygons, "polygon area readable"))
     return checked
+
+
+def _files(n: int) -> str:
+    return f"{n:,} file" if n == 1 else f"{n:,} files"
 
 
 def _kinds(files: tuple[Path, ...]) -> str:

@@ -197,3 +197,47 @@ def test_the_config_checks_and_records_every_part(write_config, tmp_path):
         checked.found
         == "2 files (1 CSV, 1 Parquet), columns uid, datetime, lat, lng present in each"
     )
+
+
+def test_a_glob_leaves_out_bookkeeping_below_its_fixed_part_unless_it_names_it(tmp_path):
+    rows = _rows(4)
+    _write(rows, tmp_path / "spark" / "part-0.parquet")
+    _write(rows, tmp_path / "spark" / "_temporary" / "0" / "task_1" / "part-1.parquet")
+    _write(rows, tmp_path / "spark" / ".spark-staging" / "part-2.parquet")
+    _write(rows, tmp_path / "_staging" / "part-3.parquet")
+    found = data_files(tmp_path / "spark" / "**" / "*.parquet")
+    assert [p.relative_to(tmp_path).as_posix() for p in found] == ["spark/part-0.parquet"]
+    named = data_files(tmp_path / "_staging" / "*.parquet")  # below a fixed `_` folder
+    assert [p.name for p in named] == ["part-3.parquet"]
+    asked = data_files(tmp_path / "spark" / "_temporary" / "**" / "*.parquet")
+    assert [p.name for p in asked] == ["part-1.parquet"]
+
+
+def test_a_folder_follows_linked_folders_once(tmp_path):
+    rows = _rows(4)
+    _write(rows, tmp_path / "elsewhere" / "part-0.csv")
+    parts = tmp_path / "parts"
+    _write(rows, parts / "day=1" / "part-0.csv")
+    (parts / "day=2").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    (parts / "day=1" / "loop").symlink_to(parts, target_is_directory=True)
+    found = data_files(parts)
+    assert [p.relative_to(parts).as_posix() for p in found] == [
+        "day=1/part-0.csv",
+        "day=2/part-0.csv",
+    ]
+
+
+def test_an_empty_part_is_a_part_without_rows(tmp_path):
+    """Some exporters write an empty partition as an empty file, header included."""
+    rows = _rows(6)
+    _write(rows, tmp_path / "parts" / "a.csv")
+    (tmp_path / "parts" / "b.csv").write_bytes(b"")
+    spec = PointsSpec(tmp_path / "parts", columns=GPS, timezone="Europe/Rome")
+    _same_points(
+        read_points(spec),
+        read_points(PointsSpec(tmp_path / "parts" / "a.csv", columns=GPS, timezone="Europe/Rome")),
+    )
+    (checked,) = check_inputs(spec)
+    assert checked.found.endswith("present in each (1 file empty: no rows)")
+    with pytest.raises(InputError, match="is empty"):  # named alone, it is still an error
+        read_points(PointsSpec(tmp_path / "parts" / "b.csv", columns=GPS))
