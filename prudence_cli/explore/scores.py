@@ -50,7 +50,7 @@ def plane(
                 f"--plane {','.join(dims)}: {dim!r} is not a dimension or knowledge column "
                 f"(known: {', '.join(c for c in columns if c not in ('dataview', 'attack'))})"
             )
-    rows = irac_rows(catalog, where)
+    rows = irac_rows(catalog, where).to_frame()
     if attack is not None:
         rows = rows[rows["attack"] == attack]
     if rows.empty:
@@ -75,7 +75,7 @@ def curve(
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The RAC_U / RAC_D step curve of one catalog row, and that row."""
     catalog.dataview_entry(dataview)
-    rows = irac_rows(catalog, [*where, f"dataview={dataview}"])
+    rows = irac_rows(catalog, [*where, f"dataview={dataview}"]).to_frame()
     if attack is not None:
         rows = rows[rows["attack"] == attack]
     if len(rows) != 1:
@@ -462,7 +462,7 @@ def epsilon_choice(catalog: Catalog, max_success: float, where: Sequence[str] = 
     setting is `safe` (worst success ≤ max_success). `choice` marks, per dataview,
     mechanism and neighbourhood, the largest admissible and safe ε: the most useful
     setting that the attacks do not break."""
-    rows = randomized_rows(catalog, where)
+    rows = randomized_rows(catalog, where).to_frame()
     if rows.empty:
         raise PrudenceError("no randomized setting matches --where")
     dims = catalog.dimension_names
