@@ -348,8 +348,9 @@ class Catalog:
         entry = self.dataview_entry(view_id)
         return self.read_table(entry.risks, _RISKS_TEXT)
 
-    def view(self, view_id: str) -> tuple[Dataview, np.ndarray]:
-        """A dataview rebuilt from its files, and its universe U (original user ids)."""
+    def view(self, view_id: str, risks: pd.DataFrame | None = None) -> tuple[Dataview, np.ndarray]:
+        """A dataview rebuilt from its files, and its universe U (original user ids);
+        `risks`: its table of per-user risks, when the caller has read it already."""
         from prudence_cli.dataviews.restore import parse_dimensions, view_from_table
 
         entry = self.dataview_entry(view_id)
@@ -359,7 +360,9 @@ class Catalog:
                     f"{self.path}: dataview {view_id} has no {key} file; this catalog cannot "
                     "be used for it: run prudence assess again"
                 )
-        user_ids = self.risks(view_id)["user"].astype(str).to_numpy(dtype=object)
+        if risks is None:
+            risks = self.risks(view_id)
+        user_ids = risks["user"].astype(str).to_numpy(dtype=object)
         try:
             locations = self.read_table(locations_name(entry.file), _LOCATIONS_TEXT)
         except TableFileError as exc:

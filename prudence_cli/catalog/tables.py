@@ -57,7 +57,9 @@ def read_table(path: Path, text: Sequence[str]) -> pd.DataFrame:
 
     try:
         if path.name.endswith(PARQUET):
-            return pq.read_table(path).to_pandas()
+            # the file alone: pq.read_table would load Arrow's dataset layer for it
+            with pq.ParquetFile(path) as parquet:
+                return parquet.read().to_pandas()
         return pd.read_csv(path, dtype={name: str for name in text}, keep_default_na=False)
     except (OSError, EOFError, ValueError, UnicodeDecodeError, zlib.error) as exc:
         raise TableFileError(str(exc)) from None

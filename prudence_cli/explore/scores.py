@@ -28,7 +28,7 @@ from prudence_cli.catalog.query import (
 from prudence_cli.config.mobility import TRAJECTORY_ONLY, TRIPS_NEEDED
 from prudence_cli.config.policy import ReleasePolicy
 from prudence_cli.errors import PrudenceError
-from prudence_cli.measures.rac import measure_view
+from prudence_cli.measures.rac import summarize_view
 from prudence_cli.sanitize.forecast import (
     Suppressed,
     catalog_engine,
@@ -181,9 +181,10 @@ def dataview_scores(
     sampled: dict[str, bool] = {}  # a counted level was sampled: risks are lower bounds
     for entry in dataview_entries(catalog, where):
         dims = entry.dimensions
-        risk = max_risk_over(catalog.risks(entry.id), levels, entry.id)
-        view = catalog.view(entry.id)[0]
-        _, summary = measure_view(view, risk, coverage_kind)
+        risks = catalog.risks(entry.id)
+        risk = max_risk_over(risks, levels, entry.id)
+        view = catalog.view(entry.id, risks)[0]
+        summary = summarize_view(view, risk, coverage_kind)
         rows.append(
             {
                 "dataview": entry.id,
@@ -339,12 +340,12 @@ def check(
     out = []
     for entry in dataview_entries(catalog, where):
         risks = catalog.risks(entry.id)
-        view = catalog.view(entry.id)[0]
+        view = catalog.view(entry.id, risks)[0]
         on_release = _released_risks(catalog, entry.id, levels, every, policy)
         for attack, level in every:
             is_counted = level.key in counted
             risk = max_risk_over(risks, [(attack, level)], entry.id)
-            _, summary = measure_view(view, risk, coverage_kind)
+            summary = summarize_view(view, risk, coverage_kind)
             released = on_release[1][level.key] if on_release else risk
             failures, warning = [], ""
             if is_counted:

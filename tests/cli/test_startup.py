@@ -115,7 +115,7 @@ def test_showing_randomized_profiles_loads_no_pandas(profiles_catalog, fmt: str)
 @pytest.mark.parametrize("fmt", ["table", "json"])
 def test_checking_a_policy_loads_no_rich(catalog: Path, fmt: str):  # noqa: F811
     args = ["check", "--catalog", "catalog/e2e", "--max-risk", "0.5", "--format", fmt]
-    heavy = (*STARTUP, "rich", "pandas")
+    heavy = (*STARTUP, "rich", "pyarrow.dataset", "pandas")
     loaded = loaded_by(PROBE.format(kernels=heavy, args=args), cwd=catalog.parents[1])
     assert loaded == ["pandas"]  # not blind: the dataviews are rebuilt with pandas
 
