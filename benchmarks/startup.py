@@ -1,8 +1,10 @@
-"""Small inputs, whole processes: `prudence assess` from the CSV against the peers' scripts.
+"""Small inputs, whole processes: `prudence assess` from the CSV against the peers' scripts;
+and the commands that read a catalog.
 
     python benchmarks/startup.py [--sizes 200 2000] [--repeat 5] [--skmob-targets 2]
                                  [--attacks location visit ...] [--no-skmob]
                                  [--no-compare] [--no-breakdown]
+    python benchmarks/startup.py --reads CATALOG [--repeat 20]
 
 At 200 and 2,000 people, most of a run is starting up, not attacking, so this compares
 whole processes, wall time from launch to exit, on the data of `run.py` (the same seeded
@@ -21,7 +23,13 @@ cell for fastmob):
 Each time is the minimum of `--repeat` runs. Then, unless `--no-breakdown`, where
 Prudence's time goes at the smallest size: each heavy import alone in a fresh process,
 and the stages of one assessment in one process. Results: benchmarks/out/startup.json.
-Not part of CI.
+
+With `--reads CATALOG`, instead: `prudence catalog show` (table, CSV, JSON) and
+`prudence check` on an assessed catalog (e.g. catalog/demo of `make demo`), whole
+processes, best and median of `--repeat` runs taken in turn, after one untimed round;
+the bare interpreter for scale. The code timed is whichever `prudence_cli` the
+interpreter imports (PYTHONPATH=OTHER_TREE times another version on the same catalog).
+Results: benchmarks/out/startup_reads.json. Not part of CI.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ import datetime as dt
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -167,6 +176,44 @@ def line(row: dict[str, Any]) -> str:
     return "  ".join(parts)
 
 
+# --- reading a catalog ----------------------------------------------------------------------
+
+READS = {
+    "catalog show --format table": ("catalog", "show", "--format", "table"),
+    "catalog show --format csv": ("catalog", "show", "--format", "csv"),
+    "catalog show --format json": ("catalog", "show", "--format", "json"),
+    "check": ("check",),
+}
+
+
+def reads(catalog: Path, repeat: int) -> dict[str, dict[str, float]]:
+    """Per command reading `catalog`, the best and median wall time of `repeat` runs,
+    the commands taken in turn (a passing load weighs on all of them alike)."""
+    commands = {"python -c pass": [sys.executable, "-c", "pass"]}
+    for name, args in READS.items():
+        commands[name] = [str(PRUDENCE), *args, "--catalog", str(catalog)]
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for round_ in range(repeat + 1):  # round 0 fills the caches, untimed
+        for name, command in commands.items():
+            started = time.perf_counter()
+            done = subprocess.run(command, capture_output=True, text=True)
+            seconds = time.perf_counter() - started
+            if done.returncode not in (0, 1):  # check: 1 when the policy is not met
+                raise RuntimeError(f"{' '.join(command)} failed: {done.stderr.strip()[-400:]}")
+            if round_:
+                times[name].append(seconds)
+    return {
+        name: {"best_s": min(found), "median_s": statistics.median(found)}
+        for name, found in times.items()
+    }
+
+
+def show_reads(found: dict[str, dict[str, float]]) -> None:
+    print(f"{'':<28} {'best':>6} {'median':>7}")
+    for name, entry in found.items():
+        print(f"{name:<28} {entry['best_s']:6.3f} {entry['median_s']:7.3f} s")
+
+
 # --- where Prudence's time goes ----------------------------------------------------------------
 
 
@@ -272,10 +319,25 @@ def main() -> None:
     parser.add_argument("--attacks", nargs="+", help="attack names (default: every peer case)")
     parser.add_argument("--compare", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--breakdown", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--reads", type=Path, metavar="CATALOG", help="time catalog show and check")
     parser.add_argument("--child-stages", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child_stages:
         print(json.dumps(stages(args.child_stages)))
+        return
+    if args.reads:
+        found = reads(args.reads, args.repeat)
+        show_reads(found)
+        OUT.mkdir(exist_ok=True)
+        report = {
+            "when": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+            "catalog": str(args.reads),
+            "repeat": args.repeat,
+            "commands": found,
+        }
+        (OUT / "startup_reads.json").write_text(json.dumps(report, indent=1), encoding="utf-8")
+        print(f"\nwritten {OUT / 'startup_reads.json'}")
         return
     args.attacks = args.attacks or [case.attack for case in peer_cases()[0]]
     if not PEER_PYTHON.exists():

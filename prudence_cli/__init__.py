@@ -1,8 +1,5 @@
 """Prudence: empirical re-identification risk vs utility of mobility data (PRUDEnce)."""
 
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("prudence-cli")
-except PackageNotFoundError:  # running from a source tree that is not installed
-    __version__ = "0.0.0+unknown"
+# The package's version, read by pyproject.toml (`[tool.setuptools.dynamic]`): a constant,
+# so that starting the command line does not search the installed distributions for it.
+__version__ = "0.1.0"

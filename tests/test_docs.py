@@ -18,9 +18,17 @@ from prudence_cli.cli import main
 README = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
 
 
+def subcommand(group: click.Group, name: str) -> click.Command | None:
+    """The command `name` of `group` (imported now if the group imports its commands
+    lazily)."""
+    return group.get_command(click.Context(group), name)
+
+
 def commands(group: click.Group, prefix: str = "prudence") -> list[tuple[str, click.Command]]:
     found = []
-    for name, command in group.commands.items():
+    for name in group.list_commands(click.Context(group)):
+        command = subcommand(group, name)
+        assert command is not None, name
         path = f"{prefix} {name}"
         if isinstance(command, click.Group):
             found += commands(command, path)
@@ -97,8 +105,12 @@ def _as_on_a_terminal(args: list[str]) -> list[str]:
     """The output format a terminal gets: tables and charts, as the examples show."""
     command: click.Command = main
     ctx_args = list(args)
-    while isinstance(command, click.Group) and ctx_args and ctx_args[0] in command.commands:
-        command = command.commands[ctx_args.pop(0)]
+    while isinstance(command, click.Group) and ctx_args:
+        found = subcommand(command, ctx_args[0])
+        if found is None:
+            break
+        command = found
+        ctx_args.pop(0)
     choices = next(
         (p.type.choices for p in command.params if "--format" in getattr(p, "opts", [])), ()
     )

@@ -34,6 +34,7 @@ extension catalog.json records.
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import json
 import re
@@ -44,10 +45,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
-import pandas as pd
-
 from prudence_cli.catalog.records import DataviewEntry, Manifest
+from prudence_cli.catalog.rows import Rows, read_rows
 from prudence_cli.catalog.tables import (
     PARQUET,
     TableFileError,
@@ -61,7 +60,11 @@ from prudence_cli.errors import CatalogError
 from prudence_cli.io.atomic import recover, write_text_atomic
 from prudence_cli.io.checksums import sha256_file, sha256_fresh
 
-if TYPE_CHECKING:  # the dataview classes load the counting engine: only `view` needs them
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+    # the dataview classes load the counting engine: only `view` needs them
     from prudence_cli.dataviews.base import Dataview
 
 CATALOG_FORMAT = "prudence-catalog"
@@ -138,6 +141,9 @@ class CatalogWriter:
     def write_risks(self, view_id: str, user_ids: np.ndarray, risks: dict[str, np.ndarray]) -> str:
         """Per person of U (original id, as text): one float64 risk column per attack
         level; returns the file's name in the catalog."""
+        import numpy as np
+        import pandas as pd
+
         path = f"risks/{view_id}{PARQUET}"
         columns = {name: np.asarray(values, dtype=np.float64) for name, values in risks.items()}
         write_table(pd.DataFrame({"user": user_ids, **columns}), self.folder / path, _RISKS_TEXT)
@@ -149,6 +155,8 @@ class CatalogWriter:
         """Per person of U (original id, as text), the mobility measures of `people` (one
         row per person, in the order of U); per location (its label) those of `places`;
         returns the people's file name in the catalog (the places' is `places_name` of it)."""
+        import pandas as pd
+
         path = f"measures/{view_id}{PARQUET}"
         (self.folder / "measures").mkdir(exist_ok=True)
         write_table(
@@ -243,10 +251,21 @@ class Catalog:
 
     def read_csv(self, name: str, **options: Any) -> pd.DataFrame:
         """The catalog table `name` (see `file`), read with pandas `options`."""
+        import pandas as pd
+
         path = self.file(name)
         try:
             return pd.read_csv(path, **options)
         except (OSError, EOFError, ValueError, UnicodeDecodeError, zlib.error) as exc:
+            raise CatalogError(f"{path}: unreadable ({exc}); run prudence assess again") from None
+
+    def read_rows(self, name: str, numbers: Sequence[str], flags: Sequence[str] = ()) -> Rows:
+        """The small CSV table `name` (see `file`) as plain rows, without pandas: every
+        column text but `numbers` and `flags` (see catalog/rows.py)."""
+        path = self.file(name)
+        try:
+            return read_rows(path, numbers, flags)
+        except (OSError, ValueError, UnicodeDecodeError, csv.Error) as exc:
             raise CatalogError(f"{path}: unreadable ({exc}); run prudence assess again") from None
 
     def read_table(self, name: str, text: Sequence[str]) -> pd.DataFrame:
@@ -275,15 +294,15 @@ class Catalog:
         return trips_in(self.record.config)
 
     @cached_property
+    def irac_records(self) -> Rows:
+        """The i-RAC table as plain rows: the measures as numbers, `sampled` as a flag,
+        every other column (dimension and knowledge values among them) as text."""
+        return self.read_rows(IRAC, (*MEASURE_COLUMNS, *EXTRA_MEASURES), ("sampled",))
+
+    @cached_property
     def irac(self) -> pd.DataFrame:
-        """The i-RAC table; dimension and knowledge columns as text."""
-        frame = self.read_csv(IRAC, dtype=str, keep_default_na=False)
-        for column in (*MEASURE_COLUMNS, *EXTRA_MEASURES):
-            if column in frame:
-                frame[column] = pd.to_numeric(frame[column].replace("", np.nan))
-        if "sampled" in frame:
-            frame["sampled"] = frame["sampled"] == "True"
-        return frame
+        """The i-RAC table (`irac_records`) as a DataFrame."""
+        return self.irac_records.to_frame()
 
     @property
     def kind(self) -> CatalogKind:
@@ -292,16 +311,17 @@ class Catalog:
         return "profiles" if self.record.is_profiles else "risks"
 
     @cached_property
-    def randomized(self) -> pd.DataFrame:
-        """The randomized.csv table; dimension and knowledge columns as text."""
+    def randomized_records(self) -> Rows:
+        """The randomized.csv table as plain rows: its numbers as numbers, `admissible`
+        as a flag, every other column (dimension and knowledge values among them) as text."""
         if self.kind != "profiles":
             raise CatalogError(f"{self.path}: not a catalog of profiles dataviews")
-        frame = self.read_csv(RANDOMIZED, dtype=str, keep_default_na=False)
-        for column in RANDOMIZED_NUMBERS:
-            if column in frame:
-                frame[column] = pd.to_numeric(frame[column].replace("", np.nan))
-        frame["admissible"] = frame["admissible"] == "True"
-        return frame
+        return self.read_rows(RANDOMIZED, RANDOMIZED_NUMBERS, ("admissible",))
+
+    @cached_property
+    def randomized(self) -> pd.DataFrame:
+        """The randomized.csv table (`randomized_records`) as a DataFrame."""
+        return self.randomized_records.to_frame()
 
     @property
     def dimension_names(self) -> list[str]:
@@ -328,8 +348,9 @@ class Catalog:
         entry = self.dataview_entry(view_id)
         return self.read_table(entry.risks, _RISKS_TEXT)
 
-    def view(self, view_id: str) -> tuple[Dataview, np.ndarray]:
-        """A dataview rebuilt from its files, and its universe U (original user ids)."""
+    def view(self, view_id: str, risks: pd.DataFrame | None = None) -> tuple[Dataview, np.ndarray]:
+        """A dataview rebuilt from its files, and its universe U (original user ids);
+        `risks`: its table of per-user risks, when the caller has read it already."""
         from prudence_cli.dataviews.restore import parse_dimensions, view_from_table
 
         entry = self.dataview_entry(view_id)
@@ -339,7 +360,9 @@ class Catalog:
                     f"{self.path}: dataview {view_id} has no {key} file; this catalog cannot "
                     "be used for it: run prudence assess again"
                 )
-        user_ids = self.risks(view_id)["user"].astype(str).to_numpy(dtype=object)
+        if risks is None:
+            risks = self.risks(view_id)
+        user_ids = risks["user"].astype(str).to_numpy(dtype=object)
         try:
             locations = self.read_table(locations_name(entry.file), _LOCATIONS_TEXT)
         except TableFileError as exc:

@@ -8,18 +8,20 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-import numpy as np
-import pandas as pd
-
 from prudence_cli.catalog.folder import Catalog
 from prudence_cli.catalog.records import DataviewEntry
+from prudence_cli.catalog.rows import Rows
 from prudence_cli.config.dimensions import FORMATS
 from prudence_cli.config.knowledge import ATTACK_SCHEMAS, KnowledgeLevel
 from prudence_cli.config.loader import load_yaml
 from prudence_cli.config.policy import ReleasePolicy
 from prudence_cli.errors import CatalogError, PrudenceError
 
-if TYPE_CHECKING:  # the attacks load the counting engine: only `counted_levels` needs them
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+    # the attacks load the counting engine: only `counted_levels` needs them
     from prudence_cli.attacks.base import Attack
 
 
@@ -82,6 +84,8 @@ def counted_levels(
 
 def max_risk_over(risks: pd.DataFrame, levels: Levels, where: str) -> np.ndarray:
     """Per user: the maximum of the risk columns of `levels`."""
+    import numpy as np
+
     missing = [level.key for _, level in levels if level.key not in risks]
     if missing:
         raise CatalogError(f"{where}: the per-user risks lack {', '.join(missing)}")
@@ -108,6 +112,8 @@ def dataview_entries(catalog: Catalog, where: Sequence[str] = ()) -> list[Datavi
 def irac_level_keys(catalog: Catalog, rows: pd.DataFrame | None = None) -> pd.Series:
     """Per row of the i-RAC table (or of `rows`, some of its rows), the key of its attack
     level (`attack[h=2,visits=half]`), as in the per-user risk columns."""
+    import pandas as pd
+
     irac = catalog.irac if rows is None else rows
     if irac.empty:
         return pd.Series([], dtype=object, index=irac.index)
@@ -165,33 +171,33 @@ def numeric_columns(catalog: Catalog) -> list[str]:
     return [c for c in (*catalog.dimension_names, *catalog.knowledge_names) if c not in named]
 
 
-def irac_rows(catalog: Catalog, where: Sequence[str] = ()) -> pd.DataFrame:
-    """The i-RAC table rows that match every filter."""
-    frame = catalog.irac
-    for column, accepted in parse_where(catalog, where).items():
-        frame = frame[frame[column].isin(accepted)]
-    return frame.reset_index(drop=True)
+def irac_rows(catalog: Catalog, where: Sequence[str] = ()) -> Rows:
+    """The i-RAC table rows that match every filter (`.to_frame()`: as a DataFrame)."""
+    filters = parse_where(catalog, where).items()
+    return catalog.irac_records.keep(lambda row: all(row[c] in ok for c, ok in filters))
 
 
 SETTING_COLUMNS = ("mechanism", "epsilon", "neighbourhood")
 
 
-def randomized_rows(catalog: Catalog, where: Sequence[str] = ()) -> pd.DataFrame:
-    """The rows of a profiles catalog's randomized.csv that match every filter."""
-    frame = catalog.randomized
-    for column, accepted in parse_where(catalog, where).items():
-        if column == "epsilon":
-            frame = frame[frame[column].isin({float(v) for v in accepted})]
-        else:
-            frame = frame[frame[column].astype(str).isin(accepted)]
-    return frame.reset_index(drop=True)
+def randomized_rows(catalog: Catalog, where: Sequence[str] = ()) -> Rows:
+    """The rows of a profiles catalog's randomized.csv that match every filter
+    (`.to_frame()`: as a DataFrame). ε is compared as a number; the other columns a
+    filter names are text."""
+    filters = [
+        (column, {float(v) for v in accepted} if column == "epsilon" else accepted)
+        for column, accepted in parse_where(catalog, where).items()
+    ]
+    return catalog.randomized_records.keep(lambda row: all(row[c] in ok for c, ok in filters))
 
 
 def risk_rows(catalog: Catalog, where: Sequence[str] = ()) -> Iterator[pd.DataFrame]:
     """Per-user risks in long form, one frame per dataview: dataview, dimension columns,
     attack, knowledge columns, user (original id), risk, and whether it is a lower bound
     (the level was assessed on sampled knowledge instances)."""
-    rows = irac_rows(catalog, where)
+    import pandas as pd
+
+    rows = irac_rows(catalog, where).to_frame()
     key_columns = ["dataview", *catalog.dimension_names, "attack", *catalog.knowledge_names]
     knowledge_of = {a.attack: a.knowledge for a in catalog.record.attacks}
     for view_id, group in rows.groupby("dataview", sort=False):

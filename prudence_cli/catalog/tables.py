@@ -7,7 +7,9 @@ text, counts as 64-bit integers, risks and coordinates as float64, compressed wi
 stamp or pandas metadata is written), so the sha256 that catalog.json records for each
 file depends on the data alone. Catalogs of format version 1 stored them as CSV (gzip,
 `.csv.gz`; the locations as plain `.csv`): they are read by the extension catalog.json
-records, so an older catalog stays readable.
+records, so an older catalog stays readable. Arrow and pandas are imported by the
+functions that read and write these files, not with this module: the catalog's other
+files are read without them.
 """
 
 from __future__ import annotations
@@ -15,12 +17,11 @@ from __future__ import annotations
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
 
 PARQUET = ".parquet"
 CSV_GZ = ".csv.gz"  # catalogs of format version 1
@@ -35,6 +36,9 @@ class TableFileError(ValueError):
 def write_table(frame: pd.DataFrame, path: Path, text: Sequence[str]) -> None:
     """Write `frame` to the Parquet file `path`, the columns `text` as text (a missing
     value as "", as a CSV would hold it), every other column by its type."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     columns = {name: _column(frame[name], name in text) for name in frame.columns}
     try:
         pq.write_table(pa.table(columns), path, compression=_COMPRESSION)
@@ -47,9 +51,15 @@ def write_table(frame: pd.DataFrame, path: Path, text: Sequence[str]) -> None:
 def read_table(path: Path, text: Sequence[str]) -> pd.DataFrame:
     """The table of the catalog file `path`, by its extension: Parquet, or the CSV of a
     catalog of format version 1 (the columns `text` as text, "" never missing)."""
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     try:
         if path.name.endswith(PARQUET):
-            return pq.read_table(path).to_pandas()
+            # the file alone: pq.read_table would load Arrow's dataset layer for it
+            with pq.ParquetFile(path) as parquet:
+                return parquet.read().to_pandas()
         return pd.read_csv(path, dtype={name: str for name in text}, keep_default_na=False)
     except (OSError, EOFError, ValueError, UnicodeDecodeError, zlib.error) as exc:
         raise TableFileError(str(exc)) from None
@@ -68,6 +78,10 @@ def locations_name(dataview_name: str) -> str:
 
 
 def _column(values: pd.Series, as_text: bool) -> pa.Array:
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     kind = values.dtype.kind
     if not as_text and kind == "b":
         return pa.array(values.to_numpy(dtype=bool), type=pa.bool_())

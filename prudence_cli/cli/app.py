@@ -5,8 +5,9 @@ environment (a path that cannot be read or written, a full disk), 3 an internal 
 (traceback in a log file), 128 + N stopped by signal N; see `common.handle_errors`.
 Data goes to stdout, messages and progress to stderr.
 
-This module holds the root group and registers the commands, one module per group;
-what the commands share lives in `common`, the rich rendering in `render`.
+This module holds the root group and names the commands, one module per group, each
+imported when its command runs (`COMMANDS`); what the commands share lives in `common`,
+the rich rendering in `render`.
 """
 
 from __future__ import annotations
@@ -17,16 +18,21 @@ import gc
 import click
 
 from prudence_cli import __version__
-from prudence_cli.cli.assess import assess, validate
-from prudence_cli.cli.catalog import catalog
-from prudence_cli.cli.evaluate import evaluate
-from prudence_cli.cli.release import check, sanitize
-from prudence_cli.cli.report import report
-from prudence_cli.cli.sample import sample
-from prudence_cli.cli.utility import utility
+from prudence_cli.cli.common import LazyGroup
+
+COMMANDS = {
+    "assess": "prudence_cli.cli.assess:assess",
+    "validate": "prudence_cli.cli.assess:validate",
+    "catalog": "prudence_cli.cli.catalog:catalog",
+    "check": "prudence_cli.cli.release:check",
+    "report": "prudence_cli.cli.report:report",
+    "evaluate": "prudence_cli.cli.evaluate:evaluate",
+    "sanitize": "prudence_cli.cli.release:sanitize",
+    "sample": "prudence_cli.cli.sample:sample",
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="prudence")
 def main() -> None:
     """Prudence: how likely is each person in a mobility dataset to be re-identified,
@@ -41,8 +47,3 @@ def _quick_exit() -> None:
     of objects for nothing (about half a second); files are closed and atexit handlers
     run as usual."""
     gc.freeze()
-
-
-for _command in (assess, validate, catalog, check, report, evaluate, sanitize, sample):
-    main.add_command(_command)
-catalog.add_command(utility)

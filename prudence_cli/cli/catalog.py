@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -15,15 +16,21 @@ from prudence_cli.cli.common import (
     PROFILES_HINT,
     QUIET_OPTION,
     WHERE_OPTION,
+    LazyGroup,
     UserError,
     check_share,
     handle_errors,
     output,
-    progress_bar,
 )
 
+if TYPE_CHECKING:
+    from rich.table import Table
 
-@click.group()
+    from prudence_cli.catalog import Catalog
+    from prudence_cli.catalog.rows import Rows
+
+
+@click.group(cls=LazyGroup, lazy={"utility": "prudence_cli.cli.utility:utility"})
 def catalog() -> None:
     """Read a catalog written by `prudence assess`."""
 
@@ -51,7 +58,6 @@ def catalog_show(
     profiles: utility and attack success per setting and attack level."""
     from prudence_cli.catalog import find_catalog, open_catalog
     from prudence_cli.catalog.query import irac_rows, numeric_columns, randomized_rows
-    from prudence_cli.cli.render import irac_table, plane_long, plane_tables, randomized_table
 
     opened = open_catalog(find_catalog(catalog_dir))
     typed = numeric_columns(opened)
@@ -59,8 +65,9 @@ def catalog_show(
         if plane is not None:
             raise UserError("--plane is for risk catalogs; a profiles catalog has settings")
         rows = randomized_rows(opened, (*where, *([f"attack={attack}"] if attack else [])))
-        output(rows, fmt, lambda: randomized_table(opened, rows), typed)
+        output(rows, fmt, lambda: _table(opened, rows), typed)
     elif plane is not None:
+        from prudence_cli.cli.render import plane_long, plane_tables
         from prudence_cli.explore import plane as planes  # only here: it re-assesses views
 
         dims = tuple(d.strip() for d in plane.split(","))
@@ -78,9 +85,17 @@ def catalog_show(
         return
     else:
         rows = irac_rows(opened, (*where, *([f"attack={attack}"] if attack else [])))
-        output(rows, fmt, lambda: irac_table(opened, rows), typed)
+        output(rows, fmt, lambda: _table(opened, rows), typed)
     if rows.empty:
         click.echo("No row matches the filters.", err=True)
+
+
+def _table(opened: Catalog, rows: Rows) -> Table:
+    """The rich table of `catalog show` (rich is imported for a table only: CSV and JSON
+    load none)."""
+    from prudence_cli.cli.render import irac_table, randomized_table
+
+    return (randomized_table if opened.kind == "profiles" else irac_table)(opened, rows)
 
 
 @catalog.command("curve")
@@ -104,7 +119,8 @@ def catalog_curve(
 ) -> None:
     """Draw the RAC_U and RAC_D curves of one dataview, attack and knowledge level."""
     from prudence_cli.catalog import find_catalog, open_catalog
-    from prudence_cli.cli.render import curve_chart, to_csv, to_json
+    from prudence_cli.cli.pipes import to_csv, to_json
+    from prudence_cli.cli.render import curve_chart
     from prudence_cli.explore import curve
 
     opened = open_catalog(find_catalog(catalog_dir), "risks", PROFILES_HINT)
@@ -179,6 +195,7 @@ def catalog_best(
     admissible while no counted attack succeeds on more than R of the sample."""
     from prudence_cli.catalog import find_catalog, open_catalog
     from prudence_cli.catalog.query import catalog_policy, counted_levels, numeric_columns
+    from prudence_cli.cli.progress import progress_bar
     from prudence_cli.cli.render import best_table, ordinal_table
     from prudence_cli.explore import DISCLOSURE, dataview_scores
     from prudence_cli.explore import ordinal_agreement as agreement
@@ -249,7 +266,7 @@ def catalog_risks(catalog_dir: Path | None, where: tuple[str, ...], fmt: str) ->
 
     from prudence_cli.catalog import find_catalog, open_catalog
     from prudence_cli.catalog.query import numeric_columns, risk_rows
-    from prudence_cli.cli.render import to_csv, to_json
+    from prudence_cli.cli.pipes import to_csv, to_json
 
     opened = open_catalog(find_catalog(catalog_dir), "risks", PROFILES_HINT)
     frames = risk_rows(opened, where)

@@ -1,5 +1,6 @@
-"""What every command shares: errors as exit codes, the progress bar, the catalog
-options and the table/CSV/JSON output switch.
+"""What every command shares: errors as exit codes, the catalog options and the
+table/CSV/JSON output switch (the progress bar: `progress`). Light to import: rich and
+pandas are loaded by what needs them, so a command that prints CSV or JSON loads neither.
 
 Exit codes, one meaning each: 0 done; 1 a policy is not met (the commands say when);
 2 bad input, usage or environment — a domain error, or an OSError (a path that cannot
@@ -13,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import errno
 import functools
+import importlib
 import json
 import os
 import platform
@@ -24,32 +26,37 @@ import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import click
-from rich import filesize
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    Progress,
-    ProgressColumn,
-    Task,
-    TextColumn,
-    TimeElapsedColumn,
-)
-from rich.text import Text
 
 from prudence_cli import __version__
 from prudence_cli.errors import PrudenceError
-
-if TYPE_CHECKING:
-    from prudence_cli.assess import ProgressCallback
 
 F = TypeVar("F", bound=Callable[..., Any])
 INTERRUPTED = 130
 INTERNAL = 3
 # signals that stop a run the way Ctrl-C does: temporary files removed, nothing half-written
 STOPPING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+class LazyGroup(click.Group):
+    """A command group that imports a command's module when the command is run or
+    listed: `prudence check` imports neither the assessment nor the report commands.
+    `lazy` maps each command's name to where it is, as "module:attribute"."""
+
+    def __init__(self, *args: Any, lazy: dict[str, str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = dict(lazy or {})
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in self.lazy:
+            module, _, name = self.lazy[cmd_name].partition(":")
+            self.add_command(getattr(importlib.import_module(module), name), cmd_name)
+        return self.commands.get(cmd_name)
 
 
 class UserError(click.ClickException):
@@ -303,11 +310,15 @@ ATTACK_OPTION = click.option(
 
 
 def output(frame: Any, fmt: str | None, table: Callable[[], Any], typed: list[str]) -> None:
-    """A table on a terminal (or --format table), else CSV or JSON on stdout."""
-    from prudence_cli.cli.render import print_table, to_csv, to_json
+    """A table on a terminal (or --format table), else CSV or JSON on stdout. `frame`
+    is a DataFrame or catalog `Rows`; `table` builds the rich table(s), called only for
+    a table."""
+    from prudence_cli.cli.pipes import to_csv, to_json
 
     fmt = fmt or ("table" if sys.stdout.isatty() else "csv")
     if fmt == "table":
+        from prudence_cli.cli.render import print_table
+
         rendered = table()
         for item in rendered if isinstance(rendered, list) else [rendered]:
             print_table(item)
@@ -327,84 +338,3 @@ PROFILES_HINT = (
 def check_share(name: str, value: float, zero: bool) -> None:
     if not (0 <= value <= 1) or (not zero and value == 0):
         raise UserError(f"{name} {value:g} must be in {'[0, 1]' if zero else '(0, 1]'}")
-
-
-class _Count(ProgressColumn):
-    """`done/total` of a step with a known total: counts, or sizes when reading bytes."""
-
-    def render(self, task: Task) -> Text:
-        if task.total is None:
-            return Text("")
-        if task.fields.get("unit") == "bytes":
-            done, total = filesize.decimal(int(task.completed)), filesize.decimal(int(task.total))
-            return Text(f"{done}/{total}")
-        return Text(f"{int(task.completed):,}/{int(task.total):,}")
-
-
-_live: list[Console] = []  # the console of the progress bar on screen, if one is
-
-
-def message(text: str) -> None:
-    """A line on stderr; above the progress bar while one is on screen (a plain write
-    would land inside it)."""
-    if _live:
-        _live[-1].print(text, markup=False, highlight=False, emoji=False, soft_wrap=True)
-    else:
-        click.echo(text, err=True)
-
-
-@contextmanager
-def progress_bar(quiet: bool) -> Iterator[ProgressCallback | None]:
-    """A rich progress bar on stderr, as a callback `(done, total, message, unit="")`
-    (total 0: not known; unit "bytes": sizes are shown); None with --quiet or when stderr
-    is not a terminal (a log file or CI gets no bar, and the library skips the updates).
-    Messages meanwhile go through `message`."""
-    console = Console(stderr=True)
-    if quiet:
-        yield None
-        return
-    with _compiling_said():
-        if not console.is_terminal:
-            yield None
-            return
-        with _bar(console) as update:
-            yield update
-
-
-@contextmanager
-def _compiling_said() -> Iterator[None]:
-    """Say so when the counting kernels are compiled, once per machine (a pause of
-    seconds to a minute that no progress bar would explain)."""
-    from prudence_cli.engine import jit
-
-    jit.on_compile(
-        lambda: message(
-            "Compiling the counting kernels for this machine; numba caches them for the "
-            "next runs (python -m prudence_cli.warm compiles them all ahead)."
-        )
-    )
-    try:
-        yield
-    finally:
-        jit.on_compile(None)
-
-
-@contextmanager
-def _bar(console: Console) -> Iterator[ProgressCallback]:
-    columns = (
-        TextColumn("{task.description}", markup=False),
-        BarColumn(),
-        _Count(),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=console, transient=True) as bar:
-        task = bar.add_task("starting", total=None)
-
-        def update(done: int, total: int, message: str, unit: str = "") -> None:
-            bar.update(task, completed=done, total=total or None, description=message, unit=unit)
-
-        _live.append(console)
-        try:
-            yield update
-        finally:
-            _live.remove(console)

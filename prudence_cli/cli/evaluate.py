@@ -12,8 +12,8 @@ from prudence_cli.cli.common import (
     SUMMARY_FORMAT_OPTION,
     echo_json,
     handle_errors,
-    progress_bar,
 )
+from prudence_cli.cli.progress import progress_bar
 
 
 @click.command()

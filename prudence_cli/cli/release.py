@@ -24,9 +24,7 @@ from prudence_cli.cli.common import (
     check_share,
     echo_json,
     handle_errors,
-    message,
     one_value,
-    progress_bar,
 )
 
 
@@ -68,7 +66,7 @@ def check(
     config's `policy:`, each option given in place of its key."""
     from prudence_cli.catalog import find_catalog, open_catalog
     from prudence_cli.catalog.query import catalog_policy, counted_levels, numeric_columns
-    from prudence_cli.cli.render import to_json
+    from prudence_cli.cli.pipes import to_json
     from prudence_cli.explore import check as run_check
 
     for name, value in (("--min-irac-u", min_irac_u), ("--min-coverage", min_coverage)):
@@ -252,6 +250,7 @@ def sanitize(
     Exit code 0: the release meets the threshold; 1: it cannot (nobody would be left)."""
     from prudence_cli.catalog import find_catalog, open_catalog
     from prudence_cli.catalog.query import catalog_policy
+    from prudence_cli.cli.progress import progress_bar
     from prudence_cli.cli.render import release_summary
     from prudence_cli.config.mobility import KEPT_KS
     from prudence_cli.io.atomic import check_writable
@@ -369,6 +368,7 @@ def sanitize(
 
 def _say(quiet: bool) -> Callable[[str], None]:
     """A message on stderr, unless --quiet."""
+    from prudence_cli.cli.progress import message
 
     def say(text: str) -> None:
         if not quiet:

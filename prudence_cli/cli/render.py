@@ -1,22 +1,28 @@
-"""Rendering of results for the terminal (rich) and for pipelines (CSV, JSON)."""
+"""Rendering of results for the terminal (rich); for pipelines (CSV, JSON) see `pipes`.
+
+pandas is imported by the few functions that need it: the i-RAC table of `catalog show`
+is rendered from plain catalog rows, without it.
+"""
 
 from __future__ import annotations
 
-import io
-import json
 import math
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from prudence_cli.catalog import Catalog
+from prudence_cli.catalog.rows import Rows
+from prudence_cli.cli.pipes import typed_values
 from prudence_cli.config.mobility import KEPT_KS
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 MEASURES = {
@@ -47,13 +53,13 @@ def house_table(**options: Any) -> Table:
     )
 
 
-def irac_table(catalog: Catalog, rows: pd.DataFrame) -> Table:
+def irac_table(catalog: Catalog, rows: Rows) -> Table:
     """The i-RAC table: one line per (dataview, attack, level); the best i-RAC_D of each
     attack level in bold."""
     dims = catalog.dimension_names
     knowledge = catalog.knowledge_names
     manifest = catalog.record
-    attacks = sorted(set(rows["attack"]))
+    attacks = sorted(set(rows.column("attack")))
     # one attack: named in the title rather than repeated on every line
     labels = ["dataview", *dims, *(["attack"] if len(attacks) > 1 else []), *knowledge]
     only = f", attack = {attacks[0]}" if len(attacks) == 1 else ""
@@ -69,17 +75,22 @@ def irac_table(catalog: Catalog, rows: pd.DataFrame) -> Table:
     for label in MEASURES.values():
         table.add_column(label, justify="right", no_wrap=True)
     # the level-wide disclosure measures, where the catalog has them (unicity attacks)
-    extra = [m for m in DISCLOSURE_LABELS if m in rows and rows[m].notna().any()]
+    extra = [m for m in DISCLOSURE_LABELS if m in rows and not all(map(_nan, rows.column(m)))]
     for m in extra:
         table.add_column(DISCLOSURE_LABELS[m], justify="right", no_wrap=True)
-    bounds = "sampled" in rows and bool(rows["sampled"].any())
+    bounds = "sampled" in rows and any(rows.column("sampled"))
     if bounds:
         table.add_column("risks", no_wrap=True)
         table.caption = f"{table.caption}\n{LOWER_BOUND_NOTE}"
     level_columns = ["attack", *knowledge]
-    best = rows.groupby(level_columns, sort=False)["i_rac_d"].transform("max")
-    for index, row in rows.iterrows():
-        style = "bold" if row["i_rac_d"] == best[index] else None
+    best: dict[tuple[Any, ...], float] = {}  # per attack level, its highest i-RAC_D
+    for row in rows.records:
+        level, value = tuple(row[c] for c in level_columns), row["i_rac_d"]
+        if not _nan(value) and value > best.get(level, -math.inf):
+            best[level] = value
+    for row in rows.records:
+        level = tuple(row[c] for c in level_columns)
+        style = "bold" if row["i_rac_d"] == best.get(level) else None
         table.add_row(
             *[str(row[c]) for c in labels],
             f"{int(row['users_in_view']):,}",
@@ -101,68 +112,38 @@ def _bound(sampled: bool) -> str:
     return "lower bound" if sampled else "exact"
 
 
-def to_csv(frame: pd.DataFrame, header: bool = True) -> str:
-    buffer = io.StringIO()
-    frame.to_csv(buffer, index=False, header=header, lineterminator="\n")
-    return buffer.getvalue()
-
-
-def to_json(frame: pd.DataFrame, typed: Sequence[str] = ()) -> str:
-    """Records as JSON; in the `typed` text columns (dimension and knowledge values),
-    numbers written as text (h=2, delta=0.1) are written as numbers."""
-    records: list[dict[str, Any]] = [
-        {k: _typed(v) if k in typed else _plain(v) for k, v in row.items()}
-        for row in frame.to_dict(orient="records")
-    ]
-    return json.dumps(records, indent=2) + "\n"
-
-
 def print_table(table: Table) -> None:
     """Print `table` whole: narrower than its content, rich would cut numbers down to
     `0.…`; a table wider than the terminal is printed at its own width instead (the
-    terminal wraps its lines), so no value is ever shortened."""
-    console = Console()
-    needed = console.measure(table, options=console.options.update(max_width=4096)).maximum
-    if needed > console.width:
-        console = Console(width=needed)
-    console.print(table)
+    terminal wraps its lines), so no value is ever shortened. The tables do not expand,
+    so on a console wide enough for any of them each is laid out at its own width, as
+    on the terminal when it fits there (and without measuring it once more first)."""
+    Console(width=max(Console().width, _WIDEST)).print(table)
+
+
+_WIDEST = 4096  # characters: wider than any table printed here
+
+
+def _nan(value: Any) -> bool:
+    return isinstance(value, float) and math.isnan(value)
 
 
 def _number(value: float, percent: bool = False) -> str:
-    if isinstance(value, float) and math.isnan(value):
+    if _nan(value):
         return "—"
     return f"{value:.1%}" if percent else f"{value:.3f}"
 
 
 def _significant(value: float) -> str:
     """Three significant digits: disclosure measures can be small."""
-    if isinstance(value, float) and math.isnan(value):
+    if _nan(value):
         return "—"
     return f"{value:.3g}"
 
 
-_DECIMAL = re.compile(r"[-+]?(\d+\.\d*|\.\d+)([eE][-+]?\d+)?|[-+]?\d+[eE][-+]?\d+")
-
-
-def _typed(value: Any) -> Any:
-    """A number written as text (h=2, delta=0.1) as that number; anything else (500m,
-    all, exact) as it is."""
-    if isinstance(value, str) and value.isdigit():
-        return int(value)
-    if isinstance(value, str) and _DECIMAL.fullmatch(value):
-        return float(value)
-    return _plain(value)
-
-
-def _plain(value: Any) -> Any:
-    if hasattr(value, "item"):
-        value = value.item()
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    return value
-
-
 def releases_table(frame: pd.DataFrame) -> Table:
+    import pandas as pd
+
     table = Table(
         box=box.SIMPLE_HEAD,
         pad_edge=False,
@@ -216,6 +197,8 @@ def plane_tables(
 
 
 def plane_long(u_plane: pd.DataFrame, d_plane: pd.DataFrame, dims: tuple[str, str]) -> pd.DataFrame:
+    import pandas as pd
+
     u = u_plane.stack().rename("i_rac_u")
     d = d_plane.stack().rename("i_rac_d")
     frame = pd.concat([u, d], axis=1).reset_index()
@@ -343,11 +326,11 @@ def _steps(x: Any, y: Any) -> tuple[list[float], list[float]]:
     return xs, ys
 
 
-def randomized_table(catalog: Catalog, rows: pd.DataFrame) -> Table:
+def randomized_table(catalog: Catalog, rows: Rows) -> Table:
     """A profiles catalog: utility and attack success per randomized setting and level."""
     manifest = catalog.record
     options = manifest.randomize
-    knowledge = [k for k in catalog.knowledge_names if k in rows and (rows[k] != "").any()]
+    knowledge = [k for k in catalog.knowledge_names if k in rows and any(rows.column(k))]
     table = house_table(
         title=f"{manifest.name}: randomized profiles, attacks on a sample of "
         f"{options.users if options else '?'} users (seed {manifest.seed})",
@@ -361,7 +344,7 @@ def randomized_table(catalog: Catalog, rows: pd.DataFrame) -> Table:
         table.add_column(column, no_wrap=True)
     for column in ("error", "admissible", "success"):
         table.add_column(column, justify="right", no_wrap=True)
-    for _, row in rows.iterrows():
+    for row in rows.records:
         table.add_row(
             *[str(row[c]) for c in ["dataview", *catalog.dimension_names, "mechanism"]],
             f"{row['epsilon']:g}",
@@ -378,6 +361,8 @@ def randomized_table(catalog: Catalog, rows: pd.DataFrame) -> Table:
 
 def epsilon_table(frame: pd.DataFrame, dims: list[str], max_success: float) -> Table:
     """`catalog best` for profiles: per setting, utility, worst attack and the choice."""
+    import pandas as pd
+
     table = house_table(
         title=f"Which ε? Settings whose worst attack success is ≤ {max_success:g}",
         caption="admissible: the statistic's error is small enough; safe: no counted attack "
@@ -401,12 +386,6 @@ def epsilon_table(frame: pd.DataFrame, dims: list[str], max_success: float) -> T
             style="bold" if row["choice"] else None,
         )
     return table
-
-
-def typed_values(values: dict[str, Any], typed: Sequence[str] | None = None) -> dict[str, Any]:
-    """Dimension or knowledge values as `to_json` writes them: numbers as numbers (in
-    the `typed` keys; default every key)."""
-    return {k: _typed(v) if typed is None or k in typed else v for k, v in values.items()}
 
 
 def release_summary(result: Any, why: str | None = None) -> dict[str, Any]:

@@ -14,8 +14,8 @@ from prudence_cli.cli.common import (
     check_share,
     handle_errors,
     one_value,
-    progress_bar,
 )
+from prudence_cli.cli.progress import progress_bar
 
 
 @click.command()

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from prudence_cli.cli.common import QUIET_OPTION, handle_errors, progress_bar
+from prudence_cli.cli.common import QUIET_OPTION, handle_errors
+from prudence_cli.cli.progress import progress_bar
 
 
 @click.command()

@@ -20,8 +20,8 @@ from prudence_cli.cli.common import (
     check_share,
     handle_errors,
     output,
-    progress_bar,
 )
+from prudence_cli.cli.progress import progress_bar
 
 
 @click.command("utility")

@@ -125,7 +125,9 @@ def _projected_crs(text: object) -> str:
 
 
 # a Dask scheduler's address: a scheme Dask knows, a host, a port (IPv6 in brackets)
-SCHEDULER_ADDRESS = re.compile(r"((tcp|tls|ws|wss|ucx)://)?(\[[0-9A-Fa-f:.]+\]|[^\s/:\[\]]+):\d{1,5}/?")
+SCHEDULER_ADDRESS = re.compile(
+    r"((tcp|tls|ws|wss|ucx)://)?(\[[0-9A-Fa-f:.]+\]|[^\s/:\[\]]+):\d{1,5}/?"
+)
 
 
 def _parse_input(r: Reader, data: object) -> InputConfig:

@@ -9,11 +9,12 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from prudence_cli.errors import SHOWN_WIDTH, ConfigError, shown
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 T = TypeVar("T")
 
@@ -87,6 +88,8 @@ class Reader:
         """A date or time (naive ones in `timezone`) as a UTC Timestamp. An impossible
         date such as 2011-13-45 reaches here as text (config/loader.py) and fails here,
         naming its key."""
+        import pandas as pd  # here: reading a catalog's config imports no pandas
+
         if not isinstance(value, (dt.date, str)):
             self.fail(key, f"{shown(value)} is not an ISO-8601 date or time")
         try:

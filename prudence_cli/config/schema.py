@@ -6,9 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from prudence_cli.config.knowledge import KnowledgeLevel
 from prudence_cli.config.mechanisms import Setting
@@ -16,6 +14,9 @@ from prudence_cli.config.mobility import MobilityConfig
 from prudence_cli.config.policy import ReleasePolicy
 from prudence_cli.io.dataset import data_files
 from prudence_cli.io.specs import ColumnMap, PointsSpec, SegmentsSpec, TowersSpec
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 INPUT_FORMATS = ("gps", "cdr", "segments")
 POINT_MODES = ("all", "trip_ends")

@@ -28,7 +28,7 @@ from prudence_cli.catalog.query import (
 from prudence_cli.config.mobility import TRAJECTORY_ONLY, TRIPS_NEEDED
 from prudence_cli.config.policy import ReleasePolicy
 from prudence_cli.errors import PrudenceError
-from prudence_cli.measures.rac import measure_view
+from prudence_cli.measures.rac import summarize_view
 from prudence_cli.sanitize.forecast import (
     Suppressed,
     catalog_engine,
@@ -50,7 +50,7 @@ def plane(
                 f"--plane {','.join(dims)}: {dim!r} is not a dimension or knowledge column "
                 f"(known: {', '.join(c for c in columns if c not in ('dataview', 'attack'))})"
             )
-    rows = irac_rows(catalog, where)
+    rows = irac_rows(catalog, where).to_frame()
     if attack is not None:
         rows = rows[rows["attack"] == attack]
     if rows.empty:
@@ -75,7 +75,7 @@ def curve(
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The RAC_U / RAC_D step curve of one catalog row, and that row."""
     catalog.dataview_entry(dataview)
-    rows = irac_rows(catalog, [*where, f"dataview={dataview}"])
+    rows = irac_rows(catalog, [*where, f"dataview={dataview}"]).to_frame()
     if attack is not None:
         rows = rows[rows["attack"] == attack]
     if len(rows) != 1:
@@ -181,9 +181,10 @@ def dataview_scores(
     sampled: dict[str, bool] = {}  # a counted level was sampled: risks are lower bounds
     for entry in dataview_entries(catalog, where):
         dims = entry.dimensions
-        risk = max_risk_over(catalog.risks(entry.id), levels, entry.id)
-        view = catalog.view(entry.id)[0]
-        _, summary = measure_view(view, risk, coverage_kind)
+        risks = catalog.risks(entry.id)
+        risk = max_risk_over(risks, levels, entry.id)
+        view = catalog.view(entry.id, risks)[0]
+        summary = summarize_view(view, risk, coverage_kind)
         rows.append(
             {
                 "dataview": entry.id,
@@ -339,12 +340,12 @@ def check(
     out = []
     for entry in dataview_entries(catalog, where):
         risks = catalog.risks(entry.id)
-        view = catalog.view(entry.id)[0]
+        view = catalog.view(entry.id, risks)[0]
         on_release = _released_risks(catalog, entry.id, levels, every, policy)
         for attack, level in every:
             is_counted = level.key in counted
             risk = max_risk_over(risks, [(attack, level)], entry.id)
-            _, summary = measure_view(view, risk, coverage_kind)
+            summary = summarize_view(view, risk, coverage_kind)
             released = on_release[1][level.key] if on_release else risk
             failures, warning = [], ""
             if is_counted:
@@ -462,7 +463,7 @@ def epsilon_choice(catalog: Catalog, max_success: float, where: Sequence[str] = 
     setting is `safe` (worst success ≤ max_success). `choice` marks, per dataview,
     mechanism and neighbourhood, the largest admissible and safe ε: the most useful
     setting that the attacks do not break."""
-    rows = randomized_rows(catalog, where)
+    rows = randomized_rows(catalog, where).to_frame()
     if rows.empty:
         raise PrudenceError("no randomized setting matches --where")
     dims = catalog.dimension_names

@@ -75,7 +75,7 @@ def _walked(folder: Path) -> list[Path]:
     """The files under `folder`, in path order, without hidden or bookkeeping files and
     folders; linked folders are followed, a folder reached twice (a loop) read once."""
     seen: set[str] = set()
-    files = []
+    files: list[Path] = []
     for top, folders, names in os.walk(folder, followlinks=True):
         real = os.path.realpath(top)
         if real in seen:

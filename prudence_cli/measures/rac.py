@@ -114,3 +114,13 @@ def measure_view(
     denominator = view.data_of(np.ones(view.n_users, dtype=bool), kind) if total is None else total
     curve = rac_by_thresholds(risk, lambda people: view.data_of(people, kind), denominator)
     return curve, summarize_curve(risk, curve, view.users_in_view)
+
+
+def summarize_view(
+    view: Any, risk: np.ndarray, kind: str, total: float | None = None
+) -> RacSummary:
+    """The i-RAC row of `measure_view` alone: on an additive view, without making the
+    curve (a table per level, which `check` and `catalog best` do not show)."""
+    if view.additive:
+        return summarize(risk, view.coverage(kind), total)
+    return measure_view(view, risk, kind, total)[1]

@@ -41,7 +41,7 @@ def plane_charts(
     """One chart per attack level (and value of any further dimension) of the rows kept
     by `where`: i-RAC_U and i-RAC_D over the first two data dimensions, or along the only
     one. Levels whose key is not in `counted` are folded."""
-    irac = irac_rows(catalog, _on_dimensions(catalog, where))
+    irac = irac_rows(catalog, _on_dimensions(catalog, where)).to_frame()
     dims = catalog.dimension_names
     if not dims or irac.empty:
         return
@@ -75,7 +75,7 @@ def curve_charts(
     """One chart per dataview (of `dataviews`, default all) and attack of the rows kept
     by `where`: RAC_U and RAC_D, one step line per counted level (the curves of the
     others: prudence catalog curve)."""
-    irac = irac_rows(catalog, _on_dimensions(catalog, where))
+    irac = irac_rows(catalog, _on_dimensions(catalog, where)).to_frame()
     irac = irac[irac_level_keys(catalog, irac).isin(set(counted))]
     if dataviews is not None:
         irac = irac[irac["dataview"].isin(set(dataviews))]
@@ -148,7 +148,7 @@ def epsilon_charts(
     per dataview, mechanism and
     neighbourhood, attack success against ε with the admissible ε shaded, the statistic's
     relative error on a second axis, and the tolerated success R."""
-    rows = randomized_rows(catalog, where)
+    rows = randomized_rows(catalog, where).to_frame()
     dims = catalog.dimension_names
     knowledge = [k for k in catalog.knowledge_names if k in rows]
     options = catalog.record.randomize

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from prudence_cli.cli import main
-from prudence_cli.cli.render import to_json
+from prudence_cli.cli.pipes import to_json
 from tests.assessed import run
 from tests.randomized.test_randomize import profiles_catalog
 from tests.test_docs import commands

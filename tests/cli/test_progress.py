@@ -13,8 +13,8 @@ from rich.progress import Progress
 
 from prudence_cli.catalog import open_catalog
 from prudence_cli.catalog.query import catalog_policy, counted_levels
-from prudence_cli.cli import common
-from prudence_cli.cli.common import _Count, progress_bar
+from prudence_cli.cli import progress as bars
+from prudence_cli.cli.progress import _Count, progress_bar
 from prudence_cli.config.evaluate import EvaluationSettings, TrajectoryColumns
 from prudence_cli.evaluation import run_evaluation
 from prudence_cli.io.points import read_points
@@ -46,8 +46,8 @@ def test_no_bar_with_quiet_or_when_stderr_is_not_a_terminal(monkeypatch):
     with progress_bar(quiet=False) as bar:
         assert bar is not None
         bar(1, 2, "reading x.csv")
-        assert common._live  # messages meanwhile go above the bar
-    assert not common._live
+        assert bars._live  # messages meanwhile go above the bar
+    assert not bars._live
 
 
 def test_the_count_shows_sizes_when_reading_bytes():

@@ -1,7 +1,13 @@
 """Start-up: the numba kernels load only when a level is counted. Importing the library's
 layers, showing a catalog and checking a policy load neither numba nor a kernel module;
 an assessment loads them, and only then. Reading a catalog loads no geometry or
-projection library either (GEOS and PROJ: a tenth of a second and more)."""
+projection library either (GEOS and PROJ: a tenth of a second and more).
+
+Showing a catalog reads two small CSV tables and prints them: it loads no pandas, numpy
+or Arrow (pandas alone takes longer than the whole command), and rich for a table only.
+Checking a policy rebuilds the dataviews (pandas and Arrow) but prints plain lines: no
+rich, no other command's module. No command looks its version up among the installed
+distributions (importlib.metadata)."""
 
 from __future__ import annotations
 
@@ -12,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.assessed import catalog, pristine  # noqa: F401  (fixtures)
+from tests.randomized.test_randomize import profiles_catalog  # noqa: F401  (fixture)
 
 KERNELS = (
     "numba",
@@ -20,7 +27,7 @@ KERNELS = (
     "prudence_cli.engine.enumeration_kernels",
 )
 # Runs the command line in a fresh interpreter and, on exit (whatever its code), prints
-# the kernel modules that were imported.
+# which of the modules `kernels` were imported.
 PROBE = (
     "import atexit, sys\n"
     "kernels = {kernels!r}\n"
@@ -28,6 +35,10 @@ PROBE = (
     "from prudence_cli.cli import main\n"
     "main({args!r})\n"
 )
+# what no command reading a catalog needs
+STARTUP = ("importlib.metadata", "prudence_cli.cli.assess", "prudence_cli.cli.report")
+# and what showing one does not need either: the i-RAC table is printed from plain rows
+TABLES = ("pandas", "numpy", "pyarrow", "prudence_cli.cli.progress", "prudence_cli.dataviews")
 
 
 def loaded_by(code: str, cwd: Path | None = None) -> list[str]:
@@ -76,8 +87,46 @@ def test_an_attack_loads_the_kernels_when_it_counts():
         ("catalog", "show", "--catalog", "catalog/e2e", "--format", "table"),
         ("catalog", "show", "--catalog", "catalog/e2e", "--format", "json"),
         ("check", "--catalog", "catalog/e2e"),
+        ("check", "--catalog", "catalog/e2e", "--max-risk", "0.5"),
+        ("check", "--catalog", "catalog/e2e", "--max-risk", "0.5", "--format", "json"),
     ],
 )
 def test_reading_a_catalog_loads_no_kernel(catalog: Path, args: tuple[str, ...]):  # noqa: F811
     code = PROBE.format(kernels=(*KERNELS, "shapely", "pyproj", "scipy"), args=list(args))
     assert loaded_by(code, cwd=catalog.parents[1]) == []
+
+
+@pytest.mark.parametrize("fmt", ["table", "csv", "json"])
+def test_showing_a_catalog_loads_no_pandas(catalog: Path, fmt: str):  # noqa: F811
+    args = ["catalog", "show", "--catalog", "catalog/e2e", "--format", fmt, "--where", "h=1"]
+    heavy = (*STARTUP, *TABLES, "rich")
+    loaded = loaded_by(PROBE.format(kernels=heavy, args=args), cwd=catalog.parents[1])
+    assert loaded == (["rich"] if fmt == "table" else [])
+
+
+@pytest.mark.parametrize("fmt", ["table", "json"])
+def test_showing_randomized_profiles_loads_no_pandas(profiles_catalog, fmt: str):  # noqa: F811
+    root, folder = profiles_catalog
+    args = ["catalog", "show", "--catalog", str(folder), "--format", fmt]
+    code = PROBE.format(kernels=(*STARTUP, *TABLES, "rich"), args=args)
+    assert loaded_by(code, cwd=root) == (["rich"] if fmt == "table" else [])
+
+
+@pytest.mark.parametrize("fmt", ["table", "json"])
+def test_checking_a_policy_loads_no_rich(catalog: Path, fmt: str):  # noqa: F811
+    args = ["check", "--catalog", "catalog/e2e", "--max-risk", "0.5", "--format", fmt]
+    heavy = (*STARTUP, "rich", "pyarrow.dataset", "pandas")
+    loaded = loaded_by(PROBE.format(kernels=heavy, args=args), cwd=catalog.parents[1])
+    assert loaded == ["pandas"]  # not blind: the dataviews are rebuilt with pandas
+
+
+def test_the_version_is_a_constant_that_matches_the_distribution():
+    """`prudence --version` says the version pyproject.toml gives the package (read from
+    prudence_cli.__version__), without asking importlib.metadata at every start."""
+    from importlib.metadata import version
+
+    import prudence_cli
+
+    assert prudence_cli.__version__ == version("prudence-cli")
+    code = PROBE.format(kernels=("importlib.metadata", "rich", "pandas"), args=["--version"])
+    assert loaded_by(code) == []

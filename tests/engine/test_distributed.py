@@ -369,7 +369,6 @@ def test_a_scheduler_without_workers_stops_with_what_to_do(monkeypatch):
 
 def test_a_worker_lost_during_a_run_is_said_so(cluster):
     from concurrent.futures import CancelledError
-
     from types import SimpleNamespace
 
     from distributed.scheduler import KilledWorker

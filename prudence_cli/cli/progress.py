@@ -1,0 +1,105 @@
+"""The progress bar of long commands: rich on stderr, on a terminal only, and the
+messages printed meanwhile (above the bar: a plain write would land inside it)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+import click
+from rich import filesize
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.text import Text
+
+if TYPE_CHECKING:
+    from prudence_cli.assess import ProgressCallback
+
+
+class _Count(ProgressColumn):
+    """`done/total` of a step with a known total: counts, or sizes when reading bytes."""
+
+    def render(self, task: Task) -> Text:
+        if task.total is None:
+            return Text("")
+        if task.fields.get("unit") == "bytes":
+            done, total = filesize.decimal(int(task.completed)), filesize.decimal(int(task.total))
+            return Text(f"{done}/{total}")
+        return Text(f"{int(task.completed):,}/{int(task.total):,}")
+
+
+_live: list[Console] = []  # the console of the progress bar on screen, if one is
+
+
+def message(text: str) -> None:
+    """A line on stderr; above the progress bar while one is on screen (a plain write
+    would land inside it)."""
+    if _live:
+        _live[-1].print(text, markup=False, highlight=False, emoji=False, soft_wrap=True)
+    else:
+        click.echo(text, err=True)
+
+
+@contextmanager
+def progress_bar(quiet: bool) -> Iterator[ProgressCallback | None]:
+    """A rich progress bar on stderr, as a callback `(done, total, message, unit="")`
+    (total 0: not known; unit "bytes": sizes are shown); None with --quiet or when stderr
+    is not a terminal (a log file or CI gets no bar, and the library skips the updates).
+    Messages meanwhile go through `message`."""
+    console = Console(stderr=True)
+    if quiet:
+        yield None
+        return
+    with _compiling_said():
+        if not console.is_terminal:
+            yield None
+            return
+        with _bar(console) as update:
+            yield update
+
+
+@contextmanager
+def _compiling_said() -> Iterator[None]:
+    """Say so when the counting kernels are compiled, once per machine (a pause of
+    seconds to a minute that no progress bar would explain)."""
+    from prudence_cli.engine import jit
+
+    jit.on_compile(
+        lambda: message(
+            "Compiling the counting kernels for this machine; numba caches them for the "
+            "next runs (python -m prudence_cli.warm compiles them all ahead)."
+        )
+    )
+    try:
+        yield
+    finally:
+        jit.on_compile(None)
+
+
+@contextmanager
+def _bar(console: Console) -> Iterator[ProgressCallback]:
+    columns = (
+        TextColumn("{task.description}", markup=False),
+        BarColumn(),
+        _Count(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task("starting", total=None)
+
+        def update(done: int, total: int, message: str, unit: str = "") -> None:
+            bar.update(task, completed=done, total=total or None, description=message, unit=unit)
+
+        _live.append(console)
+        try:
+            yield update
+        finally:
+            _live.remove(console)
