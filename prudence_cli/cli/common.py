@@ -104,10 +104,22 @@ def handle_errors(func: F) -> F:
         except KeyboardInterrupt:
             click.echo("Interrupted: nothing was written.", err=True)
             sys.exit(INTERRUPTED)
+        except MemoryError as exc:  # the machine, not the tool: say what helps
+            raise UserError(_out_of_memory(exc)) from None
         except Exception as exc:
             raise InternalError(_internal_message(exc, kwargs.get("out"))) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _out_of_memory(exc: MemoryError) -> str:
+    detail = f" ({_one_line(exc)})" if str(exc) else ""
+    return (
+        f"{_command_name()} ran out of memory{detail}; nothing was written. Run it where "
+        "there is more memory, or with less at once: engine.memory sizes the counting to "
+        "it, a Parquet copy of the input (or input.cache: parquet) reads in less, and "
+        "--engine dask spreads the reading and the counting over machines (docs/scaling.md)"
+    )
 
 
 @contextmanager

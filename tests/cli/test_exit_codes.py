@@ -128,6 +128,20 @@ def test_an_internal_error_without_out_logs_in_tmpdir(project, tmp_path, monkeyp
     assert "KeyError" in log.read_text()
 
 
+def test_running_out_of_memory_is_exit_2_with_what_helps(project, monkeypatch):
+    def short(*args):
+        raise MemoryError("Unable to allocate 38.1 MiB for an array with shape (5000000,)")
+
+    monkeypatch.setattr("prudence_cli.assess._prepare", short)
+    result = run("assess", "demo.yaml", "--quiet")
+    assert result.exit_code == 2
+    assert result.stderr.startswith(
+        "Error: prudence assess ran out of memory (Unable to allocate 38.1 MiB for an array "
+        "with shape (5000000,)); nothing was written."
+    )
+    assert "engine.memory" in result.stderr and "--engine dask" in result.stderr
+
+
 def test_a_policy_failure_stays_1(assessed):
     result = run("check", "--catalog", str(assessed), "--max-risk", "0.01")
     assert result.exit_code == 1
