@@ -110,8 +110,9 @@ class DaskRunner:
 
     def run_sharded(self, task: Task, shards: Shards) -> Iterator[Any]:
         """Each shard's data sent to one worker (in turn) and its tasks run there, where
-        the data is: no worker holds another's shard. One shard is built at a time here,
-        and dropped once sent."""
+        the data is: no worker holds another's shard (elsewhere only when that worker is
+        gone: a restarted worker has another address). One shard is built at a time
+        here, and dropped once sent."""
         futures: list[Any] = []
         handles: list[Any] = []
         for k, (shared, arguments) in enumerate(shards):
@@ -121,7 +122,7 @@ class DaskRunner:
             handles.append(handle)
             futures.extend(
                 self.client.submit(
-                    task, handle, *args, pure=False, workers=where, allow_other_workers=False
+                    task, handle, *args, pure=False, workers=where, allow_other_workers=True
                 )
                 for args in arguments
             )
