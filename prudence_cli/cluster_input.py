@@ -23,6 +23,7 @@ the raw points, only what the selection keeps.
 from __future__ import annotations
 
 import operator
+import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
@@ -54,8 +55,6 @@ def read_and_select(
 ) -> tuple[Selection, dict[str, int]]:
     """The Selection of the config's input, read and selected on the workers of `client`
     (see the module docstring), and the invalid rows dropped, by reason."""
-    from distributed import as_completed
-
     spec = config.input.spec()
     files = data_files(spec.path)
     towers = read_towers(spec.towers) if spec.towers is not None else None
@@ -72,12 +71,7 @@ def read_and_select(
         for f in files
     ]
     counts = [client.submit(operator.itemgetter(1, 2), s, pure=False) for s in split]
-    sizes = {future.key: f.stat().st_size for future, f in zip(split, files, strict=True)}
-    total, done = sum(sizes.values()), 0
-    for future in as_completed(split):
-        done += sizes[future.key]
-        if progress is not None:
-            progress(done, total)
+    _heard(split, [f.stat().st_size for f in files], progress)
     found = client.gather(counts)
     rows_read = sum(rows for rows, _ in found)
     dropped: Counter[str] = Counter()
@@ -92,6 +86,19 @@ def read_and_select(
     del split
     shares = client.gather(chosen)
     return finish(_joined(shares, rows_read), config, segments), dict(dropped)
+
+
+def _heard(futures: list[Any], sizes: list[int], progress: ReadProgress | None) -> None:
+    """Wait for the files' tasks, telling `progress` the bytes of the files done so far."""
+    total, told = sum(sizes), -1
+    while True:
+        done = sum(size for future, size in zip(futures, sizes, strict=True) if future.done())
+        if done != told and progress is not None:
+            progress(done, total)
+        told = done
+        if done == total and all(future.done() for future in futures):
+            return
+        time.sleep(0.05)
 
 
 # bytes a worker's selection of a range takes per row at its peak (the rows as read, the
