@@ -185,49 +185,52 @@ ANSWER_SECONDS = 10.0
 WORKER_SECONDS = 30.0
 
 
+async def _identity(address: str, seconds: float) -> str:
+    """What answers at `address`: "Scheduler" for a Dask scheduler."""
+    from distributed.comm import connect
+
+    comm = await connect(address, timeout=seconds)
+    try:
+        await comm.write({"op": "identity", "reply": True})
+        reply = await comm.read()
+    finally:
+        await comm.close()
+    return str(reply.get("type", "")) if isinstance(reply, dict) else ""
+
+
 def _connected(address: str, timeout: object) -> Any:
     """A client of the Dask scheduler at `address`, with a worker, running this version
     of Prudence; PrudenceError saying what to do otherwise (exit code 2)."""
-    import threading
+    import asyncio
 
     import dask.utils
     from distributed import Client
 
     from prudence_cli import __version__
 
-    found: dict[str, Any] = {}
-
-    def connect() -> None:
-        try:
-            found["client"] = Client(address, timeout=timeout)
-        except Exception as exc:  # noqa: BLE001 - said below, whatever it is
-            found["error"] = exc
-
     seconds = dask.utils.parse_timedelta(str(timeout), default="s") or 30.0
-    thread = threading.Thread(target=connect, daemon=True, name="dask-connect")
-    thread.start()
-    thread.join(seconds + ANSWER_SECONDS)
     where = f"the Dask scheduler {address}"
-    if thread.is_alive():  # something answers there, but not as a scheduler
+    try:  # asked first, on its own: a client would wait forever on what is not a scheduler
+        kind = asyncio.run(asyncio.wait_for(_identity(address, seconds), seconds + ANSWER_SECONDS))
+    except (TimeoutError, asyncio.TimeoutError):
         raise PrudenceError(
             f"{where} accepted the connection but did not answer as a Dask scheduler within "
             f"{seconds + ANSWER_SECONDS:.0f} s: give the scheduler's own address (tcp://HOST:8786 "
             "by default), not its dashboard's (port 8787)"
-        )
-    error = found.get("error")
-    if isinstance(error, (OSError, TimeoutError)):
+        ) from None
+    except OSError as error:
         raise PrudenceError(
             f"cannot reach {where}: {error}; check that it runs and that this machine reaches "
             "it, or wait longer with DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT=60s"
         ) from None
-    if isinstance(error, (ValueError, TypeError)):
+    except (ValueError, TypeError) as error:
         raise PrudenceError(
             f"{address!r} is not the address of a Dask scheduler ({error}): give "
             "tcp://HOST:PORT, e.g. tcp://10.0.0.5:8786"
         ) from None
-    if error is not None:
-        raise error
-    client = found["client"]
+    if kind != "Scheduler":
+        raise PrudenceError(f"{address} is a Dask {kind}, not a scheduler: give the scheduler's")
+    client = Client(address, timeout=timeout)
     try:
         client.wait_for_workers(1, timeout=WORKER_SECONDS)
     except (OSError, TimeoutError):
