@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from prudence_cli.config.dimensions import FORMATS, SEGMENT_FORMATS
+from prudence_cli.config.engine import parse_engine
 from prudence_cli.config.knowledge import ATTACK_SCHEMAS, KnowledgeLevel
 from prudence_cli.config.loader import read_yaml
 from prudence_cli.config.mechanisms import MECHANISMS, Setting
@@ -19,9 +20,7 @@ from prudence_cli.config.mobility import parse_mobility
 from prudence_cli.config.policy import parse_policy
 from prudence_cli.config.reader import Reader
 from prudence_cli.config.schema import (
-    BACKENDS,
     COVERAGES,
-    DEFAULT_MAX_INSTANCES,
     INPUT_FORMATS,
     POINT_MODES,
     Aggregate,
@@ -29,7 +28,6 @@ from prudence_cli.config.schema import (
     AttackConfig,
     Config,
     DataviewConfig,
-    EngineConfig,
     InputConfig,
     RandomizeConfig,
     SegmentsConfig,
@@ -38,7 +36,7 @@ from prudence_cli.config.schema import (
 )
 from prudence_cli.errors import shown
 from prudence_cli.io.specs import ColumnMap
-from prudence_cli.units import parse_bytes, parse_duration, parse_size
+from prudence_cli.units import parse_duration, parse_size
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -82,7 +80,7 @@ def parse_config(data: object, file: Path) -> Config:
         attacks=attacks,
         coverage=coverage,
         output=output,
-        engine=_parse_engine(r, top.get("engine", {})),
+        engine=parse_engine(r, top.get("engine", {})),
         crs=r.convert(top["crs"], "crs", _projected_crs) if "crs" in top else None,
         utility_scores=_parse_utility(r, top.get("utility")),
         utility_aggregate=_parse_aggregate(r, top.get("utility"), dataview),
@@ -122,12 +120,6 @@ def _projected_crs(text: object) -> str:
     from prudence_cli.space import check_projected_crs
 
     return check_projected_crs(text)
-
-
-# a Dask scheduler's address: a scheme Dask knows, a host, a port (IPv6 in brackets)
-SCHEDULER_ADDRESS = re.compile(
-    r"((tcp|tls|ws|wss|ucx)://)?(\[[0-9A-Fa-f:.]+\]|[^\s/:\[\]]+):\d{1,5}/?"
-)
 
 
 def _parse_input(r: Reader, data: object) -> InputConfig:
@@ -475,36 +467,4 @@ def _parse_randomize(r: Reader, data: object, timezone: str) -> RandomizeConfig:
         leak_locations=shares["locations"],
         max_error=max_error,
         split=None if split == "middle" else r.timestamp(split, "randomize.split", timezone),
-    )
-
-
-def _parse_engine(r: Reader, data: object) -> EngineConfig:
-    m = r.mapping(
-        data,
-        "engine",
-        allowed={"max_instances", "jobs", "sample", "backend", "scheduler", "memory"},
-    )
-    sample = m.get("sample")
-    backend = r.choice(m.get("backend", "local"), "engine.backend", BACKENDS)
-    scheduler = m.get("scheduler")
-    if scheduler is not None:
-        scheduler = r.string(scheduler, "engine.scheduler")
-        if backend != "dask":
-            r.fail("engine.scheduler", "is the address of a Dask scheduler: set backend: dask")
-        if not SCHEDULER_ADDRESS.fullmatch(scheduler):
-            r.fail(
-                "engine.scheduler",
-                f"{shown(scheduler)} is not the address of a Dask scheduler: give "
-                "tcp://HOST:PORT (or tls://, ws://, wss://), e.g. tcp://10.0.0.5:8786",
-            )
-    memory = m.get("memory")
-    return EngineConfig(
-        backend=backend,
-        scheduler=scheduler,
-        memory=None if memory is None else r.convert(memory, "engine.memory", parse_bytes),
-        max_instances=r.integer(
-            m.get("max_instances", DEFAULT_MAX_INSTANCES), "engine.max_instances", minimum=1
-        ),
-        jobs=r.integer(m.get("jobs", 0), "engine.jobs", minimum=0),
-        sample=None if sample is None else r.integer(sample, "engine.sample", minimum=1),
     )
