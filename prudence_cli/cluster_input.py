@@ -25,7 +25,6 @@ from __future__ import annotations
 import operator
 import time
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -42,12 +41,10 @@ from prudence_cli.config import Config
 from prudence_cli.errors import InputError
 from prudence_cli.io.dataset import data_files
 from prudence_cli.io.labels import united
-from prudence_cli.io.points import RawPoints, read_file
+from prudence_cli.io.points import RawPoints, ReadProgress, read_file
 from prudence_cli.io.specs import PointsSpec
 from prudence_cli.io.tables import read_segments, read_towers
 from prudence_cli.select import Chosen, Selection, _Rows, finish, select_rows
-
-ReadProgress = Callable[[int, int], None]
 
 
 def read_and_select(
@@ -201,16 +198,12 @@ def _select(parts: list[pd.DataFrame], config: Config) -> tuple[Chosen, pa.Array
     columns = {}
     for name in parts[0].columns:
         if name in (C.USER, C.LOCATION):
-            columns[name] = united([_categorical(part[name]) for part in parts])
+            columns[name] = united([part[name] for part in parts])
         else:
             columns[name] = np.concatenate([part[name].to_numpy() for part in parts])
     raw = RawPoints(table=pd.DataFrame(columns, copy=False))
     labels = pa.array(columns[C.USER].categories, type=pa.string())
     return select_rows(raw, config).compacted(), labels
-
-
-def _categorical(column: pd.Series) -> pd.Categorical:
-    return column.array if isinstance(column.dtype, pd.CategoricalDtype) else pd.Categorical(column)
 
 
 def _nothing() -> Chosen:
@@ -244,7 +237,7 @@ def _joined(shares: list[tuple[Chosen, pa.Array]], rows_read: int) -> Chosen:
     table = {}
     for name in names:
         if name == C.LOCATION:
-            table[name] = united([chosen.table[name].array for chosen, _ in shares])
+            table[name] = united([chosen.table[name] for chosen, _ in shares])
         else:
             table[name] = np.concatenate([chosen.table[name].to_numpy() for chosen, _ in shares])
     stats = {"rows_read": rows_read}

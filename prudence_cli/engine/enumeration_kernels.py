@@ -18,6 +18,17 @@ _BLOCK = 4096  # start positions per parallel block
 
 
 @kernel
+def _first_combination(idx, first, end, s):
+    """Set idx to the first combination of s positions of [first, end) that begins at
+    `first`; False when fewer than s positions are left."""
+    if end - first < s:
+        return False
+    for j in range(s):
+        idx[j] = first + j
+    return True
+
+
+@kernel
 def _next_combination(idx, first, end, s):
     """Advance idx[1:] to the next combination of positions in (first, end); False at the
     end. idx[0] stays at `first`."""
@@ -45,10 +56,8 @@ def enumerate_members(offsets, owners, elements, values, starts, s, keys, vals, 
         p = starts[t]
         u = owners[p]
         end = offsets[u + 1]
-        if end - p < s:
+        if not _first_combination(idx, p, end, s):
             continue
-        for j in range(s):
-            idx[j] = p + j
         while True:
             if write:
                 for j in range(s):
@@ -136,10 +145,8 @@ def enumerate_queries(
         if s < size_lo[u] or s > size_hi[u]:
             continue
         end = offsets[u + 1]
-        if end - p < s:
+        if not _first_combination(idx, p, end, s):
             continue
-        for j in range(s):
-            idx[j] = p + j
         while True:
             if mode == COMPOSITIONS:
                 target = min(compose, totals[u])
@@ -186,10 +193,8 @@ def enumerate_packed(
             p = starts[t]
             u = owners[p]
             end = offsets[u + 1]
-            if end - p < s:
+            if not _first_combination(idx, p, end, s):
                 continue
-            for j in range(s):
-                idx[j] = p + j
             k = first[t]
             while True:
                 key = np.int64(0)

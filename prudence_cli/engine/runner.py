@@ -105,7 +105,13 @@ class DaskRunner:
 
     def share(self, data: Any) -> Any:
         """`data` sent to every worker once, for several runs."""
-        (handle,) = self.client.scatter([data], broadcast=True, hash=False)
+        return self._scattered(data)
+
+    def _scattered(self, data: Any, workers: list[str] | None = None) -> Any:
+        """One future of `data` (a tuple too), on `workers` or on every worker."""
+        (handle,) = self.client.scatter(
+            [data], workers=workers, broadcast=workers is None, hash=False
+        )
         return handle
 
     def run_sharded(self, task: Task, shards: Shards) -> Iterator[Any]:
@@ -117,7 +123,7 @@ class DaskRunner:
         handles: list[Any] = []
         for k, (shared, arguments) in enumerate(shards):
             where = [self.addresses[k % len(self.addresses)]] if self.addresses else None
-            handle = self.client.scatter(shared, workers=where, hash=False)
+            handle = self._scattered(shared, where)
             del shared
             handles.append(handle)
             futures.extend(

@@ -42,10 +42,11 @@ def arrow_categorical(codes: np.ndarray, labels: pa.Array) -> pd.Categorical:
     return pd.Categorical.from_codes(_in_order(codes, order.to_numpy()), categories=categories)
 
 
-def united(parts: list[pd.Categorical]) -> pd.Categorical:
-    """The Categoricals of `parts` (each with sorted categories, as `Labels.categorical`
-    gives them) as one, its categories the sorted union of theirs: the ids of several
-    files as if they had been read as one."""
+def united(columns: list[pd.Series | pd.Categorical]) -> pd.Categorical:
+    """The ids of several files as if they had been read as one: one Categorical whose
+    categories are the sorted union of theirs. Each column is a Categorical with sorted
+    categories (as `Labels.categorical` gives them), or plain ids (a file without rows)."""
+    parts = [_sorted_categorical(column) for column in columns]
     labels = [pa.array(part.categories, type=pa.string()) for part in parts]
     union = pc.unique(pa.concat_arrays(labels))
     union = union.take(pc.sort_indices(union))
@@ -54,6 +55,14 @@ def united(parts: list[pd.Categorical]) -> pd.Categorical:
         where = pc.index_in(own, value_set=union).to_numpy(zero_copy_only=False)
         codes.append(where.astype(np.int32)[part.codes])
     return pd.Categorical.from_codes(np.concatenate(codes), categories=_strings(union))
+
+
+def _sorted_categorical(ids: pd.Series | pd.Categorical) -> pd.Categorical:
+    if isinstance(ids, pd.Categorical):
+        return ids
+    if isinstance(ids.dtype, pd.CategoricalDtype):
+        return ids.array
+    return pd.Categorical(ids.astype(str))
 
 
 def _in_order(codes: np.ndarray, order: np.ndarray) -> np.ndarray:

@@ -116,22 +116,12 @@ def merged(parts: list[RawPoints]) -> RawPoints:
     parts = [part for part in parts if len(part.table)] or parts[:1]
     names = list(parts[0].table.columns)
     labelled = [name for name in (C.USER, C.LOCATION) if name in names]
-    ids = {
-        name: united([_categorical(part.table.pop(name)) for part in parts]) for name in labelled
-    }
+    ids = {name: united([part.table.pop(name) for part in parts]) for name in labelled}
     table = _concat_columns([part.table for part in parts])
     for name, values in ids.items():
         table[name] = values
     result.table = table[names]
     return result
-
-
-def _categorical(ids: pd.Series) -> pd.Categorical:
-    """The ids as a Categorical with sorted categories (a file's ids are one already,
-    unless the file gave no row)."""
-    if isinstance(ids.dtype, pd.CategoricalDtype):
-        return ids.array
-    return pd.Categorical(ids.astype(str))
 
 
 def read_file(

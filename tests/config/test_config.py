@@ -9,20 +9,13 @@ from prudence_cli.errors import ConfigError
 from prudence_cli.units import format_duration, format_size, parse_duration, parse_size
 from tests.conftest import MINIMAL_CONFIG
 
-TRAJECTORY_OF_GPS = """\
-name: tiny
-input:
-  path: points.csv
-  columns: {user: uid, time: datetime, lat: lat, lon: lng}
-  timezone: Europe/Rome
-dataview:
-  format: trajectory
-  dimensions: {grid: [500m], time: [1h]}
-attacks:
-  - attack: location
-    knowledge: {h: [1]}
-output: out
-"""
+TRAJECTORY_OF_GPS = MINIMAL_CONFIG.replace(
+    "  format: presence\n  dimensions:\n    grid: [500m]\n    frequency: [1]\n",
+    "  format: trajectory\n  dimensions: {grid: [500m], time: [1h]}\n",
+).replace(
+    "  - attack: presence\n    knowledge: {h: [1, 2], visits: [exact]}\n",
+    "  - attack: location\n    knowledge: {h: [1]}\n",
+)
 
 
 def test_minimal_config_resolves_paths_against_its_folder(write_config, tmp_path):
