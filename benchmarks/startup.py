@@ -55,6 +55,9 @@ PEER_PYTHON = HERE / ".peers" / "venv" / "bin" / "python"
 OUT = HERE / "out"
 PRUDENCE = Path(sys.executable).with_name("prudence")
 HEAVY = ("numpy", "pandas", "scipy.sparse", "shapely", "pyproj", "matplotlib", "numba")
+# The processes timed write their bytecode (.pyc) on the untimed first run, as a user's
+# machine does: an environment that forbids it would time compiling every module.
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
 # --- the processes timed --------------------------------------------------------------------
@@ -90,7 +93,7 @@ def wall(command: list[str], repeat: int) -> tuple[float, str]:
     best, out = float("inf"), ""
     for _ in range(repeat):
         started = time.perf_counter()
-        done = subprocess.run(command, capture_output=True, text=True)
+        done = subprocess.run(command, capture_output=True, text=True, env=ENV)
         seconds = time.perf_counter() - started
         if done.returncode != 0:
             raise RuntimeError(f"{' '.join(command)} failed: {done.stderr.strip()[-400:]}")
@@ -196,7 +199,7 @@ def reads(catalog: Path, repeat: int) -> dict[str, dict[str, float]]:
     for round_ in range(repeat + 1):  # round 0 fills the caches, untimed
         for name, command in commands.items():
             started = time.perf_counter()
-            done = subprocess.run(command, capture_output=True, text=True)
+            done = subprocess.run(command, capture_output=True, text=True, env=ENV)
             seconds = time.perf_counter() - started
             if done.returncode not in (0, 1):  # check: 1 when the policy is not met
                 raise RuntimeError(f"{' '.join(command)} failed: {done.stderr.strip()[-400:]}")
@@ -224,6 +227,9 @@ def import_times(repeat: int) -> dict[str, float]:
     for name in ("", *HEAVY):
         code = f"import {name}" if name else "pass"
         times[name or "python"] = wall([sys.executable, "-c", code], repeat)[0]
+    if PEER_PYTHON.exists():  # what fastmob's script imports before its attack
+        code = "import numpy, pandas, fastmob"
+        times["peers: numpy, pandas 1.5, fastmob"] = wall([str(PEER_PYTHON), "-c", code], repeat)[0]
     return times
 
 
@@ -257,16 +263,13 @@ def stages(config: Path) -> dict[str, Any]:
     mark("read and select")
     view = next(build_dataviews(selection, cfg.dataview, cfg.input.timezone))
     mark("build the dataview")
-    import numba  # noqa: F401
+    from prudence_cli.engine import jit
 
-    mark("import numba")
     engine = make_engine(cfg, None, None, None)
-    level = cfg.attacks[0].levels[0]
-    attack = ATTACKS[level.attack]
-    attack.risks(view, level, engine)
-    mark("first attack: kernels loaded from the cache")
-    attack.risks(view, level, engine)
-    mark("the attack again (kernels loaded)")
+    for level in cfg.attacks[0].levels:
+        ATTACKS[level.attack].risks(view, level, engine)
+    way = "compiled" if jit.is_compiled() else "as Python"
+    mark(f"the attack, as `assess` runs it ({way})")
     marks.pop("_seen")
     return marks
 

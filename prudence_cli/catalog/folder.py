@@ -51,6 +51,7 @@ from prudence_cli.catalog.tables import (
     PARQUET,
     TableFileError,
     locations_name,
+    read_arrow,
     read_table,
     write_table,
 )
@@ -63,6 +64,7 @@ from prudence_cli.io.checksums import sha256_file, sha256_fresh
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
+    import pyarrow as pa
 
     # the dataview classes load the counting engine: only `view` needs them
     from prudence_cli.dataviews.base import Dataview
@@ -277,6 +279,15 @@ class Catalog:
         except TableFileError as exc:
             raise CatalogError(f"{path}: unreadable ({exc}); run prudence assess again") from None
 
+    def read_arrow(self, name: str) -> pa.Table | None:
+        """The per-dataview table `name` (see `file`) as an Arrow table, without pandas;
+        None in a catalog of format version 1 (CSV: `read_table` reads it)."""
+        path = self.file(name)
+        try:
+            return read_arrow(path)
+        except TableFileError as exc:
+            raise CatalogError(f"{path}: unreadable ({exc}); run prudence assess again") from None
+
     @cached_property
     def record(self) -> Manifest:
         """The manifest as a typed record."""
@@ -348,18 +359,23 @@ class Catalog:
         entry = self.dataview_entry(view_id)
         return self.read_table(entry.risks, _RISKS_TEXT)
 
+    def require_files(self, entry: DataviewEntry) -> None:
+        """CatalogError unless the dataview's risks and rows files are there (a catalog
+        from before they were kept cannot be used for it)."""
+        for key, name in (("risks", entry.risks), ("file", entry.file)):
+            if not name or not (self.path / name).is_file():
+                raise CatalogError(
+                    f"{self.path}: dataview {entry.id} has no {key} file; this catalog cannot "
+                    "be used for it: run prudence assess again"
+                )
+
     def view(self, view_id: str, risks: pd.DataFrame | None = None) -> tuple[Dataview, np.ndarray]:
         """A dataview rebuilt from its files, and its universe U (original user ids);
         `risks`: its table of per-user risks, when the caller has read it already."""
         from prudence_cli.dataviews.restore import parse_dimensions, view_from_table
 
         entry = self.dataview_entry(view_id)
-        for key, name in (("risks", entry.risks), ("file", entry.file)):
-            if not name or not (self.path / name).is_file():
-                raise CatalogError(
-                    f"{self.path}: dataview {view_id} has no {key} file; this catalog cannot "
-                    "be used for it: run prudence assess again"
-                )
+        self.require_files(entry)
         if risks is None:
             risks = self.risks(view_id)
         user_ids = risks["user"].astype(str).to_numpy(dtype=object)

@@ -55,9 +55,16 @@ def counted_levels(
     catalog: Catalog, attacks: Sequence[str] = (), where: Sequence[str] = ()
 ) -> list[tuple[Attack[Any], KnowledgeLevel]]:
     """The assessed attack levels kept by `attacks` (names) and `where` (knowledge and
-    attack filters); all of them by default."""
+    attack filters), with their attacks; all of them by default."""
     from prudence_cli.attacks.registry import ATTACKS
 
+    return [(ATTACKS[level.attack], level) for level in assessed_levels(catalog, attacks, where)]
+
+
+def assessed_levels(
+    catalog: Catalog, attacks: Sequence[str] = (), where: Sequence[str] = ()
+) -> list[KnowledgeLevel]:
+    """`counted_levels` without the attacks (which load the counting engine)."""
     filters = parse_where(catalog, where)
     known = {a.attack for a in catalog.record.attacks}
     for name in attacks:
@@ -75,8 +82,7 @@ def counted_levels(
         for values in entry.levels:
             if any(k in filters and str(v) not in filters[k] for k, v in values.values):
                 continue
-            level = KnowledgeLevel(entry.attack, values.values)
-            levels.append((ATTACKS[entry.attack], level))
+            levels.append(KnowledgeLevel(entry.attack, values.values))
     if not levels:
         raise PrudenceError("no assessed attack level is left by --attack / --where")
     return levels
@@ -117,21 +123,31 @@ def irac_level_keys(catalog: Catalog, rows: pd.DataFrame | None = None) -> pd.Se
     irac = catalog.irac if rows is None else rows
     if irac.empty:
         return pd.Series([], dtype=object, index=irac.index)
-    values = irac[catalog.knowledge_names].apply(
-        lambda row: ",".join(f"{k}={v}" for k, v in row.items() if v != ""), axis=1
-    )
-    return irac["attack"] + "[" + values.astype(str) + "]"
+    names = catalog.knowledge_names
+    columns = irac[["attack", *names]].to_dict(orient="records")
+    return pd.Series([row_level_key(names, row) for row in columns], index=irac.index)
+
+
+def row_level_key(knowledge_names: Sequence[str], row: dict[str, Any]) -> str:
+    """The key of the attack level of one i-RAC row (`attack[h=2,visits=half]`): its
+    knowledge columns that hold a value."""
+    values = ",".join(f"{k}={row[k]}" for k in knowledge_names if row[k] != "")
+    return f"{row['attack']}[{values}]"
 
 
 def sampled_level_keys(catalog: Catalog, view_id: str) -> set[str]:
     """The attack levels of dataview `view_id` assessed on sampled knowledge instances:
     their per-user risks are lower bounds (the exact attacker singles out at least as
     many people)."""
-    irac = catalog.irac
-    if "sampled" not in irac or irac.empty:
+    irac = catalog.irac_records
+    if "sampled" not in irac:
         return set()
-    rows = (irac["dataview"] == view_id) & irac["sampled"].astype(bool)
-    return set(irac_level_keys(catalog)[rows])
+    names = catalog.knowledge_names
+    return {
+        row_level_key(names, row)
+        for row in irac.records
+        if row["dataview"] == view_id and row["sampled"]
+    }
 
 
 def catalog_policy(

@@ -67,6 +67,23 @@ def read_table(path: Path, text: Sequence[str]) -> pd.DataFrame:
         raise TableFileError(str(exc)) from None
 
 
+def read_arrow(path: Path) -> pa.Table | None:
+    """The Parquet catalog file `path` as an Arrow table, without pandas; None for the
+    CSV of a catalog of format version 1 (`read_table` reads those)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if not path.name.endswith(PARQUET):
+        return None
+    try:
+        with pq.ParquetFile(path) as parquet:
+            return parquet.read()
+    except (OSError, EOFError, ValueError) as exc:
+        raise TableFileError(str(exc)) from None
+    except pa.ArrowException as exc:
+        raise TableFileError(str(exc)) from None
+
+
 def locations_name(dataview_name: str) -> str:
     """The locations file that goes with the dataview file `dataview_name` (as catalog.json
     names it): `dataviews/d1.parquet` → `dataviews/d1.locations.parquet`, and in a

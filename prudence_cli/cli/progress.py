@@ -1,5 +1,6 @@
 """The progress bar of long commands: rich on stderr, on a terminal only, and the
-messages printed meanwhile (above the bar: a plain write would land inside it)."""
+messages printed meanwhile (above the bar: a plain write would land inside it). rich is
+imported only when a bar may be shown: not with --quiet."""
 
 from __future__ import annotations
 
@@ -8,32 +9,11 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import click
-from rich import filesize
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    Progress,
-    ProgressColumn,
-    Task,
-    TextColumn,
-    TimeElapsedColumn,
-)
-from rich.text import Text
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from prudence_cli.assess import ProgressCallback
-
-
-class _Count(ProgressColumn):
-    """`done/total` of a step with a known total: counts, or sizes when reading bytes."""
-
-    def render(self, task: Task) -> Text:
-        if task.total is None:
-            return Text("")
-        if task.fields.get("unit") == "bytes":
-            done, total = filesize.decimal(int(task.completed)), filesize.decimal(int(task.total))
-            return Text(f"{done}/{total}")
-        return Text(f"{int(task.completed):,}/{int(task.total):,}")
 
 
 _live: list[Console] = []  # the console of the progress bar on screen, if one is
@@ -54,15 +34,19 @@ def progress_bar(quiet: bool) -> Iterator[ProgressCallback | None]:
     (total 0: not known; unit "bytes": sizes are shown); None with --quiet or when stderr
     is not a terminal (a log file or CI gets no bar, and the library skips the updates).
     Messages meanwhile go through `message`."""
-    console = Console(stderr=True)
     if quiet:
         yield None
         return
+    from rich.console import Console
+
+    console = Console(stderr=True)
     with _compiling_said():
         if not console.is_terminal:
             yield None
             return
-        with _bar(console) as update:
+        from prudence_cli.cli.bar import bar
+
+        with bar(console, _live) as update:
             yield update
 
 
@@ -82,24 +66,3 @@ def _compiling_said() -> Iterator[None]:
         yield
     finally:
         jit.on_compile(None)
-
-
-@contextmanager
-def _bar(console: Console) -> Iterator[ProgressCallback]:
-    columns = (
-        TextColumn("{task.description}", markup=False),
-        BarColumn(),
-        _Count(),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=console, transient=True) as bar:
-        task = bar.add_task("starting", total=None)
-
-        def update(done: int, total: int, message: str, unit: str = "") -> None:
-            bar.update(task, completed=done, total=total or None, description=message, unit=unit)
-
-        _live.append(console)
-        try:
-            yield update
-        finally:
-            _live.remove(console)

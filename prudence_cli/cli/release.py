@@ -65,9 +65,11 @@ def check(
     counted attack level holds it, 1 with the list of those that fail. The policy is the
     config's `policy:`, each option given in place of its key."""
     from prudence_cli.catalog import find_catalog, open_catalog
-    from prudence_cli.catalog.query import catalog_policy, counted_levels, numeric_columns
+    from prudence_cli.catalog.check import CheckRows
+    from prudence_cli.catalog.check import check as run_check
+    from prudence_cli.catalog.query import assessed_levels, catalog_policy, numeric_columns
+    from prudence_cli.catalog.rows import Rows
     from prudence_cli.cli.pipes import to_json
-    from prudence_cli.explore import check as run_check
 
     for name, value in (("--min-irac-u", min_irac_u), ("--min-coverage", min_coverage)):
         if value is not None:
@@ -80,33 +82,44 @@ def check(
     max_risk = policy.max_risk
     if not quiet:
         click.echo(f"Policy ({source}): {policy.describe()}.", err=True)
-    levels = counted_levels(opened, policy.attacks, policy.where)
+    levels = assessed_levels(opened, policy.attacks, policy.where)
     result = run_check(opened, policy, levels, policy.where)
-    checked = result[result["counted"]]
-    failing = checked[checked["failures"] != ""]
-    warnings = result[result["warning"] != ""]
-    sampled = bool(checked["sampled"].any())
+    checked = result.counted
+    failing = checked.failing
+    warnings = result.warned
+    sampled = any(row["sampled"] for row in checked.records)
     typed = numeric_columns(opened)
     if fmt == "json":
+
+        def rows(found: CheckRows) -> list[dict[str, Any]]:
+            records: list[dict[str, Any]] = json.loads(
+                to_json(Rows(found.columns, {}, found.records), typed)
+            )
+            return records
+
         payload = {
             "policy": policy.to_json() | {"source": source},
             "checked": len(checked),
             "failed": len(failing),
-            "ok": bool(failing.empty),
+            "ok": not failing.records,
             "lower_bound": sampled,
-            "failures": json.loads(to_json(failing, typed)),
-            "not_covered": json.loads(to_json(warnings, typed)),
+            "failures": rows(failing),
+            "not_covered": rows(warnings),
         }
         echo_json(payload)
     else:
-        for _, row in failing.iterrows():
+        for row in failing.records:
             click.echo(f"FAIL {_row_name(opened, row)}: {row['failures']}")
-    for level, rows in warnings.groupby(_level_names(opened, warnings), sort=False):
-        views = ", ".join(rows["dataview"])
+    by_level: dict[str, list[dict[str, Any]]] = {}
+    for row in warnings.records:
+        by_level.setdefault(_level_name(opened, row), []).append(row)
+    for level, group in by_level.items():
+        views = ", ".join(row["dataview"] for row in group)
+        highest = max(row["max_risk_released"] for row in group)
         click.echo(
             f"Warning: {level} (not counted) puts people the policy releases above "
-            f"{max_risk:g} in {_count(len(rows), 'dataview')} ({views}; highest "
-            f"{rows['max_risk_released'].max():.3g}): not covered by this policy.",
+            f"{max_risk:g} in {_count(len(group), 'dataview')} ({views}; highest "
+            f"{highest:.3g}): not covered by this policy.",
             err=True,
         )
     if fmt != "json" and not quiet:
@@ -115,14 +128,14 @@ def check(
             "hold the policy"
             + (" (risks of sampled levels are lower bounds)" if sampled else "")
             + (
-                f"; {_count(len(set(_level_names(opened, warnings))), 'assessed level')} "
+                f"; {_count(len(by_level), 'assessed level')} "
                 f"not counted put someone above {max_risk:g}: the policy does not cover them."
                 if len(warnings)
                 else "."
             ),
             err=True,
         )
-    if not failing.empty:
+    if failing.records:
         sys.exit(1)
 
 
@@ -130,18 +143,14 @@ def _count(n: int, one: str, many: str | None = None) -> str:
     return f"{n:,} {one if n == 1 else (many or one + 's')}"
 
 
-def _row_name(opened: Any, row: Any) -> str:
+def _row_name(opened: Any, row: dict[str, Any]) -> str:
     dims = " ".join(f"{d}={row[d]}" for d in opened.dimension_names)
     return f"{row['dataview']} {dims} {_level_name(opened, row)}"
 
 
-def _level_name(opened: Any, row: Any) -> str:
+def _level_name(opened: Any, row: dict[str, Any]) -> str:
     level = ",".join(f"{k}={row[k]}" for k in opened.knowledge_names if isinstance(row.get(k), str))
     return f"{row['attack']}[{level}]"
-
-
-def _level_names(opened: Any, rows: Any) -> list[str]:
-    return [_level_name(opened, row) for _, row in rows.iterrows()]
 
 
 @click.command()

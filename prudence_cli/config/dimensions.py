@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from prudence_cli.units import format_duration, format_size, parse_duration, parse_size
 
@@ -22,12 +22,17 @@ class DimensionSpec:
 
 @dataclass(frozen=True)
 class FormatSpec:
-    """A dataview format: its data dimensions, and its class as `module:Class` of the
-    package `prudence_cli.dataviews` (imported only when a dataview is built or read)."""
+    """A dataview format: its data dimensions, its class as `module:Class` of the
+    package `prudence_cli.dataviews` (imported only when a dataview is built or read),
+    and how a person's data is counted from the view's stored rows (the function of
+    dataviews/coverage.py its class's `coverage` uses: `counted` for rows of (user,
+    location, count), `per_row` for a row per visit or traversal); None when the view's
+    data is not a sum over people, so it must be rebuilt to be measured."""
 
     name: str
     dimensions: dict[str, DimensionSpec]
     view: str
+    stored_coverage: Literal["counted", "per_row"] | None
 
 
 def parse_frequency(value: object) -> int:
@@ -65,17 +70,25 @@ TOLERANCE = DimensionSpec(parse=parse_size, label=format_size, default=(100.0,))
 FORMATS: dict[str, FormatSpec] = {
     spec.name: spec
     for spec in (
-        FormatSpec("presence", {"grid": GRID, "frequency": FREQUENCY}, "presence:PresenceView"),
+        FormatSpec(
+            "presence", {"grid": GRID, "frequency": FREQUENCY}, "presence:PresenceView", "counted"
+        ),
         FormatSpec(
             "trajectory",
             {"grid": GRID, "time": TIME, "frequency": FREQUENCY},
             "trajectory:TrajectoryView",
+            "per_row",
         ),
         FormatSpec(
-            "probability", {"grid": GRID, "frequency": FREQUENCY}, "presence:ProbabilityView"
+            "probability",
+            {"grid": GRID, "frequency": FREQUENCY},
+            "presence:ProbabilityView",
+            "counted",
         ),
-        FormatSpec("segments", {"time": TIME}, "segments:SegmentView"),
-        FormatSpec("bins", {"grid": GRID, "regions": REGIONS, "time": TIME}, "bins:BinsView"),
+        FormatSpec("segments", {"time": TIME}, "segments:SegmentView", "per_row"),
+        FormatSpec(
+            "bins", {"grid": GRID, "regions": REGIONS, "time": TIME}, "bins:BinsView", "counted"
+        ),
         FormatSpec(
             "profiles",
             {
@@ -84,11 +97,13 @@ FORMATS: dict[str, FormatSpec] = {
                 "profile": DimensionSpec(parse=parse_profile_kind, label=str, default=("boolean",)),
             },
             "profiles:ProfilesView",
+            "counted",
         ),
         FormatSpec(
             "clusters",
             {"window": WINDOW, "frequency": FREQUENCY, "tolerance": TOLERANCE},
             "clusters:ClusterView",
+            None,
         ),
     )
 }

@@ -21,12 +21,11 @@ import pyarrow as pa
 
 from prudence_cli import columns as C
 from prudence_cli.config.dimensions import dimension_label
+from prudence_cli.dataviews import coverage as covered
 from prudence_cli.engine.problem import Elements
 
 if TYPE_CHECKING:
     from prudence_cli.select import Selection
-
-COVERAGE_KINDS = ("locations", "visits", "records", "segments")
 
 Dimensions = tuple[tuple[str, Any], ...]
 
@@ -206,11 +205,8 @@ class CountedView(Dataview):
 
     def coverage(self, kind: str) -> np.ndarray:
         """`locations` and `records` count the user's rows (one per user-location pair),
-        `visits` sums their counts."""
-        check_coverage(kind)
-        if kind == "visits":
-            return np.bincount(self.user, weights=self.count, minlength=self.n_users)
-        return np.bincount(self.user, minlength=self.n_users).astype(float)
+        `visits` sums their counts (`coverage.counted`)."""
+        return covered.counted(self.user, self.count, self.n_users, kind)
 
     def table(self, user_ids: np.ndarray) -> pd.DataFrame:
         return pd.DataFrame(
@@ -270,11 +266,6 @@ def _arrow_text() -> Any:
 
 
 _ARROW_TEXT = _arrow_text()
-
-
-def check_coverage(kind: str) -> None:
-    if kind not in COVERAGE_KINDS:
-        raise ValueError(f"unknown coverage {kind!r}; known: {', '.join(COVERAGE_KINDS)}")
 
 
 V = TypeVar("V", bound=Dataview)

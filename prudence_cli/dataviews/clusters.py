@@ -34,10 +34,10 @@ from prudence_cli.dataviews.base import (
     Dimensions,
     Located,
     StoredTable,
-    check_coverage,
     gathered,
     table_bins,
 )
+from prudence_cli.dataviews.coverage import check_coverage
 from prudence_cli.dataviews.trajectory import local_bins
 from prudence_cli.space import project_lines
 

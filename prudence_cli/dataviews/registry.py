@@ -19,6 +19,11 @@ def format_class(name: str) -> type[Dataview]:
     cls = getattr(importlib.import_module(f"prudence_cli.dataviews.{module}"), class_name)
     if not (isinstance(cls, type) and issubclass(cls, Dataview) and cls.format == name):
         raise TypeError(f"FORMATS[{name!r}].view = {FORMATS[name].view!r} is not its Dataview")
+    if cls.additive != (FORMATS[name].stored_coverage is not None):
+        raise TypeError(
+            f"FORMATS[{name!r}].stored_coverage must name how an additive view's rows are "
+            "counted (dataviews/coverage.py), and be None for a view that is not additive"
+        )
     return cls
 
 

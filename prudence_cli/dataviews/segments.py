@@ -18,10 +18,10 @@ from prudence_cli.dataviews.base import (
     Dimensions,
     Located,
     StoredTable,
-    check_coverage,
     gathered,
     table_bins,
 )
+from prudence_cli.dataviews.coverage import per_row
 from prudence_cli.dataviews.trajectory import local_bins
 from prudence_cli.engine.problem import Elements
 
@@ -49,12 +49,7 @@ class SegmentView(Dataview):
     def coverage(self, kind: str) -> np.ndarray:
         """`segments`, `records` and `visits` count the user's segment traversals,
         `locations` their distinct segments."""
-        check_coverage(kind)
-        if kind == "locations":
-            n = max(len(self.locations), 1)
-            pairs = np.unique(self.user.astype(np.int64) * n + self.location)
-            return np.bincount(pairs // n, minlength=self.n_users).astype(float)
-        return np.bincount(self.user, minlength=self.n_users).astype(float)
+        return per_row(self.user, self.location, self.n_users, len(self.locations), kind)
 
     def table(self, user_ids: np.ndarray) -> pd.DataFrame:
         def stamp(bins: np.ndarray) -> pd.Index:

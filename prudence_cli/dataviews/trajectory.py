@@ -23,13 +23,13 @@ from prudence_cli.dataviews.base import (
     Dimensions,
     Located,
     StoredTable,
-    check_coverage,
     gathered,
     join_rows,
     same_class,
     table_bins,
     text_column,
 )
+from prudence_cli.dataviews.coverage import per_row
 from prudence_cli.engine.problem import Elements
 
 if TYPE_CHECKING:
@@ -79,12 +79,7 @@ class TrajectoryView(Dataview):
     def coverage(self, kind: str) -> np.ndarray:
         """`records` and `visits` count the user's visits; `locations` their distinct
         locations."""
-        check_coverage(kind)
-        if kind == "locations":
-            n_locations = max(len(self.locations), 1)
-            pairs = np.unique(self.user.astype(np.int64) * n_locations + self.location)
-            return np.bincount(pairs // n_locations, minlength=self.n_users).astype(float)
-        return np.bincount(self.user, minlength=self.n_users).astype(float)
+        return per_row(self.user, self.location, self.n_users, len(self.locations), kind)
 
     def table(self, user_ids: np.ndarray) -> pd.DataFrame:
         starts = (self.tbin * self.granularity).astype("datetime64[s]")

@@ -91,6 +91,8 @@ class Kernel:
         functools.update_wrapper(self, function)
 
     def __call__(self, *args: Any) -> Any:
+        if not (_state.compiled or _state.pending):  # as Python: the common small case
+            return self.py_func(*args)
         if not self.compiled():
             return self.py_func(*args)
         dispatcher = self.dispatcher()

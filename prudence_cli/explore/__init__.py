@@ -1,11 +1,10 @@
 """Exploring a catalog: filtered rows, planes, curves, best dataviews and their Pareto
-front, the policy check and the choice of epsilon."""
+front, and the choice of epsilon (the policy check is catalog/check.py)."""
 
 from prudence_cli.explore.scores import (
     DISCLOSURE,
     Policy,
     Scores,
-    check,
     curve,
     dataview_scores,
     epsilon_choice,
@@ -19,7 +18,6 @@ __all__ = [
     "DISCLOSURE",
     "Policy",
     "Scores",
-    "check",
     "curve",
     "dataview_scores",
     "epsilon_choice",

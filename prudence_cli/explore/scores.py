@@ -17,7 +17,6 @@ import pandas as pd
 from prudence_cli.catalog import Catalog
 from prudence_cli.catalog.query import (
     Levels,
-    counted_levels,
     dataview_entries,
     irac_level_keys,
     irac_rows,
@@ -31,11 +30,8 @@ from prudence_cli.errors import PrudenceError
 from prudence_cli.measures.rac import summarize_view
 from prudence_cli.sanitize.forecast import (
     Suppressed,
-    catalog_engine,
     forecast,
-    suppress_dataview,
 )
-from prudence_cli.sanitize.suppress import assess_levels
 
 
 def plane(
@@ -311,123 +307,6 @@ def ordinal_agreement(table: pd.DataFrame, measures: Sequence[str]) -> pd.DataFr
 
 
 Policy = ReleasePolicy
-
-
-def check(
-    catalog: Catalog, policy: Policy, levels: Levels, where: Sequence[str] = ()
-) -> pd.DataFrame:
-    """One row per (dataview, attack level assessed), counted or not, with the measures
-    the policy looks at (`max_risk` in the dataview, `max_risk_released` among the people
-    the policy releases) and, for counted levels, the reasons it fails (an empty
-    `failures` column means it holds). Levels not counted never fail; their `warning`
-    says when someone the policy would release is above `max_risk` under them.
-
-    Without `min_coverage`, every person must be at or below `max_risk` under the counted
-    levels, and the released data is the whole dataview. With it, people above may exist:
-    a release suppresses them to the fixpoint (as `sanitize` does) and must keep at least
-    that share of the data (`kept`); the levels not counted are then assessed on that
-    released data. `min_irac_u` adds a floor on i-RAC_U.
-    """
-    if policy.max_risk is None:
-        raise PrudenceError("the policy has no max_risk: give --max-risk R")
-    coverage_kind = catalog.record.coverage
-    counted = {level.key for _, level in levels}
-    every = counted_levels(catalog)
-    irac = catalog.irac
-    keys = irac_level_keys(catalog)
-    flagged = irac["sampled"] if "sampled" in irac else pd.Series(False, index=irac.index)
-    sampled = set(zip(irac.loc[flagged, "dataview"], keys[flagged], strict=True))
-    out = []
-    for entry in dataview_entries(catalog, where):
-        risks = catalog.risks(entry.id)
-        view = catalog.view(entry.id, risks)[0]
-        on_release = _released_risks(catalog, entry.id, levels, every, policy)
-        for attack, level in every:
-            is_counted = level.key in counted
-            risk = max_risk_over(risks, [(attack, level)], entry.id)
-            summary = summarize_view(view, risk, coverage_kind)
-            released = on_release[1][level.key] if on_release else risk
-            failures, warning = [], ""
-            if is_counted:
-                failures = _failures(policy, risk, summary.i_rac_u, on_release, coverage_kind)
-                kept = (
-                    on_release[0]
-                    if on_release
-                    else view.share_of(risk <= policy.max_risk, coverage_kind)
-                )
-            else:
-                above = int(np.count_nonzero(released > policy.max_risk))
-                if above:
-                    warning = (
-                        f"not counted: {above} people the policy releases are above risk "
-                        f"{policy.max_risk:g} under it (highest {released.max():.3g}); not "
-                        "covered by this policy"
-                    )
-                kept = float("nan")
-            out.append(
-                {
-                    "dataview": entry.id,
-                    **entry.dimensions,
-                    "attack": attack.name,
-                    **{k: str(v) for k, v in level.values},
-                    "counted": is_counted,
-                    "sampled": (entry.id, level.key) in sampled,
-                    "max_risk": float(risk.max(initial=0)),
-                    "max_risk_released": float(released.max(initial=0)),
-                    "mean_risk": summary.mean_risk,
-                    "i_rac_u": summary.i_rac_u,
-                    "kept": kept,
-                    "failures": "; ".join(failures),
-                    "warning": warning,
-                }
-            )
-    if not out:
-        raise PrudenceError("no catalog row matches --attack / --where")
-    return pd.DataFrame(out)
-
-
-def _released_risks(
-    catalog: Catalog, view_id: str, counted: Levels, every: Levels, policy: Policy
-) -> tuple[float, dict[str, np.ndarray]] | None:
-    """With a minimum coverage: the share of data the release at `max_risk` keeps and,
-    per assessed level, the risks of the released people on the released data (0 for
-    the people suppressed). None without one (the release is the whole dataview)."""
-    if policy.min_coverage is None or policy.max_risk is None:
-        return None
-    result = suppress_dataview(catalog, view_id, counted, policy.max_risk)
-    per_level = dict(result.outcome.per_level)
-    others = [(a, lv) for a, lv in every if lv.key not in per_level]
-    if others and result.released.any():
-        _, more, _ = assess_levels(result.outcome.view, others, catalog_engine(catalog))
-        per_level.update(more)
-    for _, level in others:
-        per_level.setdefault(level.key, np.zeros(result.before.n_users))
-    return result.share_released(catalog.record.coverage), per_level
-
-
-def _failures(
-    policy: Policy,
-    risk: np.ndarray,
-    i_rac_u: float,
-    on_release: tuple[float, dict[str, np.ndarray]] | None,
-    kind: str,
-) -> list[str]:
-    failures = []
-    if on_release is None and risk.max(initial=0) > policy.max_risk:
-        above = int(np.count_nonzero(risk > policy.max_risk))
-        failures.append(f"{above} people above risk {policy.max_risk:g} (highest {risk.max():.3g})")
-    if (
-        on_release is not None
-        and policy.min_coverage is not None
-        and (on_release[0] < policy.min_coverage)
-    ):
-        failures.append(
-            f"a release at risk ≤ {policy.max_risk:g} keeps {on_release[0]:.1%} of the "
-            f"{kind} (after suppression to the fixpoint), below {policy.min_coverage:.1%}"
-        )
-    if policy.min_irac_u is not None and i_rac_u < policy.min_irac_u:
-        failures.append(f"i-RAC_U {i_rac_u:.3f} below {policy.min_irac_u:g}")
-    return failures
 
 
 def _dominated(risk: pd.Series, kept: pd.Series, among: np.ndarray) -> np.ndarray:

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # the curves are tables; the summaries (`prudence check`) need no pandas
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,8 @@ def rac_curve(risk: np.ndarray, coverage: np.ndarray, total: float | None = None
 
     Each row gives the curves' value from its risk up to the next row's risk.
     """
+    import pandas as pd
+
     denominator = float(coverage.sum()) if total is None else float(total)
     order = np.argsort(risk, kind="stable")
     sorted_risk = risk[order]
@@ -82,6 +86,8 @@ def rac_by_thresholds(
     """RAC curves when the data measure is not a sum over people (e.g. segments inside
     clusters, recomputed without the unsafe people): `data_of(mask)` is the data the
     people in `mask` produce together, evaluated at every distinct risk value."""
+    import pandas as pd
+
     points = np.unique(np.concatenate([[0.0, 1.0], risk]))
     n = max(risk.shape[0], 1)
     rac_u = np.array([np.count_nonzero(risk <= r) / n for r in points])

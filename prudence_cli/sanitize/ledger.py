@@ -64,7 +64,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from filelock import FileLock, Timeout
 
 from prudence_cli.catalog import Catalog
 from prudence_cli.dataviews.base import Dataview
@@ -287,6 +286,8 @@ def _next_id(records: list[dict[str, Any]]) -> str:
 @contextlib.contextmanager
 def _locked(root: Path, wait: float) -> Iterator[None]:
     """Hold the ledger's lock; LedgerBusy after `wait` seconds."""
+    from filelock import FileLock, Timeout  # only a release takes the lock
+
     (root / LEDGER).mkdir(exist_ok=True)
     lock = FileLock(root / LEDGER / LOCK, timeout=wait)
     try:

@@ -311,7 +311,9 @@ def test_budget_error_and_sampling(project, sample_gps):
 
 
 # what the command modules share: errors and options, the progress bar, rich tables, CSV/JSON
-SHARED = tuple(f"prudence_cli.cli.{name}" for name in ("common", "progress", "render", "pipes"))
+SHARED = tuple(
+    f"prudence_cli.cli.{name}" for name in ("common", "progress", "bar", "render", "pipes")
+)
 
 
 def test_cli_import_is_light_and_modules_thin():

@@ -14,7 +14,8 @@ from rich.progress import Progress
 from prudence_cli.catalog import open_catalog
 from prudence_cli.catalog.query import catalog_policy, counted_levels
 from prudence_cli.cli import progress as bars
-from prudence_cli.cli.progress import _Count, progress_bar
+from prudence_cli.cli.bar import _Count
+from prudence_cli.cli.progress import progress_bar
 from prudence_cli.config.evaluate import EvaluationSettings, TrajectoryColumns
 from prudence_cli.evaluation import run_evaluation
 from prudence_cli.io.points import read_points

@@ -5,8 +5,9 @@ projection library either (GEOS and PROJ: a tenth of a second and more).
 
 Showing a catalog reads two small CSV tables and prints them: it loads no pandas, numpy
 or Arrow (pandas alone takes longer than the whole command), and rich for a table only.
-Checking a policy rebuilds the dataviews (pandas and Arrow) but prints plain lines: no
-rich, no other command's module. No command looks its version up among the installed
+Checking a policy counts each person's data from the stored rows with Arrow and numpy:
+no pandas, no dataview class, no engine, no rich (a minimum coverage rebuilds the views,
+as it suppresses to the fixpoint). No command looks its version up among the installed
 distributions (importlib.metadata)."""
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ PROBE = (
     "from prudence_cli.cli import main\n"
     "main({args!r})\n"
 )
+# the dataview classes and the counting engine
+ENGINE = ("prudence_cli.dataviews.base", "prudence_cli.engine")
 # what no command reading a catalog needs
 STARTUP = ("importlib.metadata", "prudence_cli.cli.assess", "prudence_cli.cli.report")
 # and what showing one does not need either: the i-RAC table is printed from plain rows
@@ -113,11 +116,21 @@ def test_showing_randomized_profiles_loads_no_pandas(profiles_catalog, fmt: str)
 
 
 @pytest.mark.parametrize("fmt", ["table", "json"])
-def test_checking_a_policy_loads_no_rich(catalog: Path, fmt: str):  # noqa: F811
+def test_checking_a_policy_loads_no_pandas(catalog: Path, fmt: str):  # noqa: F811
+    """The check counts each person's data from the stored rows with Arrow and numpy
+    (catalog/check.py): no pandas, no dataview class, no engine, no rich."""
     args = ["check", "--catalog", "catalog/e2e", "--max-risk", "0.5", "--format", fmt]
-    heavy = (*STARTUP, "rich", "pyarrow.dataset", "pandas")
+    heavy = (*STARTUP, "rich", "pyarrow.dataset", "pandas", *ENGINE)
     loaded = loaded_by(PROBE.format(kernels=heavy, args=args), cwd=catalog.parents[1])
-    assert loaded == ["pandas"]  # not blind: the dataviews are rebuilt with pandas
+    assert loaded == []
+
+
+def test_a_check_with_a_minimum_coverage_rebuilds_the_views(catalog: Path):  # noqa: F811
+    """Not blind: a minimum coverage suppresses to the fixpoint, which re-assesses."""
+    args = ["check", "--catalog", "catalog/e2e", "--max-risk", "0.5", "--min-coverage", "0.1"]
+    heavy = ("rich", "pandas", *ENGINE)
+    loaded = loaded_by(PROBE.format(kernels=heavy, args=args), cwd=catalog.parents[1])
+    assert loaded == sorted(heavy[1:])
 
 
 def test_the_version_is_a_constant_that_matches_the_distribution():
