@@ -181,8 +181,8 @@ def _measured(
 def from_stored_rows(catalog: Catalog, entry: DataviewEntry) -> Measured | None:
     """The measures of an additive view from its Parquet files; None in a catalog of
     format version 1."""
+    risks = catalog.read_arrow(entry.risks)  # first, as rebuilding the view reads them
     catalog.require_files(entry)
-    risks = catalog.read_arrow(entry.risks)
     if risks is None:
         return None
     coverage = stored_coverage(catalog, entry, catalog.record.coverage, risks)
@@ -215,8 +215,8 @@ def stored_coverage(
     if how is None:
         raise ValueError(f"{entry.format} views are not additive: rebuild the view")
     risks = catalog.read_arrow(entry.risks) if risks is None else risks
-    rows = catalog.read_arrow(entry.file)
-    catalog.file(locations_name(entry.file))  # checked as rebuilding the view checks it
+    catalog.file(locations_name(entry.file))  # checked, in the order rebuilding the view
+    rows = catalog.read_arrow(entry.file)  # checks its files
     if risks is None or rows is None:
         return None
     universe = _text(risks, "user", entry.risks, catalog)

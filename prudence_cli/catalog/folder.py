@@ -360,8 +360,7 @@ class Catalog:
         return self.read_table(entry.risks, _RISKS_TEXT)
 
     def require_files(self, entry: DataviewEntry) -> None:
-        """CatalogError unless the dataview's risks and rows files are there (a catalog
-        from before they were kept cannot be used for it)."""
+        """CatalogError unless the dataview's risks and rows files are there."""
         for key, name in (("risks", entry.risks), ("file", entry.file)):
             if not name or not (self.path / name).is_file():
                 raise CatalogError(
