@@ -150,8 +150,11 @@ def run_assessment(
     report = progress or _silent
     out = Path(output) if output is not None else config.output
     inherit, warnings = claim_output(config, out, force)
-    sha256_ahead(config.input_files)  # for the manifest, while the inputs are read
-    prepared = _prepare(config, report, getattr(engine.runner, "client", None))
+    client = getattr(engine.runner, "client", None)
+    # for the manifest, while the inputs are read; the parts the workers read, they hash
+    parts = set(config.input.files) if client is not None else set()
+    sha256_ahead([f for f in config.input_files if f not in parts])
+    prepared = _prepare(config, report, client)
     selection = prepared.selection
     timings["read_and_select"] = time.perf_counter() - started
     with atomic_folder(out, is_catalog) as folder:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import operator
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ import pyarrow.parquet as pq
 from prudence_cli import columns as C
 from prudence_cli.config import Config
 from prudence_cli.errors import InputError
+from prudence_cli.io.checksums import remember, sha256_fresh
 from prudence_cli.io.dataset import data_files
 from prudence_cli.io.labels import united
 from prudence_cli.io.points import RawPoints, ReadProgress, read_file
@@ -63,17 +65,22 @@ def read_and_select(
     )
     bounds = _bounds(glimpses, _ranges(client, sum(rows for rows, _ in glimpses)))
     alone = len(files) == 1
+    # the cache is found by the inputs' contents, so with one they are hashed here already
+    hashed = config.input.cache != "parquet"
     split = [
-        client.submit(_read_split, replace(spec, path=f), tables, alone, bounds, pure=False)
+        client.submit(_read_split, replace(spec, path=f), tables, alone, bounds, hashed, pure=False)
         for f in files
     ]
-    counts = [client.submit(operator.itemgetter(1, 2), s, pure=False) for s in split]
+    counts = [client.submit(operator.itemgetter(1, 2, 3), s, pure=False) for s in split]
     _heard(split, [f.stat().st_size for f in files], progress)
     found = client.gather(counts)
-    rows_read = sum(rows for rows, _ in found)
+    rows_read = sum(rows for rows, _, _ in found)
     dropped: Counter[str] = Counter()
-    for _, reasons in found:
+    for file, (_, reasons, version) in zip(files, found, strict=True):
         dropped.update(reasons)
+        if version is not None:  # the catalog records the sha256 the worker took
+            size, modified, digest = version
+            remember((str(file.resolve()), size, modified), digest)
     if rows_read == 0:
         raise InputError(spec.path, f"holds no data rows in any of its {len(files)} files")
     chosen = []
@@ -155,15 +162,20 @@ def _bounds(glimpses: list[tuple[int, pa.Array]], ranges: int) -> list[str]:
 
 
 def _read_split(
-    spec: PointsSpec, tables: tuple[Any, Any], alone: bool, bounds: list[str]
-) -> tuple[list[pd.DataFrame], int, dict[str, int]]:
+    spec: PointsSpec, tables: tuple[Any, Any], alone: bool, bounds: list[str], hashed: bool
+) -> tuple[list[pd.DataFrame], int, dict[str, int], tuple[int, int, str] | None]:
     """A file read (as a local run reads it) and its rows cut by the ranges of `bounds`,
-    in row order; its rows read and dropped. The file's table lives only in here."""
+    in row order; its rows read and dropped; when `hashed`, its size, modification time
+    and sha256, hashed while it is read (see `_version`). The file's table lives only in
+    here."""
     towers, segments = tables
-    raw = read_file(spec, towers, segments, None, alone=alone)
+    with ThreadPoolExecutor(1) as pool:
+        hashing = pool.submit(_version, spec.path) if hashed else None
+        raw = read_file(spec, towers, segments, None, alone=alone)
+        version = hashing.result() if hashing is not None else None
     table = raw.table
     if len(table) == 0:
-        return [table] * (len(bounds) + 1), raw.rows_read, dict(raw.dropped)
+        return [table] * (len(bounds) + 1), raw.rows_read, dict(raw.dropped), version
     ids = table[C.USER].array
     labels = np.asarray(ids.categories, dtype=object)  # sorted
     cut = np.searchsorted(labels, np.asarray(bounds, dtype=object))  # first label of each
@@ -182,10 +194,22 @@ def _read_split(
         )
         piece = {n: own if n == C.USER else table[n].array.take(rows) for n in table.columns}
         pieces.append(pd.DataFrame(piece, copy=False))
-    return pieces, raw.rows_read, dict(raw.dropped)
+    return pieces, raw.rows_read, dict(raw.dropped), version
 
 
-def _piece(split: tuple[list[pd.DataFrame], int, dict[str, int]], k: int) -> pd.DataFrame:
+def _version(path: Path) -> tuple[int, int, str] | None:
+    """The file's size, modification time and sha256, read afresh (a worker outlives the
+    runs: no digest of an earlier run is reused); None when the file changed while it
+    was hashed, for the assessing process to hash it."""
+    before = path.stat()
+    digest = sha256_fresh(path)
+    after = path.stat()
+    if (before.st_size, before.st_mtime_ns) != (after.st_size, after.st_mtime_ns):
+        return None
+    return before.st_size, before.st_mtime_ns, digest
+
+
+def _piece(split: tuple[list[pd.DataFrame], int, Any, Any], k: int) -> pd.DataFrame:
     return split[0][k]
 
 

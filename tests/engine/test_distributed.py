@@ -379,3 +379,51 @@ def test_a_worker_lost_during_a_run_is_said_so(cluster):
         assert "was lost during the run" in said and "nothing was written" in said
     assert "stopped answering" in str(cluster.explained(TimeoutError("No valid workers found")))
     assert cluster.explained(ValueError("a bug")) is None
+
+
+def test_the_workers_hash_the_parts_they_read(cluster, tmp_path, monkeypatch):
+    """The catalog records each part's sha256 as the worker that read it took it: the
+    assessing process reads no part to hash it."""
+    import hashlib
+
+    from prudence_cli.io import checksums
+    from prudence_cli.prepare import prepare
+
+    config = load_config(CONFIGS / "demo_cdr.yaml")
+    _split_parts(config.input.path, tmp_path / "parts", {})
+    config = dataclasses.replace(
+        config, input=dataclasses.replace(config.input, path=tmp_path / "parts")
+    )
+    hashed_here: list[Path] = []
+    fresh = checksums.sha256_fresh
+
+    def spy(path: Path) -> str:
+        hashed_here.append(Path(path).resolve())
+        return fresh(path)
+
+    monkeypatch.setattr(checksums, "sha256_fresh", spy)
+    prepare(config, client=cluster.client)
+    parts = config.input.files
+    assert len(parts) == 3
+    for part in parts:
+        assert checksums.sha256_file(part) == hashlib.sha256(part.read_bytes()).hexdigest()
+    assert not set(hashed_here) & {p.resolve() for p in parts}
+
+
+def test_a_part_that_changes_while_a_worker_hashes_it_is_left_to_the_assessing_process(
+    tmp_path, monkeypatch
+):
+    from prudence_cli import cluster_input
+
+    part = tmp_path / "a.csv"
+    part.write_text("uid,datetime\n1,2\n")
+    fresh = cluster_input.sha256_fresh
+
+    def edited_meanwhile(path: Path) -> str:
+        digest = fresh(path)
+        path.write_text("uid,datetime\n1,2\n3,4\n")
+        return digest
+
+    assert cluster_input._version(part) is not None
+    monkeypatch.setattr(cluster_input, "sha256_fresh", edited_meanwhile)
+    assert cluster_input._version(part) is None

@@ -43,3 +43,15 @@ def test_an_edited_file_is_hashed_again_and_a_missing_one_raises_to_the_caller(t
     checksums.sha256_ahead([missing])  # the background thread says nothing
     with pytest.raises(FileNotFoundError, match="gone.csv"):
         checksums.sha256_file(missing)
+
+
+def test_a_digest_remembered_from_another_process_serves_its_version_only(tmp_path):
+    """What a worker hashed as it read a file is taken for that version of the file; the
+    file edited since is hashed again here."""
+    path = tmp_path / "part.csv"
+    path.write_bytes(b"uid,datetime\n")
+    version = checksums.file_version(path)
+    checksums.remember(version, "digest from the worker")
+    assert checksums.sha256_file(path) == "digest from the worker"
+    path.write_bytes(b"uid,datetime\n1,2\n")
+    assert checksums.sha256_file(path) == hashlib.sha256(path.read_bytes()).hexdigest()
