@@ -12,6 +12,7 @@ from prudence_cli.arrays import stable_order
 from prudence_cli.engine import compiled, jit
 from prudence_cli.engine.plan import _SATURATE, _binomials
 from prudence_cli.engine.problem import MATCHES, MODES, CountingProblem, Elements, QuerySpec
+from prudence_cli.engine.vectorized import blocks, queries_by_numpy, subset_positions
 
 # elements from which a compiled counting sort orders them (numpy's sort below)
 _COUNTING_SORT_FROM = 1 << 16
@@ -152,6 +153,10 @@ def _enumerate_members(
     """Every s-subset of the members' lists beginning at `starts` (keys, values, owners);
     `n`, how many there are, when known (else a first pass counts them)."""
     owners = np.repeat(np.arange(members.n_users, dtype=np.int64), members.lengths)
+    if not jit.runs_compiled(compiled.enumeration_kernels.enumerate_members):
+        positions = subset_positions(members.offsets[owners + 1], starts, s)
+        keys = members.elements[positions].astype(np.int32)  # numpy's loops, as Python
+        return keys, members.values[positions].astype(float), owners[positions[:, 0]]
     if n is None:
         n = compiled.enumeration_kernels.enumerate_members(
             members.offsets,
@@ -193,7 +198,23 @@ def _enumerate_packed(
     n = int(first[-1])
     keys = np.empty(n, np.int64)
     vals, own = np.empty((n if rows else 0, s)), np.empty(n if rows else 0, np.int64)
-    compiled.enumeration_kernels.enumerate_packed(
+    kernel = compiled.enumeration_kernels.enumerate_packed
+    if not jit.runs_compiled(kernel):  # as Python, numpy's loops beat the kernel's
+        ends = members.offsets[owners + 1]
+        for lo, hi in blocks(first):
+            at = slice(first[lo], first[hi])
+            positions = subset_positions(ends, starts[lo:hi], s)
+            packed = np.zeros(positions.shape[0], np.int64)
+            for j in range(s):
+                packed = (packed << bits) | members.elements[positions[:, j]]
+            if owner_bits > 0:
+                packed = (packed << owner_bits) | owners[positions[:, 0]]
+            keys[at] = packed
+            if rows:
+                vals[at] = members.values[positions]
+                own[at] = owners[positions[:, 0]]
+        return first, keys, vals, own
+    kernel(
         members.offsets,
         owners,
         members.elements,
@@ -259,6 +280,10 @@ def _enumerate_queries(
     upper = spec.upper if spec.upper is not None else np.full(q.values.shape, np.inf)
     totals = _segment_sums(q.values, q.offsets)
     mode = MODES.index(spec.mode)
+    if not jit.runs_compiled(compiled.enumeration_kernels.enumerate_queries):
+        found = queries_by_numpy(spec, owners, upper, totals, starts, s)
+        if found is not None:  # as Python, numpy's loops beat the kernel's
+            return found
 
     def run(
         keys: np.ndarray, lo: np.ndarray, hi: np.ndarray, ref: np.ndarray, own: np.ndarray

@@ -22,8 +22,12 @@ weighed by what each costs in Python, about 3 µs a unit):
 - once compiled, the process stays compiled.
 
 Both ways run the same source on the same arrays, so they give the same numbers (the
-tests run both against the reference definitions). `PRUDENCE_KERNELS=compiled` (or
-`python`) in the environment fixes the choice.
+tests run both against the reference definitions). A few kernels whose loops run per
+element have a Python way of their own, with numpy's loops over whole arrays, which
+their callers take when the kernel would run as Python (`runs_compiled`): enumerating
+subsets and queries, counting the supports of a key group and the least support of an
+owner (`vectorized.py`); tests/engine/test_orders.py holds each equal to its kernel,
+output for output. `PRUDENCE_KERNELS=compiled` (or `python`) in the environment fixes the choice.
 
 The kernel modules (`kernels`, `group_kernels`, `enumeration_kernels`) are reached
 through `compiled`, which imports each on first use.

@@ -69,6 +69,20 @@ def candidates(post_offsets, post_users, q_elements, a, b):
 
 
 @kernel
+def _at_most_two(q_elements, a, b):
+    """Whether the query q_elements[a:b] holds at most two distinct elements."""
+    first = q_elements[a]
+    second = first
+    for j in range(a + 1, b):
+        e = q_elements[j]
+        if e != first and e != second:
+            if second != first:
+                return False
+            second = e
+    return True
+
+
+@kernel
 def _holds(match, ordered, offsets, elements, values, v, q_elements, q_lo, q_hi, a, b, r):
     """Does user v match the query at query positions [a, b) (reference a + r)?"""
     va = offsets[v]
@@ -113,10 +127,15 @@ def verify_queries(
     q_ref,
     counts,
 ):
-    """Support of each explicit query: check the candidates of its two rarest elements."""
+    """Support of each explicit query: check the candidates of its two rarest elements
+    (none to check when the query is a set of one or two elements: every candidate, a
+    user in the posting lists of both, holds it)."""
     for q in prange(q_offsets.shape[0] - 1):
         a = q_offsets[q]
         b = q_offsets[q + 1]
+        if match == CONTAINS and not ordered and _at_most_two(q_elements, a, b):
+            counts[q] = candidates(post_offsets, post_users, q_elements, a, b).shape[0]
+            continue
         c = 0
         for v in candidates(post_offsets, post_users, q_elements, a, b):
             if _holds(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from prudence_cli.engine import compiled
+from prudence_cli.engine import compiled, jit
 from prudence_cli.engine.indexes import (
     _enumerate_codes,
     _enumerate_members,
@@ -16,6 +16,7 @@ from prudence_cli.engine.indexes import (
 )
 from prudence_cli.engine.jit import adopt, set_threads
 from prudence_cli.engine.problem import MATCHES, CountingProblem
+from prudence_cli.engine.vectorized import counts_by_numpy, least_owners
 from prudence_cli.engine.whole import whole_queries
 
 # --- partition tasks: module-level functions of (shared data, partition arguments), so
@@ -63,11 +64,15 @@ def _keyed_task(
     q_order = _key_order(qkeys, n_elements)
     qkeys, qlo, qhi = qkeys[q_order], qlo[q_order], qhi[q_order]
     qref, owners = qref[q_order], owners[q_order]
-    qs, qe, ms, me = compiled.group_kernels.match_groups(mkeys, qkeys)
     match = MATCHES.index(problem.match)
-    counts = compiled.group_kernels.grouped_counts(
-        match, mvals, qlo, qhi, qref, qs, qe, ms, me, brute_limit
-    )
+    counts = None
+    if not jit.runs_compiled(compiled.group_kernels.grouped_counts):
+        counts = counts_by_numpy(match, mkeys, mvals, qkeys, qlo, qhi, qref)
+    if counts is None:
+        qs, qe, ms, me = compiled.group_kernels.match_groups(mkeys, qkeys)
+        counts = compiled.group_kernels.grouped_counts(
+            match, mvals, qlo, qhi, qref, qs, qe, ms, me, brute_limit
+        )
     return _partial(problem.n_users, owners, counts)
 
 
@@ -91,7 +96,11 @@ def _keyed_self_task(
     if problem.match == "contains" and bits * s + owner_bits <= 63:
         codes = _enumerate_codes(members, starts, per_start, s, bits, owner_bits)
         local = np.full(problem.n_users, compiled.kernels.UNSET, dtype=np.int64)
-        compiled.group_kernels.self_containment(codes, owner_bits, queried, local)
+        containment = compiled.group_kernels.self_containment
+        if jit.runs_compiled(containment):
+            containment(codes, owner_bits, queried, local)
+        else:  # as Python, numpy's loops beat the kernel's
+            least_owners(codes, owner_bits, queried, local)
         touched = np.flatnonzero(local != compiled.kernels.UNSET)
         return touched, local[touched]
     if bits * s <= 63:  # keys packed into one int64: sorted run by run, compared whole

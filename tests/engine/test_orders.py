@@ -1,7 +1,11 @@
 """The orders the engine's indexes are built on: a counting sort of element ids and a sort
-within each record, against numpy's sorts, as Python and compiled."""
+within each record, against numpy's sorts, as Python and compiled; and the kernels'
+Python ways with numpy's loops (enumerating subsets, the least support of an owner)
+against the kernels and against itertools."""
 
 from __future__ import annotations
+
+from itertools import combinations
 
 import numpy as np
 import pytest
@@ -9,8 +13,24 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from prudence_cli.engine import jit
-from prudence_cli.engine.group_kernels import counting_order, segment_order, sort_rows_in_runs
-from prudence_cli.engine.indexes import _COUNTING_SORT_FROM, _element_order
+from prudence_cli.engine.containment import containment_counts
+from prudence_cli.engine.group_kernels import (
+    counting_order,
+    grouped_counts,
+    match_groups,
+    segment_order,
+    self_containment,
+    sort_rows_in_runs,
+)
+from prudence_cli.engine.indexes import (
+    _COUNTING_SORT_FROM,
+    _element_order,
+    _enumerate_members,
+    _enumerate_packed,
+    _enumerate_queries,
+)
+from prudence_cli.engine.problem import MATCHES, MODES, Elements, QuerySpec
+from prudence_cli.engine.vectorized import blocks, counts_by_numpy, least_owners, subset_positions
 
 # each test runs with the kernels as Python and compiled (tests/conftest.py)
 pytestmark = pytest.mark.usefixtures("kernels")
@@ -63,3 +83,198 @@ def test_rows_sorted_run_by_run_are_the_rows_stably_sorted(runs):
     sort_rows_in_runs(keys, vals, own, bounds)
     for got, want in zip((keys, vals, own), expected, strict=True):
         assert got.tolist() == want.tolist()
+
+
+# --- the kernels' Python ways with numpy's loops ------------------------------------------
+
+RECORDS = st.lists(st.lists(st.integers(0, 30), max_size=7), max_size=8)
+
+
+def _lists(records: list[list[int]]) -> Elements:
+    lengths = [len(r) for r in records]
+    offsets = np.zeros(len(records) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    elements = np.array([e for r in records for e in r], dtype=np.int32)
+    values = np.arange(elements.shape[0], dtype=float) / 4
+    return Elements(offsets, elements, values)
+
+
+def literal_subsets(lists: Elements, starts: list[int], s: int) -> list[tuple[int, ...]]:
+    """Every s-subset of positions of a record that begins at a start, start by start,
+    each start's in lexicographic order (itertools)."""
+    ends = np.repeat(lists.offsets[1:], lists.lengths)
+    return [(p, *rest) for p in starts for rest in combinations(range(p + 1, ends[p]), s - 1)]
+
+
+@settings(max_examples=80, deadline=None)
+@given(RECORDS, st.integers(1, 4), st.data())
+def test_numpy_enumerates_the_subsets_the_kernel_does(records, s, data):
+    lists = _lists(records)
+    n = int(lists.offsets[-1])
+    starts = sorted(data.draw(st.sets(st.integers(0, max(n - 1, 0)), max_size=n)) if n else [])
+    start_array = np.array(starts, dtype=np.int64)
+    subsets = literal_subsets(lists, starts, s)
+    ends = np.repeat(lists.offsets[1:], lists.lengths)
+    got = subset_positions(ends, start_array, s)
+    assert [tuple(row) for row in got.tolist()] == subsets
+    per_start = np.array([sum(1 for t in subsets if t[0] == p) for p in starts], dtype=np.int64)
+    owner_bits = data.draw(st.sampled_from([0, 4]))
+    packed, members = [], []
+    for mode in ("python", "compiled"):
+        with jit.running(mode):
+            packed.append(_enumerate_packed(lists, start_array, per_start, s, 5, owner_bits))
+            members.append(_enumerate_members(lists, start_array, s))
+    for outputs in (packed, members):
+        for python_way, kernel_way in zip(*outputs, strict=True):
+            assert python_way.dtype == kernel_way.dtype
+            assert python_way.tolist() == kernel_way.tolist()
+
+
+def test_a_long_record_with_a_large_h_makes_no_dead_end_rows():
+    """s close to a record's length: few subsets, and no partial chain that cannot finish
+    is laid out (C(30, 27) = 4,060 rows; the chains would be about a billion)."""
+    lists = _lists([list(range(30))])
+    ends = np.full(30, 30)
+    got = subset_positions(ends, np.arange(30), 27)
+    assert [tuple(row) for row in got.tolist()] == literal_subsets(lists, list(range(30)), 27)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 5)), max_size=60), st.data())
+def test_numpy_takes_the_least_owners_the_kernel_does(pairs, data):
+    owner_bits = 3
+    codes = np.sort(np.array([(k << owner_bits) | u for k, u in pairs], dtype=np.int64))
+    queried = np.array(data.draw(st.lists(st.booleans(), min_size=8, max_size=8)))
+    start = np.full(8, 99, dtype=np.int64)
+    python_way, kernel_way = start.copy(), start.copy()
+    least_owners(codes, owner_bits, queried, python_way)
+    self_containment.py_func(codes, owner_bits, queried, kernel_way)
+    assert python_way.tolist() == kernel_way.tolist()
+
+
+COUNTS = st.lists(
+    st.lists(st.tuples(st.integers(0, 20), st.integers(1, 4)), max_size=6), max_size=7
+)
+
+
+@settings(max_examples=120, deadline=None)
+@given(COUNTS, st.integers(1, 4), st.sampled_from(MODES), st.integers(0, 6), st.data())
+def test_numpy_enumerates_the_queries_the_kernel_does(records, s, mode, compose, data):
+    """Every mode (subsets with bounds, compositions of min(H, total) visits, ratios):
+    the same queries in the same order from numpy's loops and from the kernel."""
+    lengths = [len(r) for r in records]
+    offsets = np.zeros(len(records) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    lists = Elements(
+        offsets,
+        np.array([e for r in records for e, _ in r], dtype=np.int32),
+        np.array([float(c) for r in records for _, c in r]),
+    )
+    n = int(offsets[-1])
+    size_lo = np.array(
+        data.draw(st.lists(st.integers(0, 3), min_size=len(records), max_size=len(records))),
+        dtype=np.int64,
+    )
+    spec = QuerySpec(
+        lists,
+        size_lo,
+        size_lo + 1,
+        upper=lists.values + 2,
+        mode=mode,
+        compose=compose,
+        delta=0.25,
+    )
+    starts = np.array(
+        sorted(data.draw(st.sets(st.integers(0, max(n - 1, 0)), max_size=n))) if n else [],
+        dtype=np.int64,
+    )
+    outputs = []
+    for way in ("python", "compiled"):
+        with jit.running(way):
+            outputs.append(_enumerate_queries(spec, starts, s))
+    for python_way, kernel_way in zip(*outputs, strict=True):
+        assert python_way.dtype == kernel_way.dtype
+        assert python_way.tolist() == kernel_way.tolist()
+
+
+# few keys, so that groups pass 64 pairs and the kernels sweep rather than check each pair
+KEYED = st.lists(
+    st.tuples(st.integers(0, 1), st.integers(0, 2), st.integers(1, 5), st.integers(1, 5)),
+    max_size=60,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(KEYED, KEYED, st.sampled_from(MATCHES), st.booleans())
+def test_numpy_counts_the_supports_the_kernels_do(members, queries, match, bounded):
+    """Members and queries of two-element keys (sorted by key), every match: each
+    query's support from numpy's pairs equals the kernels' (brute force, sweeps)."""
+    members, queries = sorted(members), sorted(queries)
+    mkeys = np.array([[a, b] for a, b, _, _ in members], dtype=np.int32).reshape(-1, 2)
+    mvals = np.array([[x, y] for _, _, x, y in members], dtype=float).reshape(-1, 2)
+    qkeys = np.array([[a, b] for a, b, _, _ in queries], dtype=np.int32).reshape(-1, 2)
+    qlo = np.array([[x, y] for _, _, x, y in queries], dtype=float).reshape(-1, 2)
+    qlo = qlo / 2 if match == "ratio" else qlo
+    qhi = qlo + 1.5 if bounded and match != "dominance" else np.full(qlo.shape, np.inf)
+    qref = np.array([(x + y) % 2 for _, _, x, y in queries], dtype=np.int64)
+    index = MATCHES.index(match)
+    got = counts_by_numpy(index, mkeys, mvals, qkeys, qlo, qhi, qref)
+    groups = match_groups(mkeys, qkeys)
+    want = grouped_counts(index, mvals, qlo, qhi, qref, *groups, 4)
+    assert got is not None and got.tolist() == want.tolist()
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 9), max_size=30), st.integers(1, 12))
+def test_blocks_cover_the_items_in_order_and_bound_their_rows(sizes, rows):
+    first = np.zeros(len(sizes) + 1, np.int64)
+    np.cumsum(sizes, out=first[1:])
+    found = blocks(first, rows)
+    assert [lo for lo, _ in found] == [0, *[hi for _, hi in found[:-1]]][: len(found)]
+    assert (found[-1][1] if found else 0) == len(sizes)
+    for lo, hi in found:
+        assert hi > lo and (first[hi] - first[lo] <= rows or hi == lo + 1)
+
+
+def test_too_many_compositions_to_lay_out_are_left_to_the_kernel():
+    """30 visits over 15 places twice each, h = 30: C(29, 14) ≈ 78M ways to split 30 in
+    15 parts, one of which fits; numpy would lay them all out, the kernel's search finds
+    the one (the Python way hands over before building anything)."""
+    lists = Elements(np.array([0, 15]), np.arange(15, dtype=np.int32), np.full(15, 2.0))
+    ones = np.ones(1, dtype=np.int64)
+    spec = QuerySpec(lists, ones * 15, ones * 15, mode="compositions", compose=30)
+    with jit.running("python"):
+        keys, lo, hi, ref, own = _enumerate_queries(spec, np.array([0]), 15)
+    assert keys.tolist() == [list(range(15))] and lo.tolist() == [[2.0] * 15]
+    assert np.isinf(hi).all() and ref.tolist() == [0] and own.tolist() == [0]
+
+
+def test_a_large_key_group_is_left_to_the_kernels_sweeps():
+    """200 members and 200 queries of one key: 40,000 pairs for 400 rows, which numpy
+    would check one by one where the kernels sweep."""
+    keys = np.zeros((200, 1), dtype=np.int32)
+    values = np.arange(200, dtype=float).reshape(-1, 1)
+    box = MATCHES.index("box")
+    ref = np.zeros(200, np.int64)
+    assert counts_by_numpy(box, keys, values, keys, values, values + 5, ref) is None
+    few = slice(0, 20)
+    got = counts_by_numpy(
+        box, keys[few], values[few], keys[few], values[few], values[few] + 5, ref[few]
+    )
+    assert got is not None and got.tolist() == [min(6, 20 - i) for i in range(20)]
+
+
+SETS = st.lists(st.sets(st.integers(0, 9), max_size=6), min_size=1, max_size=25)
+
+
+@settings(max_examples=120, deadline=None)
+@given(SETS, st.lists(st.lists(st.integers(0, 9), min_size=1, max_size=3), max_size=12))
+def test_a_query_of_one_or_two_places_counts_its_candidates_unchecked(sets, queries):
+    """A set of one or two places (written with repeats or not) is held by exactly the
+    people in both posting lists; three places are checked: as many as the literal count
+    of the sets that hold each query."""
+    lists = _lists([sorted(s) for s in sets])
+    width = 3
+    padded = np.array([(q * width)[:width] for q in queries], dtype=np.int32).reshape(-1, width)
+    got = containment_counts(lists, padded, ordered=False).tolist()
+    assert got == [sum(set(q) <= s for s in sets) for q in padded.tolist()]
