@@ -92,6 +92,7 @@ class _Postings:
         self.offsets = np.zeros(n_elements + 1, dtype=np.int64)
         np.cumsum(counts, out=self.offsets[1:])
         self.members = members
+        self.distinct = distinct
 
     def verify(
         self,
@@ -102,6 +103,60 @@ class _Postings:
         q_hi: np.ndarray,
         q_ref: np.ndarray,
     ) -> np.ndarray:
+        """The support of each explicit query (CSR `q_offsets` over `q_elements`, their
+        bounds and reference positions). A query of one element of an unordered problem
+        is a search in that element's members sorted by value (`_by_value`): checking
+        each person of a popular place's posting list would cost the list's length per
+        query, for every person who holds only that place."""
+        counts = np.zeros(q_offsets.shape[0] - 1, dtype=np.int64)
+        lengths = np.diff(q_offsets)
+        single = lengths == 1
+        if self.distinct and problem.match != "ratio" and single.any():
+            first = q_offsets[:-1][single]
+            counts[single] = self._by_value(
+                problem.match, q_elements[first], q_lo[first], q_hi[first]
+            )
+            rest = np.flatnonzero(~single)
+            if rest.size == 0:
+                return counts
+            kept = np.zeros(rest.size + 1, dtype=np.int64)
+            np.cumsum(lengths[rest], out=kept[1:])
+            rows = np.repeat(q_offsets[rest] - kept[:-1], lengths[rest]) + np.arange(kept[-1])
+            q_offsets, q_elements, q_lo, q_hi = kept, q_elements[rows], q_lo[rows], q_hi[rows]
+            counts[rest] = self._checked(problem, q_offsets, q_elements, q_lo, q_hi, q_ref[rest])
+            return counts
+        return self._checked(problem, q_offsets, q_elements, q_lo, q_hi, q_ref)
+
+    def _by_value(
+        self, match: str, elements: np.ndarray, lo: np.ndarray, hi: np.ndarray
+    ) -> np.ndarray:
+        """Per query of one element: the members holding it (contains), or holding it
+        with a value in [lo, hi] — a search in the element's values, sorted once. Each
+        (element, value) is one integer key (the element, then the value's rank among
+        every value and bound), so that one search answers every query."""
+        start, end = self.offsets[elements], self.offsets[elements + 1]
+        if match == "contains":
+            return end - start
+        m = self.members
+        values, rank = np.unique(np.concatenate((m.values, lo, hi)), return_inverse=True)
+        width = np.int64(values.shape[0] + 1)
+        n = m.values.shape[0]
+        keys = np.sort(m.elements.astype(np.int64) * width + rank[:n])
+        base = elements.astype(np.int64) * width
+        above = np.searchsorted(keys, base + rank[n : n + lo.shape[0]], side="left")
+        below = np.searchsorted(keys, base + rank[n + lo.shape[0] :], side="right")
+        return np.maximum(below - above, 0).astype(np.int64)
+
+    def _checked(
+        self,
+        problem: CountingProblem,
+        q_offsets: np.ndarray,
+        q_elements: np.ndarray,
+        q_lo: np.ndarray,
+        q_hi: np.ndarray,
+        q_ref: np.ndarray,
+    ) -> np.ndarray:
+        """The support of each query, each candidate checked by the kernel."""
         counts = np.zeros(q_offsets.shape[0] - 1, dtype=np.int64)
         m = self.members
         compiled.kernels.verify_queries(

@@ -28,8 +28,9 @@ from prudence_cli.engine.indexes import (
     _enumerate_members,
     _enumerate_packed,
     _enumerate_queries,
+    _Postings,
 )
-from prudence_cli.engine.problem import MATCHES, MODES, Elements, QuerySpec
+from prudence_cli.engine.problem import MATCHES, MODES, CountingProblem, Elements, QuerySpec
 from prudence_cli.engine.vectorized import blocks, counts_by_numpy, least_owners, subset_positions
 
 # each test runs with the kernels as Python and compiled (tests/conftest.py)
@@ -278,3 +279,57 @@ def test_a_query_of_one_or_two_places_counts_its_candidates_unchecked(sets, quer
     padded = np.array([(q * width)[:width] for q in queries], dtype=np.int32).reshape(-1, width)
     got = containment_counts(lists, padded, ordered=False).tolist()
     assert got == [sum(set(q) <= s for s in sets) for q in padded.tolist()]
+
+
+VALUED = st.lists(
+    st.dictionaries(st.integers(0, 5), st.integers(1, 4), max_size=4), min_size=1, max_size=30
+)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    VALUED,
+    st.lists(st.tuples(st.integers(0, 6), st.integers(0, 5), st.integers(0, 5)), max_size=15),
+    st.sampled_from(["dominance", "box", "contains"]),
+)
+def test_a_query_of_one_place_is_a_search_in_its_values(records, queries, match):
+    """Queries of one place (unordered): the members holding it with a value in [lo, hi]
+    (every holder, for contains), as many as the literal count; next to a query of two
+    places checked by the kernel, each in its place."""
+    lists = Elements(
+        np.r_[0, np.cumsum([len(r) for r in records])].astype(np.int64),
+        np.array([e for r in records for e in sorted(r)], dtype=np.int32),
+        np.array([float(r[e]) for r in records for e in sorted(r)]),
+    )
+    n_elements = 7
+    problem = CountingProblem(
+        lists,
+        QuerySpec(lists, np.zeros(len(records), np.int64), np.zeros(len(records), np.int64)),
+        match=match,
+    )
+    # after two rows no query uses, as a sampled level's checks pass a buffer's tail
+    flat = [5, 5, *[e for e, _, _ in queries], 0, 1]
+    q_offsets = np.r_[np.arange(len(queries) + 1), len(queries) + 2].astype(np.int64) + 2
+    lo = np.array([9.0, 9.0, *[float(a) for _, a, _ in queries], 1.0, 1.0])
+    hi = np.array([9.0, 9.0, *[float(a + b) for _, a, b in queries], np.inf, np.inf])
+    got = _Postings(lists, n_elements, distinct=True).verify(
+        problem,
+        q_offsets,
+        np.array(flat, dtype=np.int32),
+        lo,
+        hi,
+        np.zeros(len(queries) + 1, np.int64),
+    )
+
+    def holds(record, elements, low, high):
+        return all(
+            e in record and (match == "contains" or low[i] <= record[e] <= high[i])
+            for i, e in enumerate(elements)
+        )
+
+    want = [
+        sum(holds(r, [e], [lo[i]], [hi[i]]) for r in records)
+        for i, (e, _, _) in enumerate(queries, 2)
+    ]
+    want.append(sum(holds(r, [0, 1], [1.0, 1.0], [np.inf, np.inf]) for r in records))
+    assert got.tolist() == want
