@@ -29,7 +29,7 @@ from click.testing import CliRunner
 from prudence_cli.catalog import open_catalog
 from prudence_cli.catalog.tables import write_table
 from prudence_cli.cli import main
-from tests.catalog.test_check import assert_reads_as_rebuilt
+from tests.sanitize.test_check import assert_reads_as_rebuilt
 
 ROOT = Path(__file__).parent.parent
 CONFIGS = ROOT / "configs"
@@ -125,7 +125,7 @@ def test_shipped_config_gives_the_same_catalog(name: str, tmp_path: Path) -> Non
     out = tmp_path / name
     _run(["assess", str(CONFIGS / f"{name}.yaml"), "--out", str(out), "-q"])
     _compare(name, out)
-    assert_reads_as_rebuilt(out)  # what `prudence check` reads of it (catalog/check.py)
+    assert_reads_as_rebuilt(out)  # what `prudence check` reads of it (sanitize/check.py)
 
 
 def test_demo_release_is_the_same(tmp_path: Path) -> None:

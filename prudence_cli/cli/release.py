@@ -65,11 +65,11 @@ def check(
     counted attack level holds it, 1 with the list of those that fail. The policy is the
     config's `policy:`, each option given in place of its key."""
     from prudence_cli.catalog import find_catalog, open_catalog
-    from prudence_cli.catalog.check import CheckRows
-    from prudence_cli.catalog.check import check as run_check
     from prudence_cli.catalog.query import assessed_levels, catalog_policy, numeric_columns
     from prudence_cli.catalog.rows import Rows
     from prudence_cli.cli.pipes import to_json
+    from prudence_cli.sanitize.check import CheckRows
+    from prudence_cli.sanitize.check import check as run_check
 
     for name, value in (("--min-irac-u", min_irac_u), ("--min-coverage", min_coverage)):
         if value is not None:

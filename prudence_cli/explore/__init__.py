@@ -1,5 +1,5 @@
 """Exploring a catalog: filtered rows, planes, curves, best dataviews and their Pareto
-front, and the choice of epsilon (the policy check is catalog/check.py)."""
+front, and the choice of epsilon (the policy check is sanitize/check.py)."""
 
 from prudence_cli.explore.scores import (
     DISCLOSURE,

@@ -118,7 +118,7 @@ def test_showing_randomized_profiles_loads_no_pandas(profiles_catalog, fmt: str)
 @pytest.mark.parametrize("fmt", ["table", "json"])
 def test_checking_a_policy_loads_no_pandas(catalog: Path, fmt: str):  # noqa: F811
     """The check counts each person's data from the stored rows with Arrow and numpy
-    (catalog/check.py): no pandas, no dataview class, no engine, no rich."""
+    (sanitize/check.py): no pandas, no dataview class, no engine, no rich."""
     args = ["check", "--catalog", "catalog/e2e", "--max-risk", "0.5", "--format", fmt]
     heavy = (*STARTUP, "rich", "pyarrow.dataset", "pandas", *ENGINE)
     loaded = loaded_by(PROBE.format(kernels=heavy, args=args), cwd=catalog.parents[1])

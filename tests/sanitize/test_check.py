@@ -1,4 +1,4 @@
-"""`prudence check` counts each person's data from the stored rows (catalog/check.py)
+"""`prudence check` counts each person's data from the stored rows (sanitize/check.py)
 with the functions the dataview classes count with (dataviews/coverage.py): checked
 against literal counts on random rows, and against the rebuilt views on every shipped
 config's catalog (tests/test_golden.py calls `assert_reads_as_rebuilt`)."""
@@ -12,12 +12,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from prudence_cli.catalog import open_catalog
-from prudence_cli.catalog.check import from_stored_rows, from_view, stored_coverage
 from prudence_cli.catalog.query import assessed_levels
 from prudence_cli.config.dimensions import FORMATS
 from prudence_cli.config.policy import ReleasePolicy
 from prudence_cli.dataviews import coverage as covered
 from prudence_cli.dataviews.coverage import COVERAGE_KINDS
+from prudence_cli.sanitize.check import from_stored_rows, from_view, stored_coverage
 
 ROWS = st.lists(
     st.tuples(st.integers(0, 5), st.integers(0, 4), st.integers(1, 9)), min_size=0, max_size=40
