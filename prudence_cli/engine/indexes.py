@@ -93,6 +93,7 @@ class _Postings:
         np.cumsum(counts, out=self.offsets[1:])
         self.members = members
         self.distinct = distinct
+        self._by_value_keys: tuple[np.ndarray, np.ndarray] | None = None
 
     def verify(
         self,
@@ -131,21 +132,31 @@ class _Postings:
         self, match: str, elements: np.ndarray, lo: np.ndarray, hi: np.ndarray
     ) -> np.ndarray:
         """Per query of one element: the members holding it (contains), or holding it
-        with a value in [lo, hi] — a search in the element's values, sorted once. Each
-        (element, value) is one integer key (the element, then the value's rank among
-        every value and bound), so that one search answers every query."""
+        with a value in [lo, hi] — a search among the members' (element, value) keys,
+        sorted once per posting lists (`_value_keys`): [lo, hi] is the ranks of the
+        distinct values from the first at or above lo to the last at or below hi."""
         start, end = self.offsets[elements], self.offsets[elements + 1]
         if match == "contains":
             return end - start
-        m = self.members
-        values, rank = np.unique(np.concatenate((m.values, lo, hi)), return_inverse=True)
+        values, keys = self._value_keys()
         width = np.int64(values.shape[0] + 1)
-        n = m.values.shape[0]
-        keys = np.sort(m.elements.astype(np.int64) * width + rank[:n])
         base = elements.astype(np.int64) * width
-        above = np.searchsorted(keys, base + rank[n : n + lo.shape[0]], side="left")
-        below = np.searchsorted(keys, base + rank[n + lo.shape[0] :], side="right")
+        first = np.searchsorted(values, lo, side="left")
+        last = np.searchsorted(values, hi, side="right") - 1
+        above = np.searchsorted(keys, base + first, side="left")
+        below = np.searchsorted(keys, base + last, side="right")
         return np.maximum(below - above, 0).astype(np.int64)
+
+    def _value_keys(self) -> tuple[np.ndarray, np.ndarray]:
+        """The members' distinct values (ascending), and one integer key per member row,
+        its element then its value's rank among them, sorted."""
+        if self._by_value_keys is None:
+            m = self.members
+            values, rank = np.unique(m.values, return_inverse=True)
+            width = np.int64(values.shape[0] + 1)
+            keys = np.sort(m.elements.astype(np.int64) * width + rank.reshape(-1))
+            self._by_value_keys = values, keys
+        return self._by_value_keys
 
     def _checked(
         self,
