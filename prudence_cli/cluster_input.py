@@ -8,8 +8,9 @@ the raw points, only what the selection keeps.
    worker's memory limit.
 2. Each file is read by a worker with the reader of a local run (the fast path, the
    careful one, errors naming the file and line, dropped rows counted) and cut by those
-   ranges in the same task: the file's table never outlives it, its pieces wait (Dask
-   spills them to disk when memory runs short).
+   ranges in the same task, hashed meanwhile for the catalog's record of its inputs
+   (`_version`): the file's table never outlives the task, its pieces wait (Dask spills
+   them to disk when memory runs short).
 3. The pieces of a range meet, in file order, on one worker, which numbers the range's
    ids in sorted order and selects them (period, trips, trip ends, area, active users:
    every point of a user is in the one range), and sends back only the rows kept,
