@@ -8,19 +8,20 @@ only when everything is written. Profiles dataviews are dispatched once, in
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
-import itertools
 import os
 import platform
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 
-from prudence_cli import __version__
+from prudence_cli import __version__, heap
+from prudence_cli.attacks.base import AttackResult
 from prudence_cli.attacks.registry import ATTACKS
 from prudence_cli.catalog import (
     CATALOG_FORMAT,
@@ -42,10 +43,8 @@ from prudence_cli.catalog.records import (
     SelectionEntry,
 )
 from prudence_cli.config import Config
-from prudence_cli.config.dimensions import dimension_label
 from prudence_cli.config.knowledge import ATTACK_SCHEMAS
 from prudence_cli.dataviews.build import build_dataviews, count_dataviews
-from prudence_cli.dataviews.restore import parse_dimensions
 from prudence_cli.engine import Engine
 from prudence_cli.engine.jit import threads
 from prudence_cli.engine.runner import DaskRunner, LocalRunner
@@ -53,9 +52,8 @@ from prudence_cli.errors import BudgetError, PrudenceError
 from prudence_cli.explore.mobility import Measurer
 from prudence_cli.io.atomic import atomic_folder, check_replaceable, check_writable
 from prudence_cli.io.checksums import sha256_ahead, sha256_file
-from prudence_cli.io.readers import read_utility_scores
-from prudence_cli.measures.aggregate import Space, aggregate_table
 from prudence_cli.measures.rac import measure_view
+from prudence_cli.measures.utility import aggregate_utility, utility_scores
 from prudence_cli.prepare import Prepared, prepare
 from prudence_cli.sanitize.ledger import carry_over
 from prudence_cli.select import Selection
@@ -154,6 +152,8 @@ def run_assessment(
     # for the manifest, while the inputs are read; the parts the workers read, they hash
     parts = set(config.input.files) if client is not None else set()
     sha256_ahead([f for f in config.input_files if f not in parts])
+    if client is None and _input_bytes(config) >= heap.WORTH_IT:
+        heap.retain_freed_memory()
     prepared = _prepare(config, report, client)
     selection = prepared.selection
     timings["read_and_select"] = time.perf_counter() - started
@@ -172,6 +172,15 @@ def run_assessment(
     warning = projection.warning() if projection is not None else None
     warnings += (warning,) if warning else ()
     return AssessResult(out, stage.result, manifest, warnings)
+
+
+def _input_bytes(config: Config) -> int:
+    """The size of the input's files (0 for one that cannot be read: reading says why)."""
+    total = 0
+    for path in config.input.files:
+        with contextlib.suppress(OSError):
+            total += path.stat().st_size
+    return total
 
 
 def claim_output(config: Config, out: Path, force: bool) -> tuple[bool, tuple[str, ...]]:
@@ -272,87 +281,84 @@ def _assess_risks(
     start, end = config.select.start, config.select.end
     period = (None if start is None else start.value, None if end is None else end.value)
     views = build_dataviews(selection, config.dataview, config.input.timezone, period=period)
-    measurer = Measurer(config.mobility, selection.crs, writer)
-    for view_index, view in enumerate(views):
-        dims = view.labels
-        risks: dict[str, np.ndarray] = {}
-        for level_index, (attack, level) in enumerate(levels):
-            report(done, total, f"{view.id} {view.shown} {level.key}")
-            lower = attack.lower_level(level)
-            known_ones = risks[lower.key] >= 1.0 if lower and lower.key in risks else None
-            engine.seed_key = (view_index, level_index)
-            try:
-                result = attack.risks(view, level, engine, known_ones, computed=risks)
-            except BudgetError as exc:
-                raise BudgetError(f"{view.id} {view.shown} {level.key}: {exc}") from None
-            risk = result.risk
-            risks[level.key] = risk
-            if result.sampled or result.computed_for_floor:
-                sampling.append(
+    last = count_dataviews(config.dataview) - 1
+    with Measurer(config.mobility, selection.crs, writer) as measurer:
+        for view_index, view in enumerate(views):
+            if view_index == last and config.utility_aggregate is None:
+                views.close()  # every view is built: the points placed in cells can go,
+                selection.drop_points()  # and the points (the utility aggregate reads them)
+            measurer.start(view)  # in a thread, while the attacks run
+            dims = view.labels
+            risks: dict[str, np.ndarray] = {}
+            for level_index, (attack, level) in enumerate(levels):
+                report(done, total, f"{view.id} {view.shown} {level.key}")
+                lower = attack.lower_level(level)
+                known_ones = risks[lower.key] >= 1.0 if lower and lower.key in risks else None
+                engine.seed_key = (view_index, level_index)
+                try:
+                    result = attack.risks(view, level, engine, known_ones, computed=risks)
+                except BudgetError as exc:
+                    raise BudgetError(f"{view.id} {view.shown} {level.key}: {exc}") from None
+                risk = result.risk
+                risks[level.key] = risk
+                if result.sampled or result.computed_for_floor:
+                    sampling.append(_sampling_entry(view.id, level.key, result, engine.sample))
+                rac, summary = measure_view(view, risk, config.coverage)
+                curve = writer.write_curve(view.id, level, rac)
+                for name, table in result.tables.items():
+                    writer.write_table(name, view.id, level, table)
+                rows.append(
                     {
                         "dataview": view.id,
-                        "level": level.key,
+                        **dims,
+                        "attack": level.attack,
+                        **{k: str(v) for k, v in level.values},
+                        **summary.__dict__,
+                        **result.measures,
                         "sampled": result.sampled,
-                        "instances_per_user": engine.sample,
-                        "instances": result.instances,
-                        "floor": list(result.floor),
-                        "computed_for_floor": {
-                            key: {"sampled": r.sampled, "instances": r.instances}
-                            for key, r in result.computed_for_floor.items()
-                        },
-                        "statement": "risks are lower bounds from sampled instances, at "
-                        "least the risk at every smaller h in `floor`"
-                        if result.sampled
-                        else "exact; smaller h computed to know whether it needed sampling",
+                        "curve": curve,
                     }
                 )
-            rac, summary = measure_view(view, risk, config.coverage)
-            curve = writer.write_curve(view.id, level, rac)
-            for name, table in result.tables.items():
-                writer.write_table(name, view.id, level, table)
-            rows.append(
-                {
-                    "dataview": view.id,
-                    **dims,
-                    "attack": level.attack,
-                    **{k: str(v) for k, v in level.values},
-                    **summary.__dict__,
-                    **result.measures,
-                    "sampled": result.sampled,
-                    "curve": curve,
-                }
-            )
-            done += 1
-        report(done, total, f"{view.id} {view.shown} mobility measures")
-        keys = {"dataview": view.id, **{k: str(v) for k, v in dims.items()}}
-        measures = measurer.add(view, selection.user_ids, risks, keys)
-        views_meta.append(
-            DataviewEntry(
-                id=view.id,
-                format=view.format,
-                dimensions=dims,
-                users_in_view=view.users_in_view,
-                locations=view.n_locations_used,
-                rows=int(view.user.shape[0]),
-                visits=int(view.coverage("visits").sum()),
-                file=writer.write_dataview(
-                    view.id, view.table(selection.user_ids), view.used_locations()
-                ),
-                risks=writer.write_risks(view.id, selection.user_ids, risks),
-                measures=measures,
-            )
-        )
-    mobility = measurer.finish()
+                done += 1
+            entry = writer.write_view(view, selection.user_ids, risks, view.used_locations())
+            report(done, total, f"{view.id} {view.shown} mobility measures")
+            keys = {"dataview": view.id, **{k: str(v) for k, v in dims.items()}}
+            measures = measurer.add(view, selection.user_ids, risks, keys)
+            views_meta.append(replace(entry, measures=measures))
+        mobility = measurer.finish()
     timings["mobility"] = measurer.seconds
     timings["attacks"] = time.perf_counter() - mark - measurer.seconds
     folder = writer.folder
     if config.utility_scores is not None:
-        _utility_table(config).to_csv(folder / "utility.csv", index=False)
+        utility_scores(config).to_csv(folder / "utility.csv", index=False)
     elif config.utility_aggregate is not None:
         report(done, total, "utility: the declared aggregate from each profile")
-        _aggregate_utility(config, selection).to_csv(folder / "utility.csv", index=False)
+        aggregate_utility(config, selection).to_csv(folder / "utility.csv", index=False)
     irac = _irac_table(rows, config)
     return _Stage(views_meta, irac, irac, total, sampling, mobility=mobility)
+
+
+def _sampling_entry(
+    view: str, level: str, result: AttackResult, per_user: int | None
+) -> dict[str, Any]:
+    """The manifest's account of a level sampled, or computed to know whether it needed
+    sampling."""
+    return {
+        "dataview": view,
+        "level": level,
+        "sampled": result.sampled,
+        "instances_per_user": per_user,
+        "instances": result.instances,
+        "floor": list(result.floor),
+        "computed_for_floor": {
+            key: {"sampled": r.sampled, "instances": r.instances}
+            for key, r in result.computed_for_floor.items()
+        },
+        "statement": "risks are lower bounds from sampled instances, at least the risk at "
+        "every smaller h in `floor`"
+        if result.sampled
+        else "exact; smaller h computed to know whether it needed sampling",
+    }
 
 
 def _knowledge_names(config: Config) -> list[str]:
@@ -362,46 +368,6 @@ def _knowledge_names(config: Config) -> list[str]:
             if dim.name not in knowledge:
                 knowledge.append(dim.name)
     return knowledge
-
-
-def _aggregate_utility(config: Config, selection: Selection) -> pd.DataFrame:
-    """utility.csv from the error of the declared aggregate, one row per profile."""
-    aggregate = config.utility_aggregate
-    assert aggregate is not None
-    layers = dict(config.dataview.layers)
-    names = config.dataview.dimension_names
-    profiles = []
-    for combo in itertools.product(*(values for _, values in config.dataview.dimensions)):
-        values = dict(zip(names, combo, strict=True))
-        space = Space(
-            grid=values.get("grid"),
-            layer=layers[values["regions"]] if "regions" in values else None,
-        )
-        labels = {n: dimension_label(config.dataview.format, n, v) for n, v in values.items()}
-        profiles.append((labels, space, int(values["time"])))
-    target = Space(
-        grid=aggregate.grid,
-        layer=layers[aggregate.layer] if aggregate.layer is not None else None,
-    )
-    return aggregate_table(selection, config.input.timezone, profiles, (target, aggregate.seconds))
-
-
-def _utility_table(config: Config) -> pd.DataFrame:
-    """The config's utility scores with dimension values in the catalog's spelling."""
-    assert config.utility_scores is not None
-    names = list(config.dataview.dimension_names)
-    table = read_utility_scores(config.utility_scores, names)
-    fmt = config.dataview.format
-    try:
-        parsed = [
-            parse_dimensions(fmt, dict(zip(names, row, strict=True)))
-            for row in table[names].itertuples(index=False)
-        ]
-    except ValueError as exc:
-        raise PrudenceError(f"{config.utility_scores}: {exc}") from None
-    for k, name in enumerate(names):
-        table[name] = [dimension_label(fmt, name, dims[k][1]) for dims in parsed]
-    return table
 
 
 def _irac_table(rows: list[dict[str, Any]], config: Config) -> pd.DataFrame:

@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).parent.parent / "prudence_cli"
 
 # bottom to top; a module may import its own floor and the floors below it
 FLOORS: list[tuple[str, ...]] = [
-    ("errors", "units", "columns", "arrays", "space", "config", "io"),  # the ground floor
+    ("errors", "units", "columns", "arrays", "heap", "space", "config", "io"),  # the ground floor
     ("engine",),
     ("select", "cluster_input", "prepare"),
     ("dataviews",),

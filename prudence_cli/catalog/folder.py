@@ -140,6 +140,29 @@ class CatalogWriter:
         write_table(locations, self.folder / locations_name(path), text=_LOCATIONS_TEXT)
         return path
 
+    def write_view(
+        self,
+        view: Dataview,
+        user_ids: np.ndarray,
+        risks: dict[str, np.ndarray],
+        locations: pd.DataFrame,
+        **entry: Any,
+    ) -> DataviewEntry:
+        """Write a dataview, with `locations` (the locations table it names), and its
+        risks; its manifest entry, with the fields `entry` adds."""
+        return DataviewEntry(
+            id=view.id,
+            format=view.format,
+            dimensions=view.labels,
+            users_in_view=view.users_in_view,
+            locations=len(locations),
+            rows=int(view.user.shape[0]),
+            visits=int(view.coverage("visits").sum()),
+            file=self.write_dataview(view.id, view.table(user_ids), locations),
+            risks=self.write_risks(view.id, user_ids, risks),
+            **entry,
+        )
+
     def write_risks(self, view_id: str, user_ids: np.ndarray, risks: dict[str, np.ndarray]) -> str:
         """Per person of U (original id, as text): one float64 risk column per attack
         level; returns the file's name in the catalog."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +85,7 @@ def build_dataviews(
     timezone: str = "UTC",
     split: int | None = None,
     period: tuple[int | None, int | None] = (None, None),
-) -> Iterator[Dataview]:
+) -> Generator[Dataview, None, None]:
     """`split` (UTC ns) divides the period of profiles dataviews in T1 and T2; default:
     the middle of the selected points' time span."""
     view_class = format_class(config.format)

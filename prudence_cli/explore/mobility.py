@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -34,6 +35,9 @@ from prudence_cli.measures.mobility import (
 
 if TYPE_CHECKING:
     from prudence_cli.dataviews.base import Dataview
+
+# rows of a dataview from which `assess` measures it while its attacks run (Measurer)
+BACKGROUND_ROWS = 200_000
 
 
 @dataclass(frozen=True)
@@ -65,10 +69,26 @@ def view_mobility(
     """The tables of one dataview under each level of `risks` (level key → per-person
     risk), every row starting with the columns `keys` (dataview and dimensions); None
     when the format holds no places."""
+    profile = view_profile(view, crs, trips, measures)
+    return None if profile is None else levels_mobility(profile, risks, keys, thresholds)
+
+
+def view_profile(
+    view: Dataview, crs: str, trips: bool, measures: Sequence[str] | None = None
+) -> Profile | None:
+    """A dataview's measures, which no risk changes (None when its format holds no
+    places)."""
     visits = visits_of(view, crs, trips)
-    if visits is None:
-        return None
-    profile = Profile(visits, measures)
+    return None if visits is None else Profile(visits, measures)
+
+
+def levels_mobility(
+    profile: Profile,
+    risks: Mapping[str, np.ndarray],
+    keys: Mapping[str, str],
+    thresholds: Sequence[float] = THRESHOLDS,
+) -> ViewMobility:
+    """`view_mobility` from the dataview's measures."""
     levels = list(risks)
     distortion = [profile.by_threshold(risks[level], thresholds) for level in levels]
     correlation = [profile.correlation(risks[level]) for level in levels]
@@ -198,7 +218,14 @@ def _joined(frames: list[pd.DataFrame]) -> pd.DataFrame:
 
 class Measurer:
     """What `assess` measures, one dataview at a time as its risks come: each dataview's
-    measures into `measures/` of the catalog, the tables of all of them at `finish`."""
+    measures into `measures/` of the catalog, the tables of all of them at `finish`.
+
+    A large dataview's measures (`view_profile`: they do not depend on risk) are computed
+    in a thread while its attacks run (`start`): numpy lets go of the GIL in its array
+    loops, the attacks' sorts among them. (The compiled kernels keep it: letting go of it
+    made the attacks slower on two cores, their threads then sharing the cores with the
+    measures.) Only the comparison under each level's risks waits for the risks. Close the
+    measurer (`with`) so that its thread ends with the assessment."""
 
     def __init__(self, setting: MobilityConfig, crs: str | None, writer: CatalogWriter) -> None:
         self.setting = setting
@@ -206,7 +233,34 @@ class Measurer:
         self.writer = writer
         self.distortion: list[pd.DataFrame] = []
         self.correlation: list[pd.DataFrame] = []
-        self.seconds = 0.0
+        self.seconds = 0.0  # spent measuring while no attack ran
+        self._pool: ThreadPoolExecutor | None = None
+        self._started: tuple[Dataview, Future[Profile | None]] | None = None
+
+    def __enter__(self) -> Measurer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pool is not None:  # a failed or interrupted run does not wait for it
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+        self._started = None
+
+    @property
+    def enabled(self) -> bool:
+        return self.setting.enabled and self.crs is not None
+
+    def start(self, view: Dataview) -> None:
+        """Begin measuring `view` in the thread, when it is large enough to gain."""
+        if not self.enabled or view.user.shape[0] < BACKGROUND_ROWS:
+            return
+        assert self.crs is not None
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="prudence-measures")
+        future = self._pool.submit(
+            view_profile, view, self.crs, self.setting.trips, self.setting.measures
+        )
+        self._started = (view, future)
 
     def add(
         self,
@@ -217,21 +271,19 @@ class Measurer:
     ) -> str | None:
         """Measure `view` under each level of `risks`; the name of its measures file in
         the catalog, None when nothing is measured (the setting, or no places)."""
-        if not self.setting.enabled or self.crs is None:
+        if not self.enabled:
             return None
+        assert self.crs is not None
         started = time.perf_counter()
-        found = view_mobility(
-            view,
-            self.crs,
-            self.setting.trips,
-            risks,
-            keys,
-            self.setting.thresholds,
-            self.setting.measures,
-        )
-        if found is None:
+        if self._started is not None and self._started[0] is view:
+            profile = self._started[1].result()
+        else:
+            profile = view_profile(view, self.crs, self.setting.trips, self.setting.measures)
+        self._started = None
+        if profile is None:
+            self.seconds += time.perf_counter() - started
             return None
-        profile = found.profile
+        found = levels_mobility(profile, risks, keys, self.setting.thresholds)
         labels = view.locations["label"].to_numpy()
         places = profile.places.assign(location=labels[profile.places["location"].to_numpy()])
         name = self.writer.write_measures(view.id, user_ids, profile.people, places)
@@ -242,6 +294,7 @@ class Measurer:
 
     def finish(self) -> MobilityEntry | None:
         """Write the tables; the manifest's entry (None when nothing was measured)."""
+        self.__exit__()
         if not self.distortion:
             return None
         distortion, correlation = self.writer.write_mobility(

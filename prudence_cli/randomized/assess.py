@@ -66,19 +66,9 @@ def assess_profiles(
 
         for row in sweep(view, config.mechanisms, levels, options, view_index, step):
             rows.append({"dataview": view.id, **dims, **row})
+        split_at = pd.Timestamp(view.split, tz="UTC").isoformat()
         views_meta.append(
-            DataviewEntry(
-                id=view.id,
-                format=view.format,
-                dimensions=dims,
-                users_in_view=view.users_in_view,
-                locations=view.n_locations,
-                rows=int(view.user.shape[0]),
-                visits=int(view.coverage("visits").sum()),
-                split=pd.Timestamp(view.split, tz="UTC").isoformat(),
-                file=writer.write_dataview(view.id, view.table(selection.user_ids), view.locations),
-                risks=writer.write_risks(view.id, selection.user_ids, {}),
-            )
+            writer.write_view(view, selection.user_ids, {}, view.locations, split=split_at)
         )
     table = randomized_frame(rows, config, knowledge)
     table.to_csv(writer.folder / RANDOMIZED, index=False)
