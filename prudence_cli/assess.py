@@ -13,6 +13,7 @@ import datetime as dt
 import os
 import platform
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -320,11 +321,15 @@ def _assess_risks(
                     }
                 )
                 done += 1
-            entry = writer.write_view(view, selection.user_ids, risks, view.used_locations())
             report(done, total, f"{view.id} {view.shown} mobility measures")
             keys = {"dataview": view.id, **{k: str(v) for k, v in dims.items()}}
-            measures = measurer.add(view, selection.user_ids, risks, keys)
-            views_meta.append(replace(entry, measures=measures))
+            with ThreadPoolExecutor(1, thread_name_prefix="prudence-write") as thread:
+                # Arrow writes without the GIL, while the measures are compared
+                entry = thread.submit(
+                    writer.write_view, view, selection.user_ids, risks, view.used_locations()
+                )
+                measures = measurer.add(view, selection.user_ids, risks, keys)
+                views_meta.append(replace(entry.result(), measures=measures))
         mobility = measurer.finish()
     timings["mobility"] = measurer.seconds
     timings["attacks"] = time.perf_counter() - mark - measurer.seconds

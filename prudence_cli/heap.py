@@ -1,14 +1,15 @@
 """The C heap of a large assessment.
 
 An assessment of millions of people allocates and frees arrays of tens to hundreds of
-megabytes one after the other: read, project, sort, count, measure. glibc's malloc hands
-freed heap memory back to the system as soon as its top grows past a few hundred
+megabytes one after the other: read, project, sort, count, measure, write. glibc's malloc
+hands freed heap memory back to the system as soon as its top grows past a few hundred
 kilobytes, and the next array takes it back one page fault at a time: at a million people
-(10M GPS rows) that is about 340,000 faults, 2-3 s of the process's 9 s in the kernel on
-a 2-core virtual machine. Keeping up to `PAD` bytes of freed memory at the heap's top for
-the next array halves the faults and the kernel time (measured in
-benchmarks/end_to_end.py: 9.1 → 8.5 s, peak memory unchanged at 1.48 GB). A pad of 1 GB
-saves a little more time but raises the peak by 0.12 GB, so 512 MB it is.
+(10M GPS rows) about 340,000 faults, 3 s of the process's 8.4 s in the kernel on a 2-core
+virtual machine. Keeping up to `PAD` bytes of freed memory at the heap's top for the next
+arrays halves the faults (measured with benchmarks/end_to_end.py's data: 8.3-8.5 s →
+6.9-7.2 s, kernel time 3.1-3.3 → 1.7-2.0 s). The memory kept counts in the process's
+resident size: its peak went from 1.31 to 1.39-1.41 GB with 384 MB, to 1.54 GB with 512 MB
+(no faster), so 384 MB it is.
 
 Only a glibc process does this (`mallopt(M_TOP_PAD)`); elsewhere, or when the user tunes
 malloc through its environment variables, nothing changes.
@@ -19,7 +20,7 @@ from __future__ import annotations
 import os
 import sys
 
-PAD = 512 << 20  # bytes of freed memory kept at the heap's top
+PAD = 384 << 20  # bytes of freed memory kept at the heap's top
 WORTH_IT = 64 << 20  # input bytes from which an assessment allocates enough to gain
 _M_TOP_PAD = -2  # glibc's malloc.h
 _USER_TUNING = ("MALLOC_TOP_PAD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_")
