@@ -1,4 +1,5 @@
-"""The data catalog folder (DESIGN.md section 8): writing it atomically and reading it back.
+"""The data catalog folder (DESIGN.md section 8): its layout, and reading it back
+(`catalog/writer.py` writes it, atomically with io/atomic.py).
 
 Layout:
   catalog.json                 manifest, written last; lists every other file's sha256
@@ -35,9 +36,7 @@ extension catalog.json records.
 from __future__ import annotations
 
 import csv
-import dataclasses
 import json
-import re
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -53,13 +52,11 @@ from prudence_cli.catalog.tables import (
     locations_name,
     read_arrow,
     read_table,
-    write_table,
 )
-from prudence_cli.config.knowledge import KnowledgeLevel
 from prudence_cli.config.mobility import trips_in
 from prudence_cli.errors import CatalogError
-from prudence_cli.io.atomic import recover, write_text_atomic
-from prudence_cli.io.checksums import sha256_file, sha256_fresh
+from prudence_cli.io.atomic import recover
+from prudence_cli.io.checksums import sha256_fresh
 
 if TYPE_CHECKING:
     import numpy as np
@@ -102,7 +99,6 @@ RANDOMIZED_NUMBERS = (
 # risks: per-person risks of attack levels; profiles: randomized profiles (success rates)
 CatalogKind = Literal["risks", "profiles"]
 _KIND_NAMES = {"risks": "per-person risks", "profiles": "randomized profiles"}
-_UNSAFE = re.compile(r"[^A-Za-z0-9=,._-]+")
 
 
 def is_catalog(folder: Path) -> bool:
@@ -121,116 +117,6 @@ def assessed_from(folder: Path) -> tuple[str, str] | None:
     if not isinstance(name, str) or not isinstance(file, str):
         return None
     return name, Path(file).name
-
-
-class CatalogWriter:
-    """Writes the files of one catalog into a (temporary) folder; `finish` writes the
-    manifest last."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = Path(folder)
-        for sub in ("curves", "risks", "dataviews"):
-            (self.folder / sub).mkdir(parents=True, exist_ok=True)
-
-    def write_dataview(self, view_id: str, table: pd.DataFrame, locations: pd.DataFrame) -> str:
-        """The dataview's table (user ids and location labels as text) and its locations;
-        returns the table's name in the catalog."""
-        path = f"dataviews/{view_id}{PARQUET}"
-        write_table(table, self.folder / path, text=_VIEW_TEXT)
-        write_table(locations, self.folder / locations_name(path), text=_LOCATIONS_TEXT)
-        return path
-
-    def write_view(
-        self,
-        view: Dataview,
-        user_ids: np.ndarray,
-        risks: dict[str, np.ndarray],
-        locations: pd.DataFrame,
-        **entry: Any,
-    ) -> DataviewEntry:
-        """Write a dataview, with `locations` (the locations table it names), and its
-        risks; its manifest entry, with the fields `entry` adds."""
-        return DataviewEntry(
-            id=view.id,
-            format=view.format,
-            dimensions=view.labels,
-            users_in_view=view.users_in_view,
-            locations=len(locations),
-            rows=int(view.user.shape[0]),
-            visits=int(view.coverage("visits").sum()),
-            file=self.write_dataview(view.id, view.table(user_ids), locations),
-            risks=self.write_risks(view.id, user_ids, risks),
-            **entry,
-        )
-
-    def write_risks(self, view_id: str, user_ids: np.ndarray, risks: dict[str, np.ndarray]) -> str:
-        """Per person of U (original id, as text): one float64 risk column per attack
-        level; returns the file's name in the catalog."""
-        import numpy as np
-        import pandas as pd
-
-        path = f"risks/{view_id}{PARQUET}"
-        columns = {name: np.asarray(values, dtype=np.float64) for name, values in risks.items()}
-        write_table(pd.DataFrame({"user": user_ids, **columns}), self.folder / path, _RISKS_TEXT)
-        return path
-
-    def write_measures(
-        self, view_id: str, user_ids: np.ndarray, people: pd.DataFrame, places: pd.DataFrame
-    ) -> str:
-        """Per person of U (original id, as text), the mobility measures of `people` (one
-        row per person, in the order of U); per location (its label) those of `places`;
-        returns the people's file name in the catalog (the places' is `places_name` of it)."""
-        import pandas as pd
-
-        path = f"measures/{view_id}{PARQUET}"
-        (self.folder / "measures").mkdir(exist_ok=True)
-        write_table(
-            pd.concat([pd.DataFrame({"user": user_ids}), people.reset_index(drop=True)], axis=1),
-            self.folder / path,
-            _RISKS_TEXT,
-        )
-        write_table(places, self.folder / places_name(path), _PLACES_TEXT)
-        return path
-
-    def write_mobility(
-        self, distortion: pd.DataFrame, correlation: pd.DataFrame
-    ) -> tuple[str, str]:
-        """The distortion and correlation tables of every dataview (explore/mobility.py)."""
-        text = ("dataview", "level", "kind", "measure")  # dimension values are text already
-        write_table(distortion, self.folder / MOBILITY, text)
-        write_table(correlation, self.folder / MOBILITY_CORRELATION, text)
-        return MOBILITY, MOBILITY_CORRELATION
-
-    def write_curve(self, view_id: str, level: KnowledgeLevel, curve: pd.DataFrame) -> str:
-        name = _UNSAFE.sub("_", f"{view_id}__{level.attack}__{level.label}")
-        path = f"curves/{name}.csv"
-        curve.to_csv(self.folder / path, index=False)
-        return path
-
-    def write_table(
-        self, name: str, view_id: str, level: KnowledgeLevel, table: pd.DataFrame
-    ) -> str:
-        """A per-location table of one row, e.g. disclosure/<row>.csv (EM and KL per bin)."""
-        safe = _UNSAFE.sub("_", f"{view_id}__{level.attack}__{level.label}")
-        path = f"{name}/{safe}.csv"
-        (self.folder / name).mkdir(exist_ok=True)
-        table.to_csv(self.folder / path, index=False)
-        return path
-
-    def finish(self, manifest: Manifest, irac: pd.DataFrame) -> Manifest:
-        """Writes the i-RAC table and the manifest, with every file's sha256; returns the
-        manifest as written."""
-        irac.to_csv(self.folder / IRAC, index=False)
-        files: dict[str, str] = {}
-        for path in sorted(self.folder.rglob("*")):
-            name = path.relative_to(self.folder).as_posix()
-            if path.is_file() and name.split("/")[0] != LEDGER:
-                files[name] = sha256_file(path)
-        manifest = dataclasses.replace(manifest, files=files)
-        write_text_atomic(
-            self.folder / MANIFEST, json.dumps(manifest.to_json(), indent=2, default=str) + "\n"
-        )
-        return manifest
 
 
 @dataclass
@@ -380,7 +266,7 @@ class Catalog:
         """Per person of U: `user` (original id, as text), then one risk column per attack
         level (`presence[h=2,visits=half]`)."""
         entry = self.dataview_entry(view_id)
-        return self.read_table(entry.risks, _RISKS_TEXT)
+        return self.read_table(entry.risks, RISKS_TEXT)
 
     def require_files(self, entry: DataviewEntry) -> None:
         """CatalogError unless the dataview's risks and rows files are there."""
@@ -402,7 +288,7 @@ class Catalog:
             risks = self.risks(view_id)
         user_ids = risks["user"].astype(str).to_numpy(dtype=object)
         try:
-            locations = self.read_table(locations_name(entry.file), _LOCATIONS_TEXT)
+            locations = self.read_table(locations_name(entry.file), LOCATIONS_TEXT)
         except TableFileError as exc:
             raise CatalogError(f"{self.path}: dataview {view_id}: {exc}") from None
         dims = parse_dimensions(entry.format, entry.dimensions)
@@ -427,20 +313,20 @@ class Catalog:
         entry = self.dataview_entry(view_id)
         if entry.measures is None:
             raise CatalogError(f"{self.path}: no mobility measures for dataview {view_id}")
-        people = self.read_table(entry.measures, _RISKS_TEXT)
-        return people, self.read_table(places_name(entry.measures), _PLACES_TEXT)
+        people = self.read_table(entry.measures, RISKS_TEXT)
+        return people, self.read_table(places_name(entry.measures), PLACES_TEXT)
 
     def dataview_table(self, view_id: str) -> pd.DataFrame:
         """The dataview as it would be shared, with the original user ids (as text)."""
         entry = self.dataview_entry(view_id)
-        return self.read_table(entry.file, _VIEW_TEXT)
+        return self.read_table(entry.file, VIEW_TEXT)
 
 
 # the columns of the per-dataview tables that are text whatever they look like
-_VIEW_TEXT = ("user", "location")
-_LOCATIONS_TEXT = ("label",)
-_RISKS_TEXT = ("user",)
-_PLACES_TEXT = ("location",)
+VIEW_TEXT = ("user", "location")
+LOCATIONS_TEXT = ("label",)
+RISKS_TEXT = ("user",)
+PLACES_TEXT = ("location",)
 
 
 def places_name(measures_name: str) -> str:
