@@ -56,7 +56,6 @@ from prudence_cli.io.checksums import sha256_ahead, sha256_file
 from prudence_cli.measures.rac import measure_view
 from prudence_cli.measures.utility import aggregate_utility, utility_scores
 from prudence_cli.prepare import Prepared, prepare
-from prudence_cli.sanitize.ledger import carry_over
 from prudence_cli.select import Selection
 
 
@@ -165,6 +164,8 @@ def run_assessment(
         else:
             stage = _assess_risks(config, selection, engine, writer, report, timings)
         if inherit:  # re-assessing must never forget what was released
+            from prudence_cli.sanitize.ledger import carry_over  # only then
+
             carry_over(out, folder)
         timings["total"] = time.perf_counter() - started
         manifest = writer.finish(_manifest(config, prepared, stage, engine, timings), stage.irac)

@@ -1,30 +1,36 @@
-"""The catalog's records as types: the manifest (catalog.json) and the release reports
-(report.json), each with `to_json` (the exact dict written: same keys, same order) and
-`from_json` (the record back from that dict)."""
+"""The catalog's records as types: the manifest (catalog.json) here, the release reports
+(report.json) in `release_records`; each with `to_json` (the exact dict written: same
+keys, same order) and `from_json` (the record back from that dict)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Any
 
-from prudence_cli.catalog.release_records import (
-    AttackResult,
-    CatalogRef,
-    DataCounts,
-    InputFile,
-    Json,
-    MechanismEntry,
-    PassEntry,
-    ProfileCounts,
-    RacEntry,
-    RandomizedReport,
-    ReleasedView,
-    ReleaseReport,
-    UserCounts,
-    UtilityEntry,
-)
 from prudence_cli.config.policy import ReleasePolicy
+
+Json = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class InputFile:
+    path: str
+    sha256: str
+    bytes: int
+
+    def anonymous(self) -> InputFile:
+        """The file named by its name alone: what a release, which goes to a third party,
+        says of its input (the sha256 identifies it, the folders are nobody's business)."""
+        return InputFile(PurePath(self.path).name, self.sha256, self.bytes)
+
+    def to_json(self) -> Json:
+        return {"path": self.path, "sha256": self.sha256, "bytes": self.bytes}
+
+    @classmethod
+    def from_json(cls, data: Json) -> InputFile:
+        return cls(data["path"], data["sha256"], data["bytes"])
 
 
 @dataclass(frozen=True)
@@ -379,25 +385,13 @@ class Manifest:
 
 __all__ = [
     "AttackEntry",
-    "AttackResult",
-    "CatalogRef",
-    "DataCounts",
     "DataviewEntry",
     "EngineEntry",
     "InputFile",
     "InvalidRows",
     "LevelEntry",
     "Manifest",
-    "MechanismEntry",
     "MobilityEntry",
-    "PassEntry",
-    "ProfileCounts",
-    "RacEntry",
     "RandomizeEntry",
-    "RandomizedReport",
-    "ReleaseReport",
-    "ReleasedView",
     "SelectionEntry",
-    "UserCounts",
-    "UtilityEntry",
 ]

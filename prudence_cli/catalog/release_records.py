@@ -1,33 +1,14 @@
 """The release reports (report.json of a release folder) as types: `ReleaseReport` of a
-suppression release, `RandomizedReport` of a randomized one. Re-exported by
-`prudence_cli.catalog.records` (with `InputFile`, shared by the manifest)."""
+suppression release, `RandomizedReport` of a randomized one (`InputFile`, which they
+share with the manifest, is in `prudence_cli.catalog.records`). Only the commands that
+release or read a release import them."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import PurePath
 from typing import Any
 
-Json = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class InputFile:
-    path: str
-    sha256: str
-    bytes: int
-
-    def anonymous(self) -> InputFile:
-        """The file named by its name alone: what a release, which goes to a third party,
-        says of its input (the sha256 identifies it, the folders are nobody's business)."""
-        return InputFile(PurePath(self.path).name, self.sha256, self.bytes)
-
-    def to_json(self) -> Json:
-        return {"path": self.path, "sha256": self.sha256, "bytes": self.bytes}
-
-    @classmethod
-    def from_json(cls, data: Json) -> InputFile:
-        return cls(data["path"], data["sha256"], data["bytes"])
+from prudence_cli.catalog.records import InputFile, Json
 
 
 @dataclass(frozen=True)

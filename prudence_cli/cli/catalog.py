@@ -68,7 +68,7 @@ def catalog_show(
         output(rows, fmt, lambda: _table(opened, rows), typed)
     elif plane is not None:
         from prudence_cli.cli.render import plane_long, plane_tables
-        from prudence_cli.explore import plane as planes  # only here: it re-assesses views
+        from prudence_cli.explore.scores import plane as planes  # only here: it re-assesses views
 
         dims = tuple(d.strip() for d in plane.split(","))
         if len(dims) != 2:
@@ -121,7 +121,7 @@ def catalog_curve(
     from prudence_cli.catalog import find_catalog, open_catalog
     from prudence_cli.cli.pipes import to_csv, to_json
     from prudence_cli.cli.render import curve_chart
-    from prudence_cli.explore import curve
+    from prudence_cli.explore.scores import curve
 
     opened = open_catalog(find_catalog(catalog_dir), "risks", PROFILES_HINT)
     frame, row = curve(opened, dataview, attack, where)
@@ -197,8 +197,8 @@ def catalog_best(
     from prudence_cli.catalog.query import catalog_policy, counted_levels, numeric_columns
     from prudence_cli.cli.progress import progress_bar
     from prudence_cli.cli.render import best_table, ordinal_table
-    from prudence_cli.explore import DISCLOSURE, dataview_scores
-    from prudence_cli.explore import ordinal_agreement as agreement
+    from prudence_cli.explore.scores import DISCLOSURE, dataview_scores
+    from prudence_cli.explore.scores import ordinal_agreement as agreement
 
     if max_risk is not None:
         check_share("--max-risk", max_risk, zero=False)
@@ -213,7 +213,7 @@ def catalog_best(
         click.echo(f"Policy ({source}): {policy.describe()}.", err=True)
     if opened.kind == "profiles":
         from prudence_cli.cli.render import epsilon_table
-        from prudence_cli.explore import epsilon_choice
+        from prudence_cli.explore.scores import epsilon_choice
 
         where = (*where, *(f"attack={a}" for a in attacks))
         choice = epsilon_choice(opened, max_risk, where)

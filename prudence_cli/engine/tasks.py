@@ -16,7 +16,7 @@ from prudence_cli.engine.indexes import (
 )
 from prudence_cli.engine.jit import adopt, set_threads
 from prudence_cli.engine.problem import MATCHES, CountingProblem
-from prudence_cli.engine.vectorized import counts_by_numpy, least_owners
+from prudence_cli.engine.vectorized import counts_by_numpy, least_owners, self_dominance_by_numpy
 from prudence_cli.engine.whole import whole_queries
 
 # --- partition tasks: module-level functions of (shared data, partition arguments), so
@@ -121,7 +121,14 @@ def _keyed_self_task(
     if problem.match == "contains":
         counts = np.repeat(group_ends - group_starts, group_ends - group_starts)
     else:
-        counts = compiled.group_kernels.self_dominance(vals, group_starts, group_ends, brute_limit)
+        dominance = compiled.group_kernels.self_dominance
+        by_numpy = None
+        if not jit.runs_compiled(dominance):  # as Python, numpy's loops beat the kernel's
+            by_numpy = self_dominance_by_numpy(vals, group_starts, group_ends)
+        if by_numpy is None:
+            counts = dominance(vals, group_starts, group_ends, brute_limit)
+        else:
+            counts = by_numpy
     rows = queried[own]
     return _partial(problem.n_users, own[rows], counts[rows])
 

@@ -145,8 +145,7 @@ def counts_by_numpy(
     key groups), which the kernels count instead."""
     if qkeys.shape[0] == 0:
         return np.zeros(0, np.int64)
-    _, rank = np.unique(np.concatenate((mkeys, qkeys)), axis=0, return_inverse=True)
-    rank = rank.reshape(-1)
+    rank = row_ranks(np.concatenate((mkeys, qkeys)))
     mrank, qrank = rank[: mkeys.shape[0]], rank[mkeys.shape[0] :]
     first = np.searchsorted(mrank, qrank, side="left")
     size = np.searchsorted(mrank, qrank, side="right") - first
@@ -166,6 +165,59 @@ def counts_by_numpy(
         outside = np.any((values < qlo[query]) | (values > qhi[query]), axis=1)  # as _brute
         counts[lo:hi] = np.bincount(query - lo, weights=~outside, minlength=hi - lo)
     return counts
+
+
+def self_dominance_by_numpy(
+    mvals: np.ndarray, starts: np.ndarray, ends: np.ndarray
+) -> np.ndarray | None:
+    """`group_kernels.self_dominance` with numpy's loops: per member row, the rows of
+    its key group (the groups `starts`/`ends` cut the rows into, in order) whose values
+    are nowhere below its own, every pair checked as the kernel's brute force checks
+    it; None when the pairs are many more than the rows (large key groups) or the
+    groups do not cut every row, which the kernel counts instead."""
+    n = mvals.shape[0]
+    if n == 0:
+        return np.zeros(0, np.int64)
+    cut = starts.shape[0] > 0 and starts[0] == 0 and ends[-1] == n
+    if not (cut and np.array_equal(starts[1:], ends[:-1])):
+        return None
+    size = ends - starts
+    per_row = np.repeat(size, size)  # each row meets every row of its group
+    if int(per_row.sum()) > _PAIRS_PER_ROW * n:
+        return None
+    group_start = np.repeat(starts, size)
+    pairs = np.zeros(n + 1, np.int64)
+    np.cumsum(per_row, out=pairs[1:])
+    counts = np.zeros(n, np.int64)
+    for lo, hi in blocks(pairs):
+        row = np.repeat(np.arange(lo, hi), per_row[lo:hi])
+        other = group_start[row] + np.arange(row.shape[0]) - (pairs[row] - pairs[lo])
+        below = np.any(mvals[other] < mvals[row], axis=1)  # as the kernel: NaN is not below
+        counts[lo:hi] = np.bincount(row - lo, weights=~below, minlength=hi - lo)
+    return counts
+
+
+def row_ranks(keys: np.ndarray) -> np.ndarray:
+    """Per row of `keys` (2-D integers), its rank among the distinct rows in
+    lexicographic order: `np.unique(keys, axis=0, return_inverse=True)[1]`. Rows of
+    non-negative values that fit in 62 bits together are packed into one integer each,
+    which sort as the rows do (numpy's rows are sorted as records, a hundred times
+    slower: 18 ms for 10,000 pairs)."""
+    width = keys.shape[1]
+    if keys.shape[0] == 0 or width == 0:
+        rows: np.ndarray = np.unique(keys, axis=0, return_inverse=True)[1]
+        return rows.reshape(-1)
+    low, high = int(keys.min()), int(keys.max())
+    bits = max(high.bit_length(), 1)
+    if low < 0 or bits * width > 62:
+        rows = np.unique(keys, axis=0, return_inverse=True)[1]
+        return rows.reshape(-1)
+    packed = np.zeros(keys.shape[0], np.int64)
+    for column in range(width):  # the first column the most significant
+        packed <<= bits
+        packed |= keys[:, column].astype(np.int64)
+    ranks: np.ndarray = np.unique(packed, return_inverse=True)[1]
+    return ranks.reshape(-1)
 
 
 def least_owners(

@@ -25,7 +25,7 @@ import pandas as pd
 from prudence_cli import __version__
 from prudence_cli.attacks.base import KnowledgeLevel
 from prudence_cli.catalog import Catalog
-from prudence_cli.catalog.records import (
+from prudence_cli.catalog.release_records import (
     AttackResult,
     MechanismEntry,
     ProfileCounts,

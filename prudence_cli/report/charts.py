@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 
 from prudence_cli.catalog import Catalog
 from prudence_cli.catalog.query import irac_level_keys, irac_rows, randomized_rows
-from prudence_cli.explore import Scores, natural_order
+from prudence_cli.explore.scores import Scores, natural_order
 
 matplotlib.rcParams.update({"svg.hashsalt": "prudence", "svg.fonttype": "none", "font.size": 9})
 

@@ -14,7 +14,7 @@ import pandas as pd
 from prudence_cli.catalog import Catalog, Manifest
 from prudence_cli.catalog.query import Levels
 from prudence_cli.config.policy import ReleasePolicy
-from prudence_cli.explore import Scores, dataview_scores, epsilon_choice, natural_order
+from prudence_cli.explore.scores import Scores, dataview_scores, epsilon_choice, natural_order
 from prudence_cli.io.atomic import atomic_folder, write_text_atomic
 from prudence_cli.measures.mobility import THRESHOLDS
 from prudence_cli.report.charts import (

@@ -14,7 +14,7 @@ from prudence_cli.catalog import Catalog
 from prudence_cli.catalog.query import Levels
 from prudence_cli.catalog.release_records import LevelRisk
 from prudence_cli.config.policy import ReleasePolicy
-from prudence_cli.explore import Scores
+from prudence_cli.explore.scores import Scores
 from prudence_cli.sanitize.forecast import (
     Suppressed,
     blind_levels,

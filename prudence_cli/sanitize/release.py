@@ -30,7 +30,7 @@ from prudence_cli import __version__
 from prudence_cli.attacks.base import Attack, KnowledgeLevel
 from prudence_cli.catalog import Catalog, DataviewEntry
 from prudence_cli.catalog.query import Levels, counted_levels, dataview_entries, max_risk_over
-from prudence_cli.catalog.records import (
+from prudence_cli.catalog.release_records import (
     CatalogRef,
     DataCounts,
     PassEntry,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prudence_cli.catalog.records import ReleaseReport
+from prudence_cli.catalog.release_records import ReleaseReport
 from prudence_cli.config.mobility import KEPT_KS, UNITS
 
 

@@ -12,24 +12,26 @@ from click.testing import CliRunner
 from prudence_cli.catalog import open_catalog
 from prudence_cli.catalog.records import (
     AttackEntry,
-    AttackResult,
-    CatalogRef,
-    DataCounts,
     DataviewEntry,
     EngineEntry,
     InputFile,
     InvalidRows,
     LevelEntry,
     Manifest,
+    RandomizeEntry,
+    SelectionEntry,
+)
+from prudence_cli.catalog.release_records import (
+    AttackResult,
+    CatalogRef,
+    DataCounts,
     MechanismEntry,
     PassEntry,
     ProfileCounts,
     RacEntry,
     RandomizedReport,
-    RandomizeEntry,
     ReleasedView,
     ReleaseReport,
-    SelectionEntry,
     UserCounts,
     UtilityEntry,
 )

@@ -20,6 +20,7 @@ from prudence_cli.engine.group_kernels import (
     match_groups,
     segment_order,
     self_containment,
+    self_dominance,
     sort_rows_in_runs,
 )
 from prudence_cli.engine.indexes import (
@@ -31,7 +32,14 @@ from prudence_cli.engine.indexes import (
     _Postings,
 )
 from prudence_cli.engine.problem import MATCHES, MODES, CountingProblem, Elements, QuerySpec
-from prudence_cli.engine.vectorized import blocks, counts_by_numpy, least_owners, subset_positions
+from prudence_cli.engine.vectorized import (
+    blocks,
+    counts_by_numpy,
+    least_owners,
+    row_ranks,
+    self_dominance_by_numpy,
+    subset_positions,
+)
 
 # each test runs with the kernels as Python and compiled (tests/conftest.py)
 pytestmark = pytest.mark.usefixtures("kernels")
@@ -333,3 +341,50 @@ def test_a_query_of_one_place_is_a_search_in_its_values(records, queries, match)
     ]
     want.append(sum(holds(r, [0, 1], [1.0, 1.0], [np.inf, np.inf]) for r in records))
     assert got.tolist() == want
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.integers(0, 4),
+    st.sampled_from([(0, 3), (0, 200), (-5, 5), (0, 2**40), (0, 2**31 - 1)]),
+    st.data(),
+)
+def test_row_ranks_are_numpys_ranks_of_the_rows(width, bounds, data):
+    """Packed into one integer when they fit, as records otherwise (negative values, or
+    too wide together): the same ranks as numpy's unique rows."""
+    low, high = bounds
+    rows = data.draw(
+        st.lists(st.lists(st.integers(low, high), min_size=width, max_size=width), max_size=60)
+    )
+    keys = np.array(rows, dtype=np.int64).reshape(len(rows), width)
+    if high < 2**31:
+        keys = keys.astype(np.int32)
+    want = np.unique(keys, axis=0, return_inverse=True)[1].reshape(-1)
+    np.testing.assert_array_equal(row_ranks(keys), want)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    st.lists(st.integers(1, 9), max_size=12),
+    st.integers(1, 3),
+    st.sampled_from([0.0, 0.5]),
+    st.data(),
+)
+def test_numpy_counts_self_dominance_as_the_kernel_does(sizes, s, step, data):
+    """Each row's group members nowhere below it: numpy's pairs against the kernel's
+    brute force (small groups) and sweeps (larger ones); ties and repeated rows count."""
+    n = sum(sizes)
+    values = data.draw(st.lists(st.integers(0, 3), min_size=n * s, max_size=n * s))
+    mvals = np.array(values, dtype=float).reshape(n, s) * (1 + step)
+    ends = np.cumsum(np.array(sizes, dtype=np.int64))
+    starts = ends - np.array(sizes, dtype=np.int64)
+    got = self_dominance_by_numpy(mvals, starts, ends)
+    assert got is not None
+    want = self_dominance(mvals, starts, ends, 0)
+    assert got.tolist() == want.tolist()
+
+
+def test_self_dominance_leaves_large_groups_and_odd_cuts_to_the_kernel():
+    mvals = np.zeros((2000, 2))
+    assert self_dominance_by_numpy(mvals, np.array([0]), np.array([2000])) is None
+    assert self_dominance_by_numpy(mvals[:4], np.array([1]), np.array([4])) is None

@@ -231,7 +231,7 @@ def test_best_by_a_measure_distortion(catalog):
 
     from prudence_cli.catalog import open_catalog
     from prudence_cli.catalog.query import counted_levels
-    from prudence_cli.explore import dataview_scores
+    from prudence_cli.explore.scores import dataview_scores
     from prudence_cli.sanitize.forecast import suppress_dataview
 
     opened = open_catalog(catalog)

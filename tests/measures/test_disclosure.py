@@ -274,7 +274,7 @@ def test_utility_scores_pareto_and_ordinal_equivalence(tmp_path, monkeypatch):
 
 
 def test_ordinal_agreement_by_hand():
-    from prudence_cli.explore import ordinal_agreement
+    from prudence_cli.explore.scores import ordinal_agreement
 
     table = pd.DataFrame({"a": [0.1, 0.2, 0.3], "b": [1.0, 2.0, 5.0], "c": [3.0, 2.0, 1.0]})
     result = ordinal_agreement(table, ["a", "b", "c"]).set_index(["measure", "versus"])

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from prudence_cli.catalog.records import CatalogRef, InputFile
+from prudence_cli.catalog.records import InputFile
+from prudence_cli.catalog.release_records import CatalogRef
 from tests.sanitize.test_sanitize import catalog_dir, run
 
 __all__ = ["catalog_dir"]  # fixture
