@@ -8,7 +8,6 @@ only when everything is written. Profiles dataviews are dispatched once, in
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import os
 import platform
@@ -21,7 +20,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-from prudence_cli import __version__, heap
+from prudence_cli import __version__
 from prudence_cli.attacks.base import AttackResult
 from prudence_cli.attacks.registry import ATTACKS
 from prudence_cli.catalog import (
@@ -152,8 +151,6 @@ def run_assessment(
     # for the manifest, while the inputs are read; the parts the workers read, they hash
     parts = set(config.input.files) if client is not None else set()
     sha256_ahead([f for f in config.input_files if f not in parts])
-    if client is None and _input_bytes(config) >= heap.WORTH_IT:
-        heap.retain_freed_memory()
     prepared = _prepare(config, report, client)
     selection = prepared.selection
     timings["read_and_select"] = time.perf_counter() - started
@@ -174,15 +171,6 @@ def run_assessment(
     warning = projection.warning() if projection is not None else None
     warnings += (warning,) if warning else ()
     return AssessResult(out, stage.result, manifest, warnings)
-
-
-def _input_bytes(config: Config) -> int:
-    """The size of the input's files (0 for one that cannot be read: reading says why)."""
-    total = 0
-    for path in config.input.files:
-        with contextlib.suppress(OSError):
-            total += path.stat().st_size
-    return total
 
 
 def claim_output(config: Config, out: Path, force: bool) -> tuple[bool, tuple[str, ...]]:
@@ -288,8 +276,8 @@ def _assess_risks(
         for view_index, view in enumerate(views):
             if view_index == last and config.utility_aggregate is None:
                 views.close()  # every view is built: the points placed in cells can go,
-                selection.drop_points()  # and the points (the utility aggregate reads them)
-            measurer.start(view)  # in a thread, while the attacks run
+                selection.drop_points()  # and the points (the utility aggregate reads them);
+                measurer.start(view)  # in their room, its measures while the attacks run
             dims = view.labels
             risks: dict[str, np.ndarray] = {}
             for level_index, (attack, level) in enumerate(levels):

@@ -3,32 +3,56 @@
 An assessment of millions of people allocates and frees arrays of tens to hundreds of
 megabytes one after the other: read, project, sort, count, measure, write. glibc's malloc
 hands freed heap memory back to the system as soon as its top grows past a few hundred
-kilobytes, and the next array takes it back one page fault at a time: at a million people
-(10M GPS rows) about 340,000 faults, 3 s of the process's 8.4 s in the kernel on a 2-core
-virtual machine. Keeping up to `PAD` bytes of freed memory at the heap's top for the next
-arrays halves the faults (measured with benchmarks/end_to_end.py's data: 8.3-8.5 s →
-6.9-7.2 s, kernel time 3.1-3.3 → 1.7-2.0 s). The memory kept counts in the process's
-resident size: its peak went from 1.31 to 1.39-1.41 GB with 384 MB, to 1.54 GB with 512 MB
-(no faster), so 384 MB it is.
+kilobytes, and maps each large array from the system alone; either way the next array
+takes its memory back one page fault at a time: at a million people (10M GPS rows) about
+340,000 faults, 3 s of the process's 8 s in the kernel on a 2-core virtual machine.
 
-Only a glibc process does this (`mallopt(M_TOP_PAD)`); elsewhere, or when the user tunes
-malloc through its environment variables, nothing changes.
+So malloc keeps up to `PAD` bytes of freed memory at the heap's top for the next arrays,
+and maps alone only the blocks of `MMAP_THRESHOLD` bytes or more (setting the pad turns
+off glibc's own tuning of that threshold, which would otherwise stay at its first
+128 kB). Measured with benchmarks/end_to_end.py's data, 3 runs each: nothing set, 8.0-8.6 s
+and a peak of 1.30-1.32 GB; 256 MB and 4 MB, 7.0-7.5 s (kernel time 3.3 → 1.7-2.0 s)
+and 1.28-1.35 GB; 256 MB and 8 MB, or 384 MB and 32 MB, as fast or a little faster but
+1.50-1.52 GB; 384 MB and 4 MB, 1.69-1.71 GB. The memory kept counts in the process's
+resident size, so the peak decides: 256 MB and 4 MB.
+
+Only `prudence assess` does this, for its own process (a program that calls the library
+keeps its malloc as it is), and only with glibc (`mallopt`); elsewhere, or when the user
+tunes malloc through its environment variables, nothing changes.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterable
+from pathlib import Path
 
-PAD = 384 << 20  # bytes of freed memory kept at the heap's top
+PAD = 256 << 20  # bytes of freed memory kept at the heap's top
+MMAP_THRESHOLD = 4 << 20  # bytes from which an allocation is mapped alone
 WORTH_IT = 64 << 20  # input bytes from which an assessment allocates enough to gain
-_M_TOP_PAD = -2  # glibc's malloc.h
+# glibc's malloc.h
+M_TOP_PAD = -2
+M_MMAP_THRESHOLD = -3
 _USER_TUNING = ("MALLOC_TOP_PAD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_")
 
 
+def worth_it(paths: Iterable[Path]) -> bool:
+    """Whether an input of these files is large enough to gain (a file that cannot be
+    read counts for nothing: reading it says why)."""
+    total = 0
+    for path in paths:
+        try:
+            total += path.stat().st_size
+        except OSError:
+            continue
+    return total >= WORTH_IT
+
+
 def retain_freed_memory(pad: int = PAD) -> bool:
-    """Let glibc's malloc keep `pad` bytes of freed memory for the next allocations;
-    whether it now does (False: not glibc, or the user's own malloc tuning stands)."""
+    """Let glibc's malloc keep `pad` bytes of freed memory for the next allocations (and
+    map alone only those of `MMAP_THRESHOLD` bytes or more); whether it now does (False:
+    not glibc, or the user's own malloc tuning stands)."""
     if not sys.platform.startswith("linux") or not _is_glibc() or _user_tuned():
         return False
     import ctypes  # here: only a large assessment pays for its import
@@ -39,7 +63,7 @@ def retain_freed_memory(pad: int = PAD) -> bool:
         return False
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     mallopt.restype = ctypes.c_int
-    return bool(mallopt(_M_TOP_PAD, pad))
+    return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(M_TOP_PAD, pad))
 
 
 def _user_tuned() -> bool:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from prudence_cli import heap
 from prudence_cli.cli.common import (
     QUIET_OPTION,
     SUMMARY_FORMAT_OPTION,
@@ -60,6 +61,8 @@ def assess(
     from prudence_cli.config import load_config
 
     config = load_config(config_file)
+    if heap.worth_it(config.input.files):
+        heap.retain_freed_memory()  # this process's malloc (prudence_cli/heap.py)
     with progress_bar(quiet) as progress:
         result = run(config, out, jobs, progress, backend, scheduler, force)
     for warning in result.warnings:
