@@ -20,7 +20,10 @@ cell for fastmob):
   extrapolated as (wall time − its attack time) + attack time × people / targets, and
   marked `~`.
 
-Each time is the minimum of `--repeat` runs. Then, unless `--no-breakdown`, where
+Prudence and fastmob take turns, one run each per round after an untimed round, so that
+a passing load weighs on both alike; each time is the minimum of `--repeat` rounds, with
+the median next to it (this machine's runs spread by ±0.03 s, as much as some of the
+gaps). scikit-mobility runs once, after them. Then, unless `--no-breakdown`, where
 Prudence's time goes at the smallest size: each heavy import alone in a fresh process,
 and the stages of one assessment in one process. Results: benchmarks/out/startup.json.
 
@@ -90,34 +93,61 @@ def write_config(paths: dict[str, Path], case: PeerCase, folder: Path) -> Path:
 
 def wall(command: list[str], repeat: int) -> tuple[float, str]:
     """The minimum wall time of `repeat` runs of `command`, and the last run's stdout."""
-    best, out = float("inf"), ""
+    times, out = timed_runs(command, repeat)
+    return min(times), out
+
+
+def timed_runs(command: list[str], repeat: int) -> tuple[list[float], str]:
+    """The wall times of `repeat` runs of `command`, and the last run's stdout."""
+    times, out = [], ""
     for _ in range(repeat):
         started = time.perf_counter()
         done = subprocess.run(command, capture_output=True, text=True, env=ENV)
         seconds = time.perf_counter() - started
         if done.returncode != 0:
             raise RuntimeError(f"{' '.join(command)} failed: {done.stderr.strip()[-400:]}")
-        best, out = min(best, seconds), done.stdout
-    return best, out
+        times.append(seconds)
+        out = done.stdout
+    return times, out
 
 
-def prudence_process(config: Path, repeat: int) -> float:
-    command = [str(PRUDENCE), "assess", str(config), "--force", "--quiet"]
-    wall(command, 1)  # numba's cache filled, the catalog folder made
-    return wall(command, repeat)[0]
+def in_turns(commands: dict[str, list[str]], repeat: int) -> dict[str, tuple[list[float], str]]:
+    """Each command's wall times over `repeat` rounds, the commands taking turns within a
+    round (a passing load weighs on all of them alike), after one untimed round."""
+    runs: dict[str, tuple[list[float], str]] = {name: ([], "") for name in commands}
+    for round_ in range(repeat + 1):
+        for name, command in commands.items():
+            times, out = timed_runs(command, 1)
+            if round_:
+                runs[name] = (runs[name][0] + times, out)
+    return runs
+
+
+def prudence_command(config: Path) -> list[str]:
+    return [str(PRUDENCE), "assess", str(config), "--force", "--quiet"]
 
 
 def peer_process(
     tool: str, case: PeerCase, data: Path, users: int, targets: int | None, repeat: int
 ) -> tuple[float, bool]:
     """The peer's whole process (extrapolated to every target when `targets` is set)."""
+    command = peer_command_of(tool, case, data, targets)
+    seconds, out = wall(command, repeat)
+    return extrapolated(seconds, out, users)
+
+
+def peer_command_of(tool: str, case: PeerCase, data: Path, targets: int | None) -> list[str]:
     sys.path.insert(0, str(HERE))
     from run import peer_command
 
     command = peer_command(tool, case, data, data.parent / f"{tool}-{case.attack}.csv")
     if targets is not None:
         command += ["--targets", str(targets), "--seed", "1"]
-    seconds, out = wall(command, repeat)
+    return command
+
+
+def extrapolated(seconds: float, out: str, users: int) -> tuple[float, bool]:
+    """A peer's whole process at every target from a run on some of them."""
     report = json.loads(out.strip().splitlines()[-1])
     assessed = int(report["targets"])
     if assessed >= users:
@@ -149,20 +179,34 @@ def compare(
             if case.attack not in attacks:
                 continue
             row: dict[str, Any] = {"users": users, "attack": case.attack}
-            row["prudence_s"] = prudence_process(write_config(paths, case, folder), repeat)
-            for tool, targets in (("fastmob", None), ("skmob", skmob_targets)):
-                if not PEER_PYTHON.exists() or (tool == "skmob" and targets is None):
-                    continue
+            commands = {"prudence": prudence_command(write_config(paths, case, folder))}
+            if PEER_PYTHON.exists():  # fastmob and Prudence take turns
+                commands["fastmob"] = peer_command_of("fastmob", case, paths["traj"], None)
+            try:
+                runs = in_turns(commands, repeat)
+            except RuntimeError as exc:
+                if "fastmob" not in commands or "prudence" in str(exc).split(" failed")[0]:
+                    raise
+                print(f"  fastmob {case.attack}: {exc}", file=sys.stderr)
+                runs = in_turns({"prudence": commands["prudence"]}, repeat)
+            times = runs["prudence"][0]
+            row["prudence_s"], row["prudence_median_s"] = min(times), statistics.median(times)
+            if "fastmob" in runs:
+                times, out = runs["fastmob"]
+                row["fastmob_s"], row["fastmob_extrapolated"] = extrapolated(min(times), out, users)
+                row["fastmob_median_s"] = statistics.median(times)
+                row["fastmob_ratio"] = row["fastmob_s"] / row["prudence_s"]
+                row["fastmob_median_ratio"] = row["fastmob_median_s"] / row["prudence_median_s"]
+            if PEER_PYTHON.exists() and skmob_targets is not None:
                 try:
-                    seconds, extrapolated = peer_process(
-                        tool, case, paths["traj"], users, targets, repeat if targets is None else 1
+                    seconds, extra = peer_process(
+                        "skmob", case, paths["traj"], users, skmob_targets, 1
                     )
                 except RuntimeError as exc:
-                    print(f"  {tool} {case.attack}: {exc}", file=sys.stderr)
-                    continue
-                row[f"{tool}_s"] = seconds
-                row[f"{tool}_extrapolated"] = extrapolated
-                row[f"{tool}_ratio"] = seconds / row["prudence_s"]
+                    print(f"  skmob {case.attack}: {exc}", file=sys.stderr)
+                else:
+                    row["skmob_s"], row["skmob_extrapolated"] = seconds, extra
+                    row["skmob_ratio"] = seconds / row["prudence_s"]
             rows.append(row)
             print(line(row), flush=True)
     return rows
@@ -170,11 +214,19 @@ def compare(
 
 def line(row: dict[str, Any]) -> str:
     parts = [f"{row['users']:>5} people  {row['attack']:<18} prudence {row['prudence_s']:6.2f} s"]
+    if "prudence_median_s" in row:
+        parts[0] += f" (median {row['prudence_median_s']:.2f})"
     for tool in ("fastmob", "skmob"):
         if f"{tool}_s" in row:
             mark = "~" if row[f"{tool}_extrapolated"] else " "
+            median = (
+                f", median ×{row[f'{tool}_median_ratio']:.2f}"
+                if f"{tool}_median_ratio" in row
+                else ""
+            )
             parts.append(
-                f"{tool} {mark}{row[f'{tool}_s']:8.2f} s (×{row[f'{tool}_ratio']:.2f} prudence's)"
+                f"{tool} {mark}{row[f'{tool}_s']:8.2f} s (×{row[f'{tool}_ratio']:.2f} "
+                f"prudence's{median})"
             )
     return "  ".join(parts)
 
@@ -286,7 +338,7 @@ def breakdown(users: int, attacks: list[str], repeat: int) -> dict[str, Any]:
             if case.attack not in attacks:
                 continue
             config = write_config(paths, case, folder)
-            prudence_process(config, 1)
+            wall(prudence_command(config), 1)  # numba's cache filled, the catalog folder made
             command = [sys.executable, __file__, "--child-stages", str(config)]
             runs = []
             for _ in range(repeat):

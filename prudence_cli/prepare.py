@@ -19,7 +19,6 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
-import shapely
 
 from prudence_cli import __version__
 from prudence_cli.config import Config
@@ -105,6 +104,8 @@ def _store(folder: Path, selection: Selection, dropped: dict[str, int], key: str
         if selection.locations is not None:
             selection.locations.to_parquet(tmp / "locations.parquet", index=False)
         if selection.geometry is not None:  # exact projected lines, as well-known binary
+            import shapely
+
             pd.DataFrame({"wkb": shapely.to_wkb(selection.geometry)}).to_parquet(
                 tmp / "geometry.parquet", index=False
             )
@@ -140,6 +141,8 @@ def _read_cache(folder: Path, meta: dict[str, Any]) -> tuple[Selection, dict[str
     if (folder / "locations.parquet").is_file():
         locations = pd.read_parquet(folder / "locations.parquet")
     if (folder / "geometry.parquet").is_file():
+        import shapely
+
         wkb = pd.read_parquet(folder / "geometry.parquet")["wkb"].to_numpy(dtype=object)
         geometry = shapely.from_wkb(wkb)
     stats = {k: int(v) for k, v in meta["stats"].items()}

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-import shapely
 
 from prudence_cli import columns as C
 from prudence_cli.arrays import stable_order
@@ -34,6 +34,9 @@ from prudence_cli.space import (
     project_lines,
     repeated_positions,
 )
+
+if TYPE_CHECKING:
+    import shapely
 
 
 @dataclass
@@ -61,6 +64,8 @@ class Selection:
 
 
 def area_geometry(area: Area) -> shapely.Geometry:
+    import shapely
+
     if area.kind == "bbox":
         assert area.bbox is not None
         return shapely.box(*area.bbox)
@@ -177,6 +182,8 @@ def select_rows(raw: RawPoints, config: Config) -> Chosen:
     trips = int(rows.trip[-1]) + 1 if len(rows.trip) else 0
     del positions
     if sel.area is not None:
+        import shapely  # shapely only for areas, regions and segments: a plain run loads none
+
         area = _prepared(area_geometry(sel.area))
         rows = rows.kept(shapely.intersects_xy(area, *rows.coordinates(table)))
 
@@ -226,6 +233,8 @@ def finish(chosen: Chosen, config: Config, segments: pd.DataFrame | None = None)
             }
         )
         if segments is not None:
+            import shapely
+
             lines = segments.set_index("segment").loc[list(labels), "geometry"].to_numpy()
             locations["wkt"] = shapely.to_wkt(lines, rounding_precision=7)
             geometry = project_lines(lines, crs)
@@ -408,6 +417,8 @@ def _trip_numbers(user: np.ndarray, time: np.ndarray, max_gap_seconds: int) -> n
 
 
 def _prepared(geometry: shapely.Geometry) -> shapely.Geometry:
+    import shapely
+
     shapely.prepare(geometry)
     return geometry
 

@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyproj
-import shapely
 from pyproj.aoi import AreaOfInterest
 from pyproj.database import query_utm_crs_info
 
@@ -365,6 +364,8 @@ def _projected_parts(
 
 def project_lines(lines: np.ndarray, crs: str) -> np.ndarray:
     """Shapely geometries from lon/lat to the CRS."""
+    import shapely
+
     transformer = pyproj.Transformer.from_crs(WGS84, crs, always_xy=True)
 
     def move(xy: np.ndarray) -> np.ndarray:
@@ -474,6 +475,8 @@ def regions_of(
 ) -> tuple[np.ndarray, pd.DataFrame]:
     """Region code per point (−1 outside every region; the first region listed wins where
     they overlap) and the regions table (label, lon, lat of a point inside)."""
+    import shapely
+
     tree = shapely.STRtree(polygons)
     points = shapely.points(lon, lat)
     point_index, region_index = tree.query(points, predicate="intersects")

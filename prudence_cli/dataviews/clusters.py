@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import pandas as pd
-import shapely
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
@@ -174,6 +173,8 @@ class ClusterView(Dataview):
     @classmethod
     def from_table(cls, stored: StoredTable) -> ClusterView:
         """Needs the segments' geometry (`wkt` in the locations table) and the CRS."""
+        import shapely
+
         locations, crs = stored.locations, stored.crs
         if crs is None or "wkt" not in locations:
             raise ValueError("a clusters dataview needs its segments' geometry and CRS")
@@ -207,6 +208,8 @@ def cluster_segments(
     tolerance: float,
 ) -> Clusters:
     """Frequent segments per window, clustered at distance ≤ tolerance (see module)."""
+    import shapely
+
     crossings = pd.DataFrame({"user": user, "segment": segment, "window": window})
     frequency = crossings.drop_duplicates().groupby(["window", "segment"]).size()
     frequent = frequency[frequency >= min_users]

@@ -7,19 +7,23 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-import shapely
-from shapely.geometry import mapping, shape
 
 from prudence_cli.errors import InputError
 from prudence_cli.io.text import read_json
 
+if TYPE_CHECKING:
+    import shapely
+
 
 def read_area_geojson(path: Path) -> shapely.Geometry:
     """The union of the Polygon/MultiPolygon geometries of a GeoJSON file (lon/lat)."""
+    import shapely
+    from shapely.geometry import shape
+
     data = read_json(path, "GeoJSON")
     if not isinstance(data, dict):
         raise InputError(path, "is not a GeoJSON object")
@@ -46,6 +50,9 @@ def read_area_geojson(path: Path) -> shapely.Geometry:
 def read_region_layer(path: Path) -> pd.DataFrame:
     """The polygons of a GeoJSON layer (lon/lat) with a label each: the feature's
     `name`, `id` or `NAME` property, else its position in the file."""
+    import shapely
+    from shapely.geometry import shape
+
     data = read_json(path, "GeoJSON")
     features = data.get("features", []) if isinstance(data, dict) else []
     labels, shapes = [], []
@@ -84,6 +91,9 @@ def polygon_geometries(rings: np.ndarray) -> list[dict[str, Any]]:
 def wkt_geometries(texts: Sequence[str]) -> list[dict[str, Any]]:
     """Geometries written as well-known text (lon/lat), e.g. the LINESTRINGs of road
     segments."""
+    import shapely
+    from shapely.geometry import mapping
+
     shapes = shapely.set_precision(shapely.from_wkt(np.asarray(texts, dtype=object)), 10**-DIGITS)
     return [dict(mapping(g)) for g in shapes]
 

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import shapely
 
 from prudence_cli import columns as C
 from prudence_cli.errors import InputError
@@ -57,6 +56,8 @@ def read_towers(spec: TowersSpec) -> pd.DataFrame:
 def read_segments(spec: SegmentsSpec) -> pd.DataFrame:
     """The segments table: segment (str, unique), geometry (LineString in lon/lat) and the
     lat / lon of its midpoint. Geometry from a WKT column, else from the two ends."""
+    import shapely
+
     header = read_header(spec.path)
     needed = segments_columns(spec, header)
     check_columns(spec.path, header, needed, "input.segments.columns")

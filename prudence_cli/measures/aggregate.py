@@ -19,16 +19,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-import shapely
 
 from prudence_cli import columns as C
 from prudence_cli.dataviews.trajectory import local_bins
 from prudence_cli.io.geojson import read_region_layer
 from prudence_cli.select import Selection
 from prudence_cli.space import grid_cells, project, regions_of, unproject
+
+if TYPE_CHECKING:
+    import shapely
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,8 @@ class Space:
 def units(selection: Selection, space: Space) -> tuple[np.ndarray, list[shapely.Geometry]]:
     """Unit code per selected point (−1 outside every unit) and each unit's polygon in
     the selection's projected CRS."""
+    import shapely
+
     x = selection.points[C.X].to_numpy()
     y = selection.points[C.Y].to_numpy()
     if space.grid is not None:
@@ -76,6 +81,8 @@ def cell_counts(codes: np.ndarray, tbin: np.ndarray) -> pd.DataFrame:
 def overlap_shares(profile: list[shapely.Geometry], target: list[shapely.Geometry]) -> pd.DataFrame:
     """Columns unit, target, share = area(P_unit ∩ A_target) / area(P_unit), for the
     overlapping pairs."""
+    import shapely
+
     tree = shapely.STRtree(target)
     pairs = tree.query(profile, predicate="intersects")
     source = np.asarray(profile, dtype=object)[pairs[0]]

@@ -8,7 +8,8 @@ or Arrow (pandas alone takes longer than the whole command), and rich for a tabl
 Checking a policy counts each person's data from the stored rows with Arrow and numpy:
 no pandas, no dataview class, no engine, no rich (a minimum coverage rebuilds the views,
 as it suppresses to the fixpoint). No command looks its version up among the installed
-distributions (importlib.metadata)."""
+distributions (importlib.metadata). An assessment loads the geometry library (shapely)
+only for an area, regions or road segments."""
 
 from __future__ import annotations
 
@@ -131,6 +132,16 @@ def test_a_check_with_a_minimum_coverage_rebuilds_the_views(catalog: Path):  # n
     heavy = ("rich", "pandas", *ENGINE)
     loaded = loaded_by(PROBE.format(kernels=heavy, args=args), cwd=catalog.parents[1])
     assert loaded == sorted(heavy[1:])
+
+
+@pytest.mark.parametrize(("config", "geometry"), [("demo_cdr", False), ("segments", True)])
+def test_an_assessment_loads_geos_only_for_geometry(config: str, geometry: bool, tmp_path: Path):
+    """Towers or GPS points need no geometry library (shapely and GEOS: 15 ms of a small
+    run); road segments do."""
+    root = Path(__file__).parents[2]
+    args = ["assess", str(root / "configs" / f"{config}.yaml"), "--out", str(tmp_path), "-q"]
+    code = PROBE.format(kernels=("shapely",), args=args)
+    assert loaded_by(code, cwd=tmp_path) == (["shapely"] if geometry else [])
 
 
 def test_the_version_is_a_constant_that_matches_the_distribution():
