@@ -218,7 +218,7 @@ def main() -> None:
 
     result = {
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "machine": f"{os.cpu_count()} cores, shared with other work",
+        "machine": f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at the start",
         "tree": str(args.tree.resolve()),
         "people": args.people,
         "rows": rows,

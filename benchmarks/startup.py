@@ -117,10 +117,21 @@ def in_turns(commands: dict[str, list[str]], repeat: int) -> dict[str, tuple[lis
     runs: dict[str, tuple[list[float], str]] = {name: ([], "") for name in commands}
     for round_ in range(repeat + 1):
         for name, command in commands.items():
-            times, out = timed_runs(command, 1)
+            try:
+                times, out = timed_runs(command, 1)
+            except RuntimeError as exc:
+                raise Failed(name, str(exc)) from None
             if round_:
                 runs[name] = (runs[name][0] + times, out)
     return runs
+
+
+class Failed(RuntimeError):
+    """A command of `in_turns` that failed, by its name."""
+
+    def __init__(self, name: str, message: str) -> None:
+        super().__init__(message)
+        self.name = name
 
 
 def prudence_command(config: Path) -> list[str]:
@@ -184,8 +195,8 @@ def compare(
                 commands["fastmob"] = peer_command_of("fastmob", case, paths["traj"], None)
             try:
                 runs = in_turns(commands, repeat)
-            except RuntimeError as exc:
-                if "fastmob" not in commands or "prudence" in str(exc).split(" failed")[0]:
+            except Failed as exc:
+                if exc.name != "fastmob":
                     raise
                 print(f"  fastmob {case.attack}: {exc}", file=sys.stderr)
                 runs = in_turns({"prudence": commands["prudence"]}, repeat)

@@ -10,11 +10,14 @@ takes its memory back one page fault at a time: at a million people (10M GPS row
 So malloc keeps up to `PAD` bytes of freed memory at the heap's top for the next arrays,
 and maps alone only the blocks of `MMAP_THRESHOLD` bytes or more (setting the pad turns
 off glibc's own tuning of that threshold, which would otherwise stay at its first
-128 kB). Measured with benchmarks/end_to_end.py's data, 3 runs each: nothing set, 8.0-8.6 s
-and a peak of 1.30-1.32 GB; 256 MB and 4 MB, 7.0-7.5 s (kernel time 3.3 → 1.7-2.0 s)
-and 1.28-1.35 GB; 256 MB and 8 MB, or 384 MB and 32 MB, as fast or a little faster but
-1.50-1.52 GB; 384 MB and 4 MB, 1.69-1.71 GB. The memory kept counts in the process's
-resident size, so the peak decides: 256 MB and 4 MB.
+128 kB). Measured with benchmarks/end_to_end.py's data (1M people), as `prudence assess`
+sets them: 6.6-7.7 s and a peak of 1.46-1.49 GB, against 8.0-8.6 s and 1.30-1.32 GB with
+nothing set (kernel time 3.3 → 1.5-2.0 s). A smaller pad (64 or 128 MB) peaked as high;
+a higher threshold (16-32 MB) or a larger pad with it, at 1.50-1.71 GB. The same sizes
+given to glibc in the environment instead (MALLOC_TOP_PAD_=268435456
+MALLOC_MMAP_THRESHOLD_=4194304) ran as fast and peaked at only 1.33 GB — why setting them
+at run time costs 0.15 GB more is not understood; a user short of memory can set them so
+(a user's own setting stands).
 
 Only `prudence assess` does this, for its own process (a program that calls the library
 keeps its malloc as it is), and only with glibc (`mallopt`); elsewhere, or when the user

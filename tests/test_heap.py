@@ -56,6 +56,25 @@ def test_the_command_asks_only_for_a_large_input(
     assert len(calls) == asked
 
 
+def test_not_when_dask_workers_read_the_input(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import prudence_cli.assess as pipeline
+    from prudence_cli.errors import PrudenceError
+
+    def stop(*args: object) -> None:
+        raise PrudenceError("stopped before assessing")
+
+    calls: list[int] = []
+    monkeypatch.setattr(heap, "WORTH_IT", 0)
+    monkeypatch.setattr(heap, "retain_freed_memory", lambda: calls.append(1) or True)
+    monkeypatch.setattr(pipeline, "assess", stop)
+    config = str(ROOT / "configs" / "demo.yaml")
+    result = CliRunner().invoke(main, ["assess", config, "--engine", "dask", "-q"])
+    assert "stopped before assessing" in result.output
+    assert calls == []
+
+
 def test_a_library_call_leaves_malloc_alone(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

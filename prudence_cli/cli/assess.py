@@ -57,12 +57,14 @@ def assess(
     """Assess every dataview × attack × knowledge level of CONFIG and write the catalog.
     An earlier catalog of the same config is replaced and keeps its ledger; the catalog
     of another config is refused unless --force."""
-    from prudence_cli.assess import assess as run
     from prudence_cli.config import load_config
 
     config = load_config(config_file)
-    if heap.worth_it(config.input.files):
-        heap.retain_freed_memory()  # this process's malloc (prudence_cli/heap.py)
+    on_workers = (backend or config.engine.backend) == "dask"  # they read the input there
+    if not on_workers and heap.worth_it(config.input.files):  # heap.py
+        heap.retain_freed_memory()
+    from prudence_cli.assess import assess as run
+
     with progress_bar(quiet) as progress:
         result = run(config, out, jobs, progress, backend, scheduler, force)
     for warning in result.warnings:

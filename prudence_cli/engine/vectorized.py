@@ -192,7 +192,9 @@ def self_dominance_by_numpy(
     for lo, hi in blocks(pairs):
         row = np.repeat(np.arange(lo, hi), per_row[lo:hi])
         other = group_start[row] + np.arange(row.shape[0]) - (pairs[row] - pairs[lo])
-        below = np.any(mvals[other] < mvals[row], axis=1)  # as the kernel: NaN is not below
+        # as the kernel's brute force (NaN is not below; its sweeps of larger groups
+        # differ on NaN, which counts never hold)
+        below = np.any(mvals[other] < mvals[row], axis=1)
         counts[lo:hi] = np.bincount(row - lo, weights=~below, minlength=hi - lo)
     return counts
 
