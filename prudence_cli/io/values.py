@@ -91,9 +91,15 @@ def parse_times(values: pd.Series, timezone: str, time_format: str = "auto") -> 
 
 
 def _as_utc_ns(times: pd.Series | pd.DatetimeIndex) -> np.ndarray:
-    index = pd.DatetimeIndex(times)
-    utc: np.ndarray = index.tz_convert("UTC").tz_localize(None).as_unit("ns").to_numpy()
-    return utc
+    """UTC datetime64[ns]; NaT for a time that nanoseconds cannot hold (before 1677 or
+    after 2262, e.g. a year 0000 that pandas parses at a coarser unit): no mobility data
+    is from then, and the caller reports NaT as a bad time, with its line."""
+    utc = pd.DatetimeIndex(times).tz_convert("UTC").tz_localize(None)
+    if utc.unit != "ns":
+        within = (utc >= pd.Timestamp.min) & (utc <= pd.Timestamp.max)
+        utc = utc.where(within)
+    values: np.ndarray = utc.as_unit("ns").to_numpy()
+    return values
 
 
 def number(column: pd.Series) -> np.ndarray:

@@ -277,6 +277,19 @@ def test_an_id_of_spaces_only_is_an_empty_user(folder):
     refused(result, f"{folder / 'points.csv'}:8: empty user")
 
 
+@pytest.mark.parametrize(
+    "time",
+    ["0000-01-01T00:00:00", "0000-01-01T00:00:00+01:00", "9999-12-31T23:59:59", "1600-01-01"],
+)
+def test_a_time_nanoseconds_cannot_hold_is_a_bad_time_with_its_line(folder, time):
+    """pandas parses such a year at a coarser unit; converting it to nanoseconds used to
+    fail inside pandas (exit 3)."""
+    rows = rows_of(USERS[:2])
+    (folder / "points.csv").write_text(gps_rows([*rows, ("x", time, 43.7, 10.4)]))
+    result = run(folder, "assess")
+    refused(result, f"points.csv:8: time is not ISO-8601 or epoch seconds (got '{time}')")
+
+
 def test_a_long_value_in_a_row_is_quoted_on_one_line(folder):
     rows = rows_of(USERS[:2])
     (folder / "points.csv").write_text(gps_rows([*rows, ("x", "y" * 100_000, 43.7, 10.4)]))
