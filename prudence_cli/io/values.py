@@ -15,7 +15,8 @@ import pyarrow.compute as pc
 from prudence_cli.errors import InputError, shown
 
 _EPOCH = re.compile(r"^-?\d+(?:\.\d+)?$")
-_OFFSET = re.compile(r"(?:Z|[+-]\d\d(?::?\d\d)?)$")
+# an offset ends a time of day (after T or a space): the "-01" that ends a date is its day
+_OFFSET = re.compile(r"[T ]\S*(?:Z|[+-]\d\d(?::?\d\d)?)$")
 
 
 @dataclass

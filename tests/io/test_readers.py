@@ -56,6 +56,22 @@ def test_parse_times_dst_and_garbage():
 
 
 @pytest.mark.parametrize(
+    ("text", "utc"),
+    [
+        ("2011-06-01", "2011-05-31T22:00:00"),  # a date alone is local midnight: "-01" is its day
+        ("2011-12-01", "2011-11-30T23:00:00"),
+        ("2011-06-01T05", "2011-06-01T03:00:00"),
+        ("2011-06-01 02:00-0500", "2011-06-01T07:00:00"),
+        ("2011-06-01T00:00:00 +01:00", "2011-05-31T23:00:00"),
+        ("20110601T000000+0100", "2011-05-31T23:00:00"),
+        ("2011-06-01T00:00:00Z", "2011-06-01T00:00:00"),
+    ],
+)
+def test_only_a_time_of_day_carries_an_offset(text, utc):
+    assert parse_times(pd.Series([text]), "Europe/Rome")[0] == np.datetime64(utc)
+
+
+@pytest.mark.parametrize(
     ("row", "line", "reason"),
     [
         (
