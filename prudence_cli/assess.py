@@ -272,54 +272,54 @@ def _assess_risks(
     period = (None if start is None else start.value, None if end is None else end.value)
     views = build_dataviews(selection, config.dataview, config.input.timezone, period=period)
     last = count_dataviews(config.dataview) - 1
-    with Measurer(config.mobility, selection.crs, writer) as measurer:
-        for view_index, view in enumerate(views):
-            if view_index == last and config.utility_aggregate is None:
-                views.close()  # every view is built: the points placed in cells can go,
-                selection.drop_points()  # and the points (the utility aggregate reads them);
-                measurer.start(view)  # in their room, its measures while the attacks run
-            dims = view.labels
-            risks: dict[str, np.ndarray] = {}
-            for level_index, (attack, level) in enumerate(levels):
-                report(done, total, f"{view.id} {view.shown} {level.key}")
-                lower = attack.lower_level(level)
-                known_ones = risks[lower.key] >= 1.0 if lower and lower.key in risks else None
-                engine.seed_key = (view_index, level_index)
-                try:
-                    result = attack.risks(view, level, engine, known_ones, computed=risks)
-                except BudgetError as exc:
-                    raise BudgetError(f"{view.id} {view.shown} {level.key}: {exc}") from None
-                risk = result.risk
-                risks[level.key] = risk
-                if result.sampled or result.computed_for_floor:
-                    sampling.append(_sampling_entry(view.id, level.key, result, engine.sample))
-                rac, summary = measure_view(view, risk, config.coverage)
-                curve = writer.write_curve(view.id, level, rac)
-                for name, table in result.tables.items():
-                    writer.write_table(name, view.id, level, table)
-                rows.append(
-                    {
-                        "dataview": view.id,
-                        **dims,
-                        "attack": level.attack,
-                        **{k: str(v) for k, v in level.values},
-                        **summary.__dict__,
-                        **result.measures,
-                        "sampled": result.sampled,
-                        "curve": curve,
-                    }
-                )
-                done += 1
-            report(done, total, f"{view.id} {view.shown} mobility measures")
-            keys = {"dataview": view.id, **{k: str(v) for k, v in dims.items()}}
-            with ThreadPoolExecutor(1, thread_name_prefix="prudence-write") as thread:
-                # Arrow writes without the GIL, while the measures are compared
-                entry = thread.submit(
-                    writer.write_view, view, selection.user_ids, risks, view.used_locations()
-                )
-                measures = measurer.add(view, selection.user_ids, risks, keys)
-                views_meta.append(replace(entry.result(), measures=measures))
-        mobility = measurer.finish()
+    measurer = Measurer(config.mobility, selection.crs, writer)
+    for view_index, view in enumerate(views):
+        if view_index == last and config.utility_aggregate is None:
+            views.close()  # every view is built: the points placed in cells can go,
+            selection.drop_points()  # and the points (the utility aggregate reads them);
+            measurer.start(view)  # in their room, its measures while the attacks run
+        dims = view.labels
+        risks: dict[str, np.ndarray] = {}
+        for level_index, (attack, level) in enumerate(levels):
+            report(done, total, f"{view.id} {view.shown} {level.key}")
+            lower = attack.lower_level(level)
+            known_ones = risks[lower.key] >= 1.0 if lower and lower.key in risks else None
+            engine.seed_key = (view_index, level_index)
+            try:
+                result = attack.risks(view, level, engine, known_ones, computed=risks)
+            except BudgetError as exc:
+                raise BudgetError(f"{view.id} {view.shown} {level.key}: {exc}") from None
+            risk = result.risk
+            risks[level.key] = risk
+            if result.sampled or result.computed_for_floor:
+                sampling.append(_sampling_entry(view.id, level.key, result, engine.sample))
+            rac, summary = measure_view(view, risk, config.coverage)
+            curve = writer.write_curve(view.id, level, rac)
+            for name, table in result.tables.items():
+                writer.write_table(name, view.id, level, table)
+            rows.append(
+                {
+                    "dataview": view.id,
+                    **dims,
+                    "attack": level.attack,
+                    **{k: str(v) for k, v in level.values},
+                    **summary.__dict__,
+                    **result.measures,
+                    "sampled": result.sampled,
+                    "curve": curve,
+                }
+            )
+            done += 1
+        report(done, total, f"{view.id} {view.shown} mobility measures")
+        keys = {"dataview": view.id, **{k: str(v) for k, v in dims.items()}}
+        with ThreadPoolExecutor(1, thread_name_prefix="prudence-write") as thread:
+            # Arrow writes without the GIL, while the measures are compared
+            entry = thread.submit(
+                writer.write_view, view, selection.user_ids, risks, view.used_locations()
+            )
+            measures = measurer.add(view, selection.user_ids, risks, keys)
+            views_meta.append(replace(entry.result(), measures=measures))
+    mobility = measurer.finish()
     timings["mobility"] = measurer.seconds
     timings["attacks"] = time.perf_counter() - mark - measurer.seconds
     folder = writer.folder

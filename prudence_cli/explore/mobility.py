@@ -265,12 +265,6 @@ class Measurer:
         self.seconds = 0.0  # spent measuring while no attack ran
         self._started: tuple[Dataview, _Measuring] | None = None
 
-    def __enter__(self) -> Measurer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._started = None  # its thread, if any, is left to end with the process
-
     @property
     def enabled(self) -> bool:
         return self.setting.enabled and self.crs is not None
@@ -316,7 +310,6 @@ class Measurer:
 
     def finish(self) -> MobilityEntry | None:
         """Write the tables; the manifest's entry (None when nothing was measured)."""
-        self.__exit__()
         if not self.distortion:
             return None
         distortion, correlation = self.writer.write_mobility(
