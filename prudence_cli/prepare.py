@@ -25,8 +25,8 @@ from prudence_cli.config import Config
 from prudence_cli.io.atomic import atomic_folder
 from prudence_cli.io.checksums import sha256_file
 from prudence_cli.io.points import ReadProgress, read_points
+from prudence_cli.projections import Projection
 from prudence_cli.select import Selection, select
-from prudence_cli.space import Projection
 
 CACHE_FORMAT = "prudence-prepared-points"
 CACHE_VERSION = 3  # 2: the projection's rule and scale error; 3: ids exactly as written

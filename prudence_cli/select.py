@@ -6,7 +6,7 @@ leaves the area is not cut at its border; with `points: trip_ends` only each tri
 point is kept (PRUDEnce's parking positions, Pratesi et al., section 4.1.2); then the area
 filter; then users with fewer than `min_points` points or `min_trips` trips are dropped.
 The points left are projected to the config's `crs`, or to the CRS chosen for their extent
-(`prudence_cli.space.choose_projection`).
+(`prudence_cli.projections.choose_projection`).
 """
 
 from __future__ import annotations
@@ -26,14 +26,8 @@ from prudence_cli.config import Area, Config, SelectConfig
 from prudence_cli.errors import ConfigError, PrudenceError
 from prudence_cli.io.geojson import read_area_geojson
 from prudence_cli.io.points import RawPoints
-from prudence_cli.space import (
-    Positions,
-    Projection,
-    choose_projection,
-    project,
-    project_lines,
-    repeated_positions,
-)
+from prudence_cli.projections import Projection, choose_projection
+from prudence_cli.space import Positions, project, project_lines, repeated_positions
 
 if TYPE_CHECKING:
     import shapely
@@ -225,24 +219,44 @@ def finish(chosen: Chosen, config: Config, segments: pd.DataFrame | None = None)
         location_codes, labels = _factorized(table[C.LOCATION], rows.row)
         points[C.LOCATION] = location_codes.astype(np.int32)
         first = rows.row[np.unique(location_codes, return_index=True)[1]]
-        locations = pd.DataFrame(
-            {
-                "label": np.asarray(labels, dtype=object),
-                "lon": table[C.LON].to_numpy()[first],
-                "lat": table[C.LAT].to_numpy()[first],
-            }
+        lon, lat = table[C.LON].to_numpy()[first], table[C.LAT].to_numpy()[first]
+        locations, geometry = places_table(
+            np.asarray(labels, dtype=object), lon, lat, segments, crs
         )
-        if segments is not None:
-            import shapely
-
-            lines = segments.set_index("segment").loc[list(labels), "geometry"].to_numpy()
-            locations["wkt"] = shapely.to_wkt(lines, rounding_precision=7)
-            geometry = project_lines(lines, crs)
     if C.TRIP in table:
         points[C.TRIP] = rows.trip
     if C.LEAVE in table:
         points[C.LEAVE] = table[C.LEAVE].to_numpy()[rows.row]
     return Selection(points, user_ids, crs, locations, geometry, stats, projection)
+
+
+def places_table(
+    labels: np.ndarray, lon: np.ndarray, lat: np.ndarray, segments: pd.DataFrame | None, crs: str
+) -> tuple[pd.DataFrame, np.ndarray | None]:
+    """The locations of the selected points (towers or segments: label, lon, lat of the
+    first point at each, [wkt]) and, for segments, their lines in the CRS."""
+    locations = pd.DataFrame({"label": labels, "lon": lon, "lat": lat})
+    if segments is None:
+        return locations, None
+    import shapely
+
+    lines = segments.set_index("segment").loc[list(labels), "geometry"].to_numpy()
+    locations["wkt"] = shapely.to_wkt(lines, rounding_precision=7)
+    return locations, project_lines(lines, crs)
+
+
+def unplaced(
+    projection: Projection, config: Config, count: int, lon: float, lat: float
+) -> PrudenceError:
+    """The error of `count` selected points the projection cannot place, e.g. at (lon,
+    lat): the config's CRS, or the one chosen (then: set one)."""
+    message = (
+        f"{projection.crs} cannot place {count:,} of the selected points, e.g. "
+        f"lon {lon:.5f}, lat {lat:.5f}"
+    )
+    if projection.rule == "config":
+        return ConfigError(config.file, "crs", f"{message}; choose a CRS that covers the data")
+    return PrudenceError(f"{config.file.name}: {message}; set crs in the config")
 
 
 def _sorted_rows(
@@ -297,13 +311,7 @@ def _projected(
     if lost.any():
         first = rows.row[int(np.argmax(lost))]
         lon_first, lat_first = table[C.LON].to_numpy()[first], table[C.LAT].to_numpy()[first]
-        message = (
-            f"{projection.crs} cannot place {int(lost.sum()):,} of the selected points, e.g. "
-            f"lon {lon_first:.5f}, lat {lat_first:.5f}"
-        )
-        if projection.rule == "config":
-            raise ConfigError(config.file, "crs", f"{message}; choose a CRS that covers the data")
-        raise PrudenceError(f"{config.file.name}: {message}; set crs in the config")
+        raise unplaced(projection, config, int(lost.sum()), lon_first, lat_first)
     return projection, x, y
 
 

@@ -13,9 +13,10 @@ PACKAGE = Path(__file__).parent.parent / "prudence_cli"
 
 # bottom to top; a module may import its own floor and the floors below it
 FLOORS: list[tuple[str, ...]] = [
-    ("errors", "units", "columns", "arrays", "heap", "space", "config", "io"),  # the ground floor
+    # the ground floor
+    ("errors", "units", "columns", "arrays", "heap", "space", "projections", "config", "io"),
     ("engine",),
-    ("select", "cluster_input", "prepare"),
+    ("select", "cluster_select", "cluster_input", "prepare"),
     ("dataviews",),
     ("attacks",),
     ("measures",),

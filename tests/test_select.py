@@ -13,8 +13,9 @@ from prudence_cli.config import DataviewConfig, load_config
 from prudence_cli.dataviews.build import build_dataviews
 from prudence_cli.errors import ConfigError
 from prudence_cli.io.readers import RawPoints
+from prudence_cli.projections import utm_zone
 from prudence_cli.select import _by_user_and_time, _factorized, _sorted_codes, select
-from prudence_cli.space import grid_cells, project, utm_zone
+from prudence_cli.space import grid_cells, project
 from tests.conftest import MINIMAL_CONFIG
 
 T0 = pd.Timestamp("2011-06-01T06:00:00Z").value

@@ -8,18 +8,15 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from prudence_cli import space
-from prudence_cli.space import (
+from prudence_cli import projections, space
+from prudence_cli.projections import (
     MEASURED_POSITIONS,
     Projection,
-    _positions,
+    Spread,
     choose_projection,
-    distinct_positions,
-    grid_cells,
-    project,
-    repeated_positions,
     scale_errors,
 )
+from prudence_cli.space import distinct_positions, grid_cells, project, repeated_positions
 
 # the US coasts and Hawaii: Honolulu, Hilo, San Francisco, Los Angeles, Seattle, Miami,
 # Portland (Maine), New York, Houston
@@ -53,7 +50,7 @@ def test_utm_zone_by_arithmetic_is_the_databases(lon, lat, width, height):
     from pyproj.aoi import AreaOfInterest
     from pyproj.database import query_utm_crs_info
 
-    from prudence_cli.space import utm_zone
+    from prudence_cli.projections import utm_zone
 
     lons = np.clip(np.array([lon, lon + width]), -180, 180)
     lats = np.clip(np.array([lat, lat + height]), -90, 90)
@@ -189,12 +186,12 @@ def test_a_1km_cell_in_hawaii_is_about_1km_wide():
 
 
 def _unique_positions(lon: np.ndarray, lat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The positions as `_positions` found them by `np.unique` of one key per point."""
+    """The positions as `Spread.positions` gives them, by `np.unique` of one key per point."""
     for step in (0.01, 0.1, 1.0):
         ix = np.round(lon / step).astype(np.int64)
         iy = np.round(lat / step).astype(np.int64)
         key = np.unique(ix * 1_000_000 + iy)
-        if key.size <= space.MEASURED_POSITIONS:
+        if key.size <= projections.MEASURED_POSITIONS:
             break
     kx = np.floor_divide(key + 500_000, 1_000_000)
     return kx * step, (key - kx * 1_000_000) * step
@@ -211,13 +208,25 @@ def _unique_positions(lon: np.ndarray, lat: np.ndarray) -> tuple[np.ndarray, np.
 )
 def test_positions_are_the_distinct_rounded_points_in_key_order(lon, lat, measured, monkeypatch):
     """However they are found, at every rounding step."""
-    monkeypatch.setattr(space, "MEASURED_POSITIONS", measured)
+    monkeypatch.setattr(projections, "MEASURED_POSITIONS", measured)
     rng = np.random.default_rng(5)
     lon = np.tile(lon, 500) + rng.normal(0, 0.05, 500 * lon.size)
     lat = np.clip(np.tile(lat, 500) + rng.normal(0, 0.05, 500 * lat.size), -90, 90)
-    found = _positions(lon, lat)
+    found = Spread.of(lon, lat).positions()
     expected = _unique_positions(lon, lat)
     assert all(a.tobytes() == b.tobytes() for a, b in zip(found, expected, strict=True))
+    # the points cut in shares (as ranges of users on a cluster) and their spreads joined
+    cuts = np.sort(rng.choice(lon.size, 3, replace=False))
+    shares = [
+        Spread.of(a, b, every_step=True)
+        for a, b in zip(np.split(lon, cuts), np.split(lat, cuts), strict=True)
+    ]
+    joined = Spread.joined(shares)
+    found = joined.positions()
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(found, expected, strict=True))
+    whole = choose_projection(lon, lat)
+    assert projections.projection_of(joined) == whole
+    assert joined.count == lon.size and joined.sums == pytest.approx(Spread.of(lon, lat).sums)
 
 
 @pytest.mark.parametrize("side", [250.0, 1000.0, 5e6])

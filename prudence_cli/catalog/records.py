@@ -50,7 +50,7 @@ class InvalidRows:
 class SelectionEntry:
     """The selection's statistics (free-form, in their order) and its projection: the CRS,
     the rule that chose it (config, utm, azimuthal, conic or polar; see
-    `prudence_cli.space`) and its worst scale error over the data (None: not measurable).
+    `prudence_cli.projections`) and its worst scale error over the data (None: not measurable).
     Catalogs written before the rule was recorded have neither."""
 
     stats: dict[str, Any]

@@ -117,7 +117,7 @@ _TOP_KEYS = {
 def _projected_crs(text: object) -> str:
     """`crs`: checked by pyproj, loaded only for a config that names one (the catalog
     commands read the config's policy, not its projection)."""
-    from prudence_cli.space import check_projected_crs
+    from prudence_cli.projections import check_projected_crs
 
     return check_projected_crs(text)
 
