@@ -9,25 +9,35 @@ the raw points, only what the selection keeps.
 2. Each file is read by a worker with the reader of a local run (the fast path, the
    careful one, errors naming the file and line, dropped rows counted) and cut by those
    ranges in the same task, hashed meanwhile for the catalog's record of its inputs
-   (`_version`): the file's table never outlives the task, its pieces wait (Dask spills
-   them to disk when memory runs short).
-3. The pieces of a range meet, in file order, on one worker, which numbers the range's
-   ids in sorted order and selects them (period, trips, trip ends, area, active users:
-   every point of a user is in the one range), and sends back only the rows kept,
-   compacted (select.Chosen.compacted), with the ids.
-4. The assessing process joins the ranges in id order (so every user has the code a
-   local run gives it) and finishes the selection as a local run does (users renumbered,
-   the kept points projected, towers and segments numbered): the same Selection, bit for
-   bit (the tests compare the catalogs).
+   (`_version`): the file's table never outlives the task, its pieces wait on the
+   worker's disk (`_Scratch`), not in its memory.
+3. A few ranges at a time (`in_flight`), the pieces of a range are loaded from disk by
+   the workers that wrote them and meet, in file order, on one worker, which numbers the
+   range's ids in sorted order and selects them (period, trips, trip ends, area, active
+   users: every point of a user is in the one range), keeping the selection on its disk
+   (cluster_select.select_range). So a worker's memory holds the pieces of the ranges
+   being selected, not of the whole input.
+4. From what the ranges tell, the assessing process chooses the projection and numbers
+   users, towers or segments and trips across the ranges (in id order: every user has
+   the code a local run gives it); each range is projected on its worker and its points
+   written into the Selection's arrays as they come (cluster_select): the same
+   Selection, bit for bit (the tests compare the catalogs).
 """
 
 from __future__ import annotations
 
-import operator
+import contextlib
+import gc
+import itertools
+import os
+import pickle
+import shutil
 import time
+import uuid
 from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,15 +49,16 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from prudence_cli import columns as C
+from prudence_cli.cluster_select import Assembly, Told, finish_range, numbering, select_range
 from prudence_cli.config import Config
 from prudence_cli.errors import InputError
+from prudence_cli.heap import give_back
 from prudence_cli.io.checksums import remember, sha256_fresh
 from prudence_cli.io.dataset import data_files
-from prudence_cli.io.labels import united
-from prudence_cli.io.points import RawPoints, ReadProgress, read_file
+from prudence_cli.io.points import ReadProgress, read_file
 from prudence_cli.io.specs import PointsSpec
 from prudence_cli.io.tables import read_segments, read_towers
-from prudence_cli.select import Chosen, Selection, _Rows, finish, select_rows
+from prudence_cli.select import Selection
 
 
 def read_and_select(
@@ -68,29 +79,144 @@ def read_and_select(
     alone = len(files) == 1
     # the cache is found by the inputs' contents, so with one they are hashed here already
     hashed = config.input.cache != "parquet"
-    split = [
-        client.submit(_read_split, replace(spec, path=f), tables, alone, bounds, hashed, pure=False)
-        for f in files
-    ]
-    counts = [client.submit(operator.itemgetter(1, 2, 3), s, pure=False) for s in split]
-    _heard(split, [f.stat().st_size for f in files], progress)
-    found = client.gather(counts)
-    rows_read = sum(rows for rows, _, _ in found)
-    dropped: Counter[str] = Counter()
-    for file, (_, reasons, version) in zip(files, found, strict=True):
-        dropped.update(reasons)
-        if version is not None:  # the catalog records the sha256 the worker took
-            size, modified, digest = version
-            remember((str(file.resolve()), size, modified), digest)
-    if rows_read == 0:
-        raise InputError(spec.path, f"holds no data rows in any of its {len(files)} files")
-    chosen = []
-    for k in range(len(bounds) + 1):
-        parts = [client.submit(_piece, s, k, pure=False) for s in split]
-        chosen.append(client.submit(_select, parts, config, pure=False))
-    del split
-    shares = client.gather(chosen)
-    return finish(_joined(shares, rows_read), config, segments), dict(dropped)
+    scratch = _Scratch(uuid.uuid4().hex)
+    try:
+        split = [
+            client.submit(
+                _read_split,
+                replace(spec, path=f),
+                tables,
+                alone,
+                bounds,
+                hashed,
+                scratch,
+                pure=False,
+            )
+            for f in files
+        ]
+        _heard(split, [f.stat().st_size for f in files], progress)
+        found: list[_Split] = client.gather(split)
+        del split
+        rows_read = sum(s.rows_read for s in found)
+        dropped: Counter[str] = Counter()
+        for file, s in zip(files, found, strict=True):
+            dropped.update(s.dropped)
+            if s.version is not None:  # the catalog records the sha256 the worker took
+                size, modified, digest = s.version
+                remember((str(file.resolve()), size, modified), digest)
+        if rows_read == 0:
+            raise InputError(spec.path, f"holds no data rows in any of its {len(files)} files")
+        selection = _selected(client, found, len(bounds) + 1, config, scratch, rows_read, segments)
+    finally:
+        _removed(client, scratch)
+    return selection, dict(dropped)
+
+
+def _selected(
+    client: Any,
+    split: list[_Split],
+    ranges: int,
+    config: Config,
+    scratch: _Scratch,
+    rows_read: int,
+    segments: pd.DataFrame | None,
+) -> Selection:
+    """Each range selected where its pieces meet, then finished where it was selected
+    (cluster_select), into the Selection."""
+
+    def select(k: int) -> Any:
+        parts = [
+            client.submit(
+                _load, s.pieces[k], workers=[s.worker], allow_other_workers=False, pure=False
+            )
+            for s in split
+            if s.pieces[k] is not None
+        ]
+        return client.submit(select_range, parts, config, k, scratch, pure=False)
+
+    told: list[Told] = sorted(_windowed(client, range(ranges), select), key=lambda t: t.k)
+    assembly = Assembly(told, config)
+    if assembly.points == 0:
+        return assembly.selection(None, rows_read, segments)
+    numbers, assembly.locations = numbering(told, config)
+
+    def finish(k: int) -> Any:
+        pinned = {"workers": [told[k].worker], "allow_other_workers": False}
+        return client.submit(finish_range, told[k], numbers[k], config, pure=False, **pinned)
+
+    for done in _windowed(client, [t.k for t in told if t.points], finish):
+        assembly.add(done)
+    return assembly.selection(numbers[0].projection, rows_read, segments)
+
+
+def _windowed(client: Any, ranges: Iterable[int], submit: Callable[[int], Any]) -> Iterator[Any]:
+    """The results of `submit(k)` for each of `ranges`, as they complete, with at most
+    `in_flight` submitted and not yet read at once (each released once read)."""
+    from distributed import as_completed
+
+    running = as_completed()
+    following = iter(ranges)
+    for k in itertools.islice(following, in_flight(len(client.scheduler_info()["workers"]))):
+        running.add(submit(k))
+    for future in running:
+        result = future.result()
+        future.release()
+        for k in itertools.islice(following, 1):
+            running.add(submit(k))
+        yield result
+
+
+def in_flight(workers: int) -> int:
+    """Ranges worked on at once: two per worker, so that a worker loads the pieces of
+    its next range while it selects one."""
+    return 2 * max(workers, 1)
+
+
+@dataclass(frozen=True)
+class _Scratch:
+    """Where the workers keep this run's pieces: a folder of the run in each worker's
+    local directory (Dask's, on its own disk), removed at the end of the run, failed or
+    not, and by Dask with the worker's directory when a worker stops."""
+
+    run: str
+
+    def folder(self, worker: Any = None) -> Path:
+        """This run's folder on `worker` (default: the worker running the task)."""
+        if worker is None:
+            from distributed import get_worker
+
+            worker = get_worker()
+        return Path(worker.local_directory) / f"prudence-{self.run}"
+
+    def remove(self, dask_worker: Any) -> None:
+        """Run by `client.run` on each worker (which passes the worker by that name):
+        the run's folder removed, and the memory that reading and selecting freed given
+        back to the system (Arrow's pool and malloc keep it otherwise, and Dask counts it
+        against the worker's limit while the levels' shards arrive)."""
+        shutil.rmtree(self.folder(dask_worker), ignore_errors=True)
+        gc.collect()
+        pa.default_memory_pool().release_unused()
+        give_back()
+
+
+def _removed(client: Any, scratch: _Scratch) -> None:
+    """The run's pieces removed from every worker's disk. Never raises: on a cluster that
+    failed, the run's own error is what the user must see (and Dask removes a worker's
+    directory, pieces included, when the worker stops)."""
+    with contextlib.suppress(Exception):  # see above
+        client.run(scratch.remove, on_error="ignore")
+
+
+@dataclass(frozen=True)
+class _Split:
+    """A file read and cut on a worker: the paths of its pieces there (None: no row in
+    that range), its rows read and dropped, its version (see `_version`)."""
+
+    worker: str
+    pieces: list[str | None]
+    rows_read: int
+    dropped: dict[str, int]
+    version: tuple[int, int, str] | None
 
 
 def _heard(futures: list[Any], sizes: list[int], progress: ReadProgress | None) -> None:
@@ -163,20 +289,42 @@ def _bounds(glimpses: list[tuple[int, pa.Array]], ranges: int) -> list[str]:
 
 
 def _read_split(
-    spec: PointsSpec, tables: tuple[Any, Any], alone: bool, bounds: list[str], hashed: bool
-) -> tuple[list[pd.DataFrame], int, dict[str, int], tuple[int, int, str] | None]:
+    spec: PointsSpec,
+    tables: tuple[Any, Any],
+    alone: bool,
+    bounds: list[str],
+    hashed: bool,
+    scratch: _Scratch,
+) -> _Split:
     """A file read (as a local run reads it) and its rows cut by the ranges of `bounds`,
-    in row order; its rows read and dropped; when `hashed`, its size, modification time
-    and sha256, hashed while it is read (see `_version`). The file's table lives only in
-    here."""
+    in row order, each piece written to this worker's `scratch`; its rows read and
+    dropped; when `hashed`, its size, modification time and sha256, hashed while it is
+    read (see `_version`). The file's table lives only in here."""
+    from distributed import get_worker
+
     towers, segments = tables
     with ThreadPoolExecutor(1) as pool:
         hashing = pool.submit(_version, spec.path) if hashed else None
         raw = read_file(spec, towers, segments, None, alone=alone)
         version = hashing.result() if hashing is not None else None
-    table = raw.table
+    folder = scratch.folder()
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = [
+        _written(piece, folder / f"{uuid.uuid4().hex}.pickle") if len(piece) else None
+        for piece in _cut(raw.table, bounds)
+    ]
+    rows_read, dropped = raw.rows_read, dict(raw.dropped)
+    del raw
+    pa.default_memory_pool().release_unused()  # Arrow's reader keeps freed blocks else
+    return _Split(get_worker().address, paths, rows_read, dropped, version)
+
+
+def _cut(table: pd.DataFrame, bounds: list[str]) -> Iterator[pd.DataFrame]:
+    """The table's rows in each range of `bounds`, in row order, the user column holding
+    the range's own ids only (ids of other ranges must not be numbered there)."""
     if len(table) == 0:
-        return [table] * (len(bounds) + 1), raw.rows_read, dict(raw.dropped), version
+        yield from [table] * (len(bounds) + 1)
+        return
     ids = table[C.USER].array
     labels = np.asarray(ids.categories, dtype=object)  # sorted
     cut = np.searchsorted(labels, np.asarray(bounds, dtype=object))  # first label of each
@@ -186,16 +334,29 @@ def _read_split(
     ends = np.searchsorted(where[order], np.arange(1, len(bounds) + 2))
     firsts = np.r_[0, cut]
     lasts = np.r_[cut, len(labels)]
-    pieces = []
     for k, (start, end) in enumerate(zip(np.r_[0, ends[:-1]], ends, strict=True)):
         rows = order[start:end]
-        # the range's own ids only: ids of other ranges must not be numbered there
         own = pd.Categorical.from_codes(
             ids.codes[rows] - firsts[k], categories=ids.categories[firsts[k] : lasts[k]]
         )
         piece = {n: own if n == C.USER else table[n].array.take(rows) for n in table.columns}
-        pieces.append(pd.DataFrame(piece, copy=False))
-    return pieces, raw.rows_read, dict(raw.dropped), version
+        yield pd.DataFrame(piece, copy=False)
+
+
+def _written(piece: pd.DataFrame, path: Path) -> str:
+    """`piece` pickled to `path` (the worker's own disk: read back only by `_load`, on
+    the same worker, in the same run)."""
+    with path.open("wb") as file:
+        pickle.dump(piece, file, protocol=pickle.HIGHEST_PROTOCOL)
+    return str(path)
+
+
+def _load(path: str) -> pd.DataFrame:
+    """A piece written by `_written` on this worker, its file removed once read."""
+    with open(path, "rb") as file:
+        piece: pd.DataFrame = pickle.load(file)
+    os.unlink(path)
+    return piece
 
 
 def _version(path: Path) -> tuple[int, int, str] | None:
@@ -208,73 +369,3 @@ def _version(path: Path) -> tuple[int, int, str] | None:
     if (before.st_size, before.st_mtime_ns) != (after.st_size, after.st_mtime_ns):
         return None
     return before.st_size, before.st_mtime_ns, digest
-
-
-def _piece(split: tuple[list[pd.DataFrame], int, Any, Any], k: int) -> pd.DataFrame:
-    return split[0][k]
-
-
-def _select(parts: list[pd.DataFrame], config: Config) -> tuple[Chosen, pa.Array]:
-    """The selection of one range of users, compacted; and their ids, sorted (its user
-    codes number them)."""
-    parts = [part for part in parts if len(part)]
-    if not parts:
-        return _nothing(), pa.array([], type=pa.string())
-    columns = {}
-    for name in parts[0].columns:
-        if name in (C.USER, C.LOCATION):
-            columns[name] = united([part[name] for part in parts])
-        else:
-            columns[name] = np.concatenate([part[name].to_numpy() for part in parts])
-    raw = RawPoints(table=pd.DataFrame(columns, copy=False))
-    labels = pa.array(columns[C.USER].categories, type=pa.string())
-    return select_rows(raw, config).compacted(), labels
-
-
-def _nothing() -> Chosen:
-    empty = np.zeros(0, dtype=np.int64)
-    return Chosen(
-        _Rows(empty, empty, empty, empty), pd.DataFrame(), np.zeros(0), empty.astype(bool), {}, 0
-    )
-
-
-def _joined(shares: list[tuple[Chosen, pa.Array]], rows_read: int) -> Chosen:
-    """The ranges' selections as the selection of the whole input, in user order (the
-    ranges hold consecutive ids)."""
-    shares = [(chosen, labels) for chosen, labels in shares if len(labels)]
-    if not shares:  # no valid row: the local run's empty selection
-        empty = np.zeros(0, dtype=np.int64)
-        stats = {"rows_read": rows_read, "rows_valid": 0, "rows_in_period": 0, "points": 0}
-        nobody = np.zeros(0, dtype=object)
-        return Chosen(
-            _Rows(empty, empty, empty, empty), pd.DataFrame(), nobody, empty > 0, stats, 0
-        )
-    first = np.cumsum([0] + [len(labels) for _, labels in shares])
-    trip_offsets = np.cumsum([0] + [chosen.trips for chosen, _ in shares])
-    user = np.concatenate(
-        [chosen.rows.user.astype(np.int64) + first[k] for k, (chosen, _) in enumerate(shares)]
-    )
-    trip = np.concatenate(
-        [chosen.rows.trip + trip_offsets[k] for k, (chosen, _) in enumerate(shares)]
-    )
-    time = np.concatenate([chosen.rows.time for chosen, _ in shares])
-    names = [name for name in shares[0][0].table.columns if name != C.USER]
-    table = {}
-    for name in names:
-        if name == C.LOCATION:
-            table[name] = united([chosen.table[name] for chosen, _ in shares])
-        else:
-            table[name] = np.concatenate([chosen.table[name].to_numpy() for chosen, _ in shares])
-    stats = {"rows_read": rows_read}
-    for key in ("rows_valid", "rows_in_period", "points"):
-        stats[key] = sum(chosen.stats[key] for chosen, _ in shares)
-    everyone = pa.concat_arrays([labels for _, labels in shares])
-    rows = _Rows(np.arange(len(user), dtype=np.int64), user, trip, time)
-    return Chosen(
-        rows,
-        pd.DataFrame(table, copy=False),
-        everyone.to_numpy(zero_copy_only=False),
-        np.concatenate([chosen.present for chosen, _ in shares]),
-        stats,
-        int(trip_offsets[-1]),
-    )

@@ -69,6 +69,24 @@ def retain_freed_memory(pad: int = PAD) -> bool:
     return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(M_TOP_PAD, pad))
 
 
+def give_back() -> bool:
+    """Return the freed memory glibc's malloc keeps at the top of the heap and in its
+    free lists to the system (malloc_trim): a long-lived process, such as a Dask worker
+    between the steps of a run, then shows only what it holds. Whether it could."""
+    if not sys.platform.startswith("linux") or not _is_glibc():
+        return False
+    import ctypes
+
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return False
+    trim.argtypes = (ctypes.c_size_t,)
+    trim.restype = ctypes.c_int
+    trim(0)
+    return True
+
+
 def _user_tuned() -> bool:
     return any(name in os.environ for name in _USER_TUNING) or "glibc.malloc" in os.environ.get(
         "GLIBC_TUNABLES", ""

@@ -41,9 +41,11 @@ class LocalRunner:
         """`data` as `run` takes it for several runs (here: itself)."""
         return data
 
-    def run_sharded(self, task: Task, shards: Shards) -> Iterator[Any]:
+    def run_sharded(
+        self, task: Task, shards: Shards, prepare: Callable[[Any], Any] | None = None
+    ) -> Iterator[Any]:
         for shared, arguments in shards:
-            yield from self.run(task, shared, arguments)
+            yield from self.run(task, shared if prepare is None else prepare(shared), arguments)
 
     def explained(self, error: BaseException) -> PrudenceError | None:
         return None  # nothing here fails but the work itself
@@ -114,17 +116,25 @@ class DaskRunner:
         )
         return handle
 
-    def run_sharded(self, task: Task, shards: Shards) -> Iterator[Any]:
+    def run_sharded(
+        self, task: Task, shards: Shards, prepare: Callable[[Any], Any] | None = None
+    ) -> Iterator[Any]:
         """Each shard's data sent to one worker (in turn) and its tasks run there, where
         the data is: no worker holds another's shard (elsewhere only when that worker is
         gone: a restarted worker has another address). One shard is built at a time
-        here, and dropped once sent."""
+        here, and dropped once sent. `prepare` (of a shard's data) runs once on its
+        worker, and its tasks take what it gives: what can be derived there is not sent."""
         futures: list[Any] = []
         handles: list[Any] = []
         for k, (shared, arguments) in enumerate(shards):
             where = [self.addresses[k % len(self.addresses)]] if self.addresses else None
             handle = self._scattered(shared, where)
             del shared
+            if prepare is not None:
+                handles.append(handle)  # released with the others at the end
+                handle = self.client.submit(
+                    prepare, handle, pure=False, workers=where, allow_other_workers=True
+                )
             handles.append(handle)
             futures.extend(
                 self.client.submit(
@@ -139,10 +149,11 @@ class DaskRunner:
         None for anything else."""
         from concurrent.futures import CancelledError
 
+        from distributed.comm import CommClosedError
         from distributed.scheduler import KilledWorker
 
         where = f"the Dask scheduler {self.scheduler}"
-        if isinstance(error, (CancelledError, KilledWorker)):
+        if isinstance(error, (CancelledError, KilledWorker, CommClosedError)):
             return PrudenceError(
                 f"a worker of {where} was lost during the run (stopped, or restarted by Dask "
                 f"past 95 % of its memory limit: {error}); nothing was written. Run again with "

@@ -129,7 +129,8 @@ def _tasks_run(address: str) -> tuple[dict[str, int], list[int]]:
         return {
             name: sum(prefix.state_counts.values())
             for name, prefix in dask_scheduler.task_prefixes.items()
-            if name.endswith("_task") or name in ("glimpse", "read_split", "select")
+            if name.endswith("_task")
+            or name in ("glimpse", "read_split", "load", "select_range", "finish_range")
         }
 
     def transitions(dask_worker) -> int:
@@ -186,8 +187,10 @@ def test_assess_on_a_scheduler_and_two_worker_processes_gives_the_local_catalog(
         tasks, per_worker = _tasks_run(address)
         # each worker ran the partitions of its shard of the levels
         assert tasks["keyed_task"] + tasks["keyed_self_task"] > 10 and min(per_worker) > 0
-        # the workers glimpsed and read every part, cut it by ranges of users, selected each
-        assert tasks["glimpse"] > 0 and tasks["read_split"] > 0 and tasks["select"] > 0
+        # the workers glimpsed and read every part, cut it by ranges of users, selected
+        # each range from the pieces kept on their disks, and finished it there
+        assert tasks["glimpse"] > 0 and tasks["read_split"] > 0 and tasks["load"] > 0
+        assert tasks["select_range"] > 0 and tasks["finish_range"] > 0
     _same_catalog(tmp_path / "local", tmp_path / "cluster")
     manifest = json.loads((tmp_path / "cluster" / "catalog.json").read_text())
     engine = json.dumps(manifest)

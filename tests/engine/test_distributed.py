@@ -256,11 +256,54 @@ def test_workers_read_and_select_a_folder_as_the_assessing_process_does(
     spread = prepare(config, client=cluster.client)
     assert spread.dropped == local.dropped and sum(local.dropped.values()) == 2
     a, b = local.selection, spread.selection
-    pd.testing.assert_frame_equal(a.points, b.points)
+    pd.testing.assert_frame_equal(a.points, b.points, check_exact=True)
     assert list(a.user_ids) == list(b.user_ids) and a.crs == b.crs and a.stats == b.stats
     pd.testing.assert_frame_equal(a.locations, b.locations)
     if a.geometry is not None:
         assert all(x.equals_exact(y, 0) for x, y in zip(a.geometry, b.geometry, strict=True))
+    assert _pieces_left(cluster) == []
+
+
+def _pieces_left(cluster) -> list[str]:
+    """Files and folders a run left in the workers' directories for its pieces."""
+
+    def left(dask_worker) -> list[str]:
+        return [str(p) for p in Path(dask_worker.local_directory).glob("prudence-*")]
+
+    return [path for paths in cluster.client.run(left).values() for path in paths]
+
+
+@pytest.mark.parametrize("ranges", [1, 5])
+def test_points_the_crs_cannot_place_are_counted_over_every_range(
+    ranges, cluster, tmp_path, monkeypatch
+):
+    """Each range is projected on its worker; the error counts the points of all of them
+    and names the first, as a local run does."""
+    from prudence_cli import cluster_input
+    from prudence_cli.errors import ConfigError
+    from prudence_cli.prepare import prepare
+
+    monkeypatch.setattr(cluster_input, "_ranges", lambda client, rows: ranges)
+    from prudence_cli.config.schema import SelectConfig
+
+    config = load_config(CONFIGS / "demo.yaml")
+    lat, lon = config.input.columns.lat, config.input.columns.lon
+    rows = pd.read_csv(config.input.path, dtype=str)
+    for row in (10, 60_000):  # the antipodes of Europe, in two ranges of users
+        rows.loc[row, [lat, lon]] = ["-52.0", "-170.0"]
+    (tmp_path / "parts").mkdir()
+    third = len(rows) // 3
+    rows.iloc[:third].to_csv(tmp_path / "parts" / "a.csv", index=False)
+    rows.iloc[third:].to_parquet(tmp_path / "parts" / "b.parquet", index=False)
+    input_ = dataclasses.replace(config.input, path=tmp_path / "parts")
+    # every point selected (no area, no trip ends), placed in Europe's equal-area CRS
+    config = dataclasses.replace(config, input=input_, select=SelectConfig(), crs="EPSG:3035")
+    with pytest.raises(ConfigError) as here:
+        prepare(config)
+    with pytest.raises(ConfigError) as there:
+        prepare(config, client=cluster.client)
+    assert "cannot place 2 of the selected points" in str(here.value)
+    assert str(there.value) == str(here.value)
 
 
 def test_a_bad_row_read_on_a_worker_is_named_by_its_file_and_line(cluster, tmp_path):
@@ -277,6 +320,7 @@ def test_a_bad_row_read_on_a_worker_is_named_by_its_file_and_line(cluster, tmp_p
     third = len(pd.read_csv(CONFIGS.parent / "sample_data" / "pisa_gps.csv.gz")) // 3
     row = 70_000 - third + 1  # a Parquet file's rows count from 1 (it has no header)
     assert str(caught.value).startswith(f"{tmp_path / 'parts' / 'b.parquet'}:{row}: time")
+    assert _pieces_left(cluster) == []  # the other files' pieces, written, are gone
 
 
 @pytest.mark.parametrize(("match", "mode"), MATCH_MODES)
@@ -371,10 +415,13 @@ def test_a_worker_lost_during_a_run_is_said_so(cluster):
     from concurrent.futures import CancelledError
     from types import SimpleNamespace
 
+    from distributed.comm import CommClosedError
     from distributed.scheduler import KilledWorker
 
     killed = KilledWorker("t", SimpleNamespace(address="tcp://10.0.0.7:4001"), 3)
-    for lost in (CancelledError("_keyed_task-1 cancelled"), killed):
+    # a worker restarted while data is sent to it closes the stream of the scatter
+    closed = CommClosedError("in <TCP (closed) ConnectionPool.scatter>: Stream is closed")
+    for lost in (CancelledError("_keyed_task-1 cancelled"), killed, closed):
         said = str(cluster.explained(lost))
         assert "was lost during the run" in said and "nothing was written" in said
     assert "stopped answering" in str(cluster.explained(TimeoutError("No valid workers found")))

@@ -1,0 +1,259 @@
+"""Selecting and finishing ranges of users on the Dask workers (see cluster_input), so
+that the assessing process receives each selected point once, projected and numbered,
+as the compact columns of the Selection (28 bytes a point), and nothing else of it.
+
+1. `select_range`, on a worker: the pieces of a range of users (every point of each of
+   them) selected as a local run selects (select.select_rows), kept on the worker's disk;
+   what finishing needs of it goes back (`Told`): its users, points and trips, its
+   counts, the spread of its points (for the projection) and its towers or segments.
+2. The assessing process chooses the projection from the ranges' spreads joined (the
+   same as from every point: space.Spread), numbers the users and locations across the
+   ranges (in id and label order, as a local run does) and where each range's points go.
+3. `finish_range`, on the worker that kept the range: its users renumbered, its points
+   projected (each point's own bits, as a local run gives them), locations and trips
+   numbered across the ranges; the columns are written into the Selection's arrays.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from prudence_cli import columns as C
+from prudence_cli.config import Config
+from prudence_cli.io.labels import united
+from prudence_cli.io.points import RawPoints
+from prudence_cli.projections import Projection, Spread, projection_of
+from prudence_cli.select import (
+    Selection,
+    _empty,
+    _factorized,
+    places_table,
+    select_rows,
+    unplaced,
+)
+from prudence_cli.space import project
+
+
+@dataclass(frozen=True)
+class Told:
+    """What range `k`'s selection tells the assessing process; the points stay on
+    `worker`, at `path`."""
+
+    k: int
+    worker: str
+    path: str
+    users: int  # kept
+    points: int
+    trips: int
+    stats: dict[str, int]
+    spread: Spread | None  # None: no point
+    places: tuple[np.ndarray, np.ndarray, np.ndarray] | None  # labels, lon, lat
+
+
+@dataclass(frozen=True)
+class Numbering:
+    """Where range `k`'s users, trips and points go among all ranges', and the labels
+    of every location (sorted), when the input has towers or segments."""
+
+    first_user: int
+    first_trip: int
+    projection: Projection
+    places: np.ndarray | None
+
+
+def select_range(parts: list[pd.DataFrame], config: Config, k: int, scratch: Any) -> Told:
+    """Range `k`'s selection from its pieces (in file order), kept in the run's folder
+    on this worker's disk (`scratch.folder()`), and what the assessing process needs of
+    it."""
+    from distributed import get_worker
+
+    worker = get_worker().address
+    path: Path = scratch.folder() / f"range-{k}.pickle"
+    parts = [part for part in parts if len(part)]
+    if not parts:
+        return Told(k, worker, "", 0, 0, 0, {}, None, None)
+    columns = {}
+    for name in parts[0].columns:
+        if name in (C.USER, C.LOCATION):
+            columns[name] = united([part[name] for part in parts])
+        else:
+            columns[name] = np.concatenate([part[name].to_numpy() for part in parts])
+    del parts
+    raw = RawPoints(table=pd.DataFrame(columns, copy=False))
+    labels = pa.array(columns[C.USER].categories, type=pa.string())
+    del columns
+    chosen = select_rows(raw, config).compacted()
+    del raw
+    rows, table = chosen.rows, chosen.table
+    points = len(rows.row)
+    lon, lat = table[C.LON].to_numpy(), table[C.LAT].to_numpy()
+    spread = places = codes = named = None
+    if points:
+        spread = Spread.of(lon, lat, every_step=True)
+    if C.LOCATION in table:
+        codes, named = _factorized(table[C.LOCATION])
+        if points:
+            first = np.unique(codes, return_index=True)[1]
+            used = np.asarray(named, dtype=object)[codes[first]]
+            places = (used, lon[first], lat[first])
+    kept = _Kept(
+        rows.user.astype(np.int32),
+        rows.time,
+        lon,
+        lat,
+        codes,
+        None if named is None else np.asarray(named, dtype=object),
+        rows.trip if C.TRIP in table else None,
+        table[C.LEAVE].to_numpy() if C.LEAVE in table else None,
+        chosen.present,
+        labels,
+    )
+    with path.open("wb") as file:
+        pickle.dump(kept, file, protocol=pickle.HIGHEST_PROTOCOL)
+    users = int(np.count_nonzero(chosen.present))
+    return Told(k, worker, str(path), users, points, chosen.trips, chosen.stats, spread, places)
+
+
+@dataclass(frozen=True)
+class _Kept:
+    """A range's selection as `finish_range` needs it, kept on the worker's disk between
+    the two: per point its user's code in the range, time, lon, lat, [location code among
+    `named`], [trip], [leave]; which of the range's users are kept, and their ids."""
+
+    user: np.ndarray
+    time: np.ndarray
+    lon: np.ndarray
+    lat: np.ndarray
+    location: np.ndarray | None
+    named: np.ndarray | None
+    trip: np.ndarray | None
+    leave: np.ndarray | None
+    present: np.ndarray
+    labels: pa.Array
+
+
+def numbering(told: list[Told], config: Config) -> tuple[list[Numbering], pd.DataFrame | None]:
+    """Each range's numbering among all (in range order), and the locations table of a
+    local run's Selection's (labels sorted, each at its first point's position) before
+    its segment lines are added."""
+    spreads = [t.spread for t in told if t.spread is not None]
+    projection = projection_of(Spread.joined(spreads), config.crs)
+    places = locations = None
+    named = [t.places for t in told if t.places is not None]
+    if named:
+        labels = np.concatenate([p[0] for p in named])
+        places, first = np.unique(labels, return_index=True)
+        lon = np.concatenate([p[1] for p in named])[first]
+        lat = np.concatenate([p[2] for p in named])[first]
+        locations = pd.DataFrame({"label": places, "lon": lon, "lat": lat})
+    first_users = np.cumsum([0] + [t.users for t in told])
+    first_trips = np.cumsum([0] + [t.trips for t in told])
+    numbers = [
+        Numbering(int(first_users[i]), int(first_trips[i]), projection, places)
+        for i in range(len(told))
+    ]
+    return numbers, locations
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A range's part of the Selection: its columns, its kept users' ids, and the points
+    the projection cannot place (how many, the first one's lon and lat)."""
+
+    k: int
+    columns: dict[str, np.ndarray]
+    ids: pa.Array
+    lost: tuple[int, float, float]
+
+
+def finish_range(told: Told, numbers: Numbering, config: Config) -> Finished:
+    """Range `told.k`'s points as the Selection holds them (see the module docstring);
+    its file on this worker's disk removed once read."""
+    with open(told.path, "rb") as file:
+        kept: _Kept = pickle.load(file)
+    os.unlink(told.path)
+    renumbered = np.cumsum(kept.present) - 1 + numbers.first_user
+    lon, lat = kept.lon, kept.lat
+    threads = config.engine.jobs or os.cpu_count() or 1
+    x, y = project(lon, lat, numbers.projection.crs, threads=threads)
+    columns = {C.USER: renumbered[kept.user].astype(np.int32), C.TIME: kept.time, C.X: x, C.Y: y}
+    if kept.location is not None:
+        assert numbers.places is not None and kept.named is not None
+        at = np.searchsorted(numbers.places, kept.named)
+        columns[C.LOCATION] = at[kept.location].astype(np.int32)
+    if kept.trip is not None:
+        columns[C.TRIP] = kept.trip + numbers.first_trip
+    if kept.leave is not None:
+        columns[C.LEAVE] = kept.leave
+    lost = ~(np.isfinite(x) & np.isfinite(y))
+    missed = (0, 0.0, 0.0)
+    if lost.any():
+        first = int(np.argmax(lost))
+        missed = (int(lost.sum()), float(lon[first]), float(lat[first]))
+    return Finished(told.k, columns, kept.labels.filter(pa.array(kept.present)), missed)
+
+
+class Assembly:
+    """The Selection's arrays, filled range by range as the workers finish them (in any
+    order): each range's points go at its place among all."""
+
+    def __init__(self, told: list[Told], config: Config) -> None:
+        self.config = config
+        self.starts = np.cumsum([0] + [t.points for t in told])
+        self.ids: list[pa.Array | None] = [None] * len(told)
+        self.lost: list[tuple[int, float, float]] = [(0, 0.0, 0.0)] * len(told)
+        self.locations: pd.DataFrame | None = None  # of towers or segments (`numbering`)
+        self.columns: dict[str, np.ndarray] = {}
+        self.stats: dict[str, int] = {}
+        for key in ("rows_valid", "rows_in_period", "points"):
+            self.stats[key] = sum(t.stats.get(key, 0) for t in told)
+
+    @property
+    def points(self) -> int:
+        return int(self.starts[-1])
+
+    def add(self, done: Finished) -> None:
+        start, end = self.starts[done.k], self.starts[done.k + 1]
+        for name, values in done.columns.items():
+            if name not in self.columns:
+                self.columns[name] = np.empty(int(self.starts[-1]), dtype=values.dtype)
+            self.columns[name][start:end] = values
+        self.ids[done.k] = done.ids
+        self.lost[done.k] = done.lost
+
+    def selection(
+        self, projection: Projection | None, rows_read: int, segments: pd.DataFrame | None
+    ) -> Selection:
+        """The Selection, as a local run's finish gives it (select.finish); `projection`
+        None when no point is selected."""
+        kept = [ids for ids in self.ids if ids is not None and len(ids)]
+        user_ids = (
+            pa.concat_arrays(kept).to_numpy(zero_copy_only=False)
+            if kept
+            else np.zeros(0, dtype=object)
+        )
+        stats = {"rows_read": rows_read, **self.stats, "users": len(user_ids)}
+        if projection is None:
+            crs = self.config.crs or "EPSG:4326"
+            return Selection(_empty(), user_ids, crs, stats=stats)
+        missed = [lost for lost in self.lost if lost[0]]
+        if missed:
+            count = sum(lost[0] for lost in missed)
+            raise unplaced(projection, self.config, count, missed[0][1], missed[0][2])
+        points = pd.DataFrame(self.columns, copy=False)
+        locations = geometry = None
+        if self.locations is not None:
+            table = self.locations
+            labels, lon, lat = table["label"].to_numpy(), table["lon"], table["lat"]
+            locations, geometry = places_table(
+                labels, lon.to_numpy(), lat.to_numpy(), segments, projection.crs
+            )
+        return Selection(points, user_ids, projection.crs, locations, geometry, stats, projection)
