@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -36,7 +37,6 @@ from prudence_cli.engine.indexes import (
     _by_rarity,
     _Indexes,
     _n_elements,
-    _Postings,
     _query_sizes_ok,
     _segment_min,
     _segment_sums,
@@ -60,7 +60,13 @@ from prudence_cli.engine.problem import CountingProblem, QuerySpec
 from prudence_cli.engine.runner import DaskRunner, LocalRunner
 from prudence_cli.engine.sampling import sample_support
 from prudence_cli.engine.shards import Shard, can_shard, shard, shard_ranges
-from prudence_cli.engine.tasks import _keyed_self_task, _keyed_task, _posting_task, _whole_task
+from prudence_cli.engine.tasks import (
+    _keyed_self_task,
+    _keyed_task,
+    _posting_task,
+    _whole_task,
+    _with_postings,
+)
 from prudence_cli.engine.whole import whole_targets, without_whole
 from prudence_cli.errors import BudgetError
 
@@ -328,22 +334,34 @@ class Engine:
         def sharded() -> Iterator[tuple[Any, list[tuple[Any, ...]]]]:
             for (lo, hi), group in shard_ranges(parts, weights, count):
                 piece = shard(problem, lo, hi)
-                data: Any = piece.problem
-                if postings is not None:
-                    data = (data, _Postings(data.members, postings[1], not data.ordered))
-                yield data, [arguments(piece, a, b) for a, b in group]
+                yield piece.problem, [arguments(piece, a, b) for a, b in group]
 
-        return self.runner.run_sharded(task, sharded())
+        # a shard's posting lists are built where it is, not sent with it
+        prepare = None if postings is None else partial(_with_postings, postings[1])
+        return self.runner.run_sharded(task, sharded(), prepare)
 
     def _whole(
         self, problem: CountingProblem, users: np.ndarray, support: np.ndarray, indexes: _Indexes
     ) -> None:
-        """Each of `users`' whole-record query, checked once against the posting lists."""
-        lengths = problem.queries.elements.lengths[users]
-        chunks = _partitions(lengths.astype(float), max(self.partition_instances, 1))
-        tasks = ((users[lo:hi], self.worker()) for lo, hi in chunks)
-        shared = (problem, indexes.postings())
-        self._fold(support, self.runner.run(_whole_task, shared, tasks))
+        """Each of `users`' whole-record query, checked once against the posting lists;
+        in partitions by the query's first element, so that on several workers each
+        receives the shard of the level they read (a member holding a whole query holds
+        its first element, and every later one after it: see engine/shards.py)."""
+        q = problem.queries.elements
+        first = q.elements[q.offsets[users]]  # a whole record is never empty
+        order = np.argsort(first, kind="stable")
+        by_first, firsts = users[order], first[order]
+        weights = np.bincount(first, weights=q.lengths[users], minlength=indexes.n_elements)
+        # at least a partition per shard: a worker receives its shard, not the whole level
+        share = int(np.ceil(weights.sum() / max(self.runner.shards, 1)))
+        parts = _partitions(weights, max(min(self.partition_instances, share), 1))
+
+        def targets(piece: Shard | None, lo: int, hi: int) -> tuple[Any, ...]:
+            a, b = np.searchsorted(firsts, [lo, hi])
+            return (by_first[a:b], self.worker())
+
+        postings = (indexes, indexes.n_elements)
+        self._fold(support, self._run(_whole_task, problem, parts, weights, targets, postings))
 
     def _sampled(
         self, problem: CountingProblem, support: np.ndarray, indexes: _Indexes

@@ -75,14 +75,21 @@ class _Postings:
         """`distinct`: no list repeats an element (unordered problems), so every
         (element, user) pair is already distinct and the members' stable order by
         element suffices (`order`, when it is known already)."""
-        owners = np.repeat(np.arange(members.n_users, dtype=np.int64), members.lengths)
         if distinct:
+            # owners as int32 while they are sorted: on a worker's shard of tens of millions
+            # of places, the posting lists are what its memory peaks at
+            narrow = np.int32 if members.n_users < 2**31 else np.int64
+            owners = np.repeat(np.arange(members.n_users, dtype=narrow), members.lengths)
             if order is None:
                 order = _element_order(members.elements, n_elements)
-            self.users = owners[order]
+            users = owners[order]
+            del owners, order
+            self.users = users.astype(np.int64)
+            del users
             counts = np.bincount(members.elements, minlength=n_elements)
         else:
             n = max(members.n_users, 1)
+            owners = np.repeat(np.arange(members.n_users, dtype=np.int64), members.lengths)
             pairs = np.sort(members.elements.astype(np.int64) * n + owners)
             first = np.ones(pairs.shape[0], dtype=bool)
             first[1:] = pairs[1:] != pairs[:-1]

@@ -150,6 +150,12 @@ def _posting_task(
     return _partial(problem.n_users, owners, counts)
 
 
+def _with_postings(n_elements: int, problem: CountingProblem) -> tuple[CountingProblem, _Postings]:
+    """A shard's problem with its posting lists, as posting and whole-record tasks take it
+    (built on the worker that holds the shard)."""
+    return problem, _Postings(problem.members, n_elements, not problem.ordered)
+
+
 def _whole_task(
     shared: tuple[CountingProblem, _Postings], users: np.ndarray, worker: Worker
 ) -> tuple[np.ndarray, np.ndarray]:
