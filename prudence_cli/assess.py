@@ -154,18 +154,24 @@ def run_assessment(
     prepared = _prepare(config, report, client)
     selection = prepared.selection
     timings["read_and_select"] = time.perf_counter() - started
-    with atomic_folder(out, is_catalog) as folder:
-        writer = CatalogWriter(folder)
-        if config.dataview.format == "profiles":
-            stage = _assess_profiles(config, selection, writer, report, timings)
-        else:
-            stage = _assess_risks(config, selection, engine, writer, report, timings)
-        if inherit:  # re-assessing must never forget what was released
-            from prudence_cli.sanitize.ledger import carry_over  # only then
+    try:  # the points a Dask run left on its workers are removed whatever happens
+        with atomic_folder(out, is_catalog) as folder:
+            writer = CatalogWriter(folder)
+            if config.dataview.format == "profiles":
+                stage = _assess_profiles(config, selection, writer, report, timings)
+            else:
+                stage = _assess_risks(config, selection, engine, writer, report, timings)
+            if inherit:  # re-assessing must never forget what was released
+                from prudence_cli.sanitize.ledger import carry_over  # only then
 
-            carry_over(out, folder)
-        timings["total"] = time.perf_counter() - started
-        manifest = writer.finish(_manifest(config, prepared, stage, engine, timings), stage.irac)
+                carry_over(out, folder)
+            timings["total"] = time.perf_counter() - started
+            manifest = writer.finish(
+                _manifest(config, prepared, stage, engine, timings), stage.irac
+            )
+    finally:
+        if selection.placed is not None:
+            selection.placed.close()
     report(stage.steps, stage.steps, "done")
     projection = selection.projection
     warning = projection.warning() if projection is not None else None
@@ -226,6 +232,8 @@ def _prepare(config: Config, report: ProgressCallback, client: Any = None) -> Pr
     prepared = prepare(config, heard, client)
     selection = prepared.selection
     if selection.n_users == 0:
+        if selection.placed is not None:
+            selection.placed.close()
         raise PrudenceError(
             f"{config.file.name}: the selection keeps no user "
             f"({selection.stats.get('rows_valid', 0):,} valid rows read); "

@@ -62,10 +62,12 @@ from prudence_cli.select import Selection
 
 
 def read_and_select(
-    client: Any, config: Config, progress: ReadProgress | None = None
-) -> tuple[Selection, dict[str, int]]:
+    client: Any, config: Config, progress: ReadProgress | None = None, keep: bool = False
+) -> tuple[Selection, dict[str, int], Kept | None]:
     """The Selection of the config's input, read and selected on the workers of `client`
-    (see the module docstring), and the invalid rows dropped, by reason."""
+    (see the module docstring), and the invalid rows dropped, by reason. When `keep`,
+    the selected points stay on the workers (the Selection's table is empty) and what
+    finds them there is returned, to be closed once used; else None."""
     spec = config.input.spec()
     files = data_files(spec.path)
     towers = read_towers(spec.towers) if spec.towers is not None else None
@@ -80,6 +82,7 @@ def read_and_select(
     # the cache is found by the inputs' contents, so with one they are hashed here already
     hashed = config.input.cache != "parquet"
     scratch = _Scratch(uuid.uuid4().hex)
+    kept: Kept | None = None
     try:
         split = [
             client.submit(
@@ -106,10 +109,29 @@ def read_and_select(
                 remember((str(file.resolve()), size, modified), digest)
         if rows_read == 0:
             raise InputError(spec.path, f"holds no data rows in any of its {len(files)} files")
-        selection = _selected(client, found, len(bounds) + 1, config, scratch, rows_read, segments)
+        ranges = len(bounds) + 1
+        selection, told = _selected(
+            client, found, ranges, config, scratch, rows_read, segments, keep
+        )
+        kept = Kept(client, scratch, told) if keep else None
     finally:
-        _removed(client, scratch)
-    return selection, dict(dropped)
+        if kept is None:  # failed, or nothing is kept
+            _removed(client, scratch)
+    return selection, dict(dropped), kept
+
+
+@dataclass(frozen=True)
+class Kept:
+    """The selected points kept on the workers: each range's, in the run's folder of
+    the worker that selected it (cluster_select.Placed)."""
+
+    client: Any
+    scratch: _Scratch
+    told: list[Told]
+
+    def close(self) -> None:
+        """The points removed from the workers' disks (see `_removed`)."""
+        _removed(self.client, self.scratch)
 
 
 def _selected(
@@ -120,9 +142,11 @@ def _selected(
     scratch: _Scratch,
     rows_read: int,
     segments: pd.DataFrame | None,
-) -> Selection:
+    keep: bool,
+) -> tuple[Selection, list[Told]]:
     """Each range selected where its pieces meet, then finished where it was selected
-    (cluster_select), into the Selection."""
+    (cluster_select), into the Selection (its points left there when `keep`); and what
+    the ranges told."""
 
     def select(k: int) -> Any:
         parts = [
@@ -134,22 +158,22 @@ def _selected(
         ]
         return client.submit(select_range, parts, config, k, scratch, pure=False)
 
-    told: list[Told] = sorted(_windowed(client, range(ranges), select), key=lambda t: t.k)
+    told: list[Told] = sorted(windowed(client, range(ranges), select), key=lambda t: t.k)
     assembly = Assembly(told, config)
     if assembly.points == 0:
-        return assembly.selection(None, rows_read, segments)
+        return assembly.selection(None, rows_read, segments), told
     numbers, assembly.locations = numbering(told, config)
 
     def finish(k: int) -> Any:
         pinned = {"workers": [told[k].worker], "allow_other_workers": False}
-        return client.submit(finish_range, told[k], numbers[k], config, pure=False, **pinned)
+        return client.submit(finish_range, told[k], numbers[k], config, keep, pure=False, **pinned)
 
-    for done in _windowed(client, [t.k for t in told if t.points], finish):
+    for done in windowed(client, [t.k for t in told if t.points], finish):
         assembly.add(done)
-    return assembly.selection(numbers[0].projection, rows_read, segments)
+    return assembly.selection(numbers[0].projection, rows_read, segments), told
 
 
-def _windowed(client: Any, ranges: Iterable[int], submit: Callable[[int], Any]) -> Iterator[Any]:
+def windowed(client: Any, ranges: Iterable[int], submit: Callable[[int], Any]) -> Iterator[Any]:
     """The results of `submit(k)` for each of `ranges`, as they complete, with at most
     `in_flight` submitted and not yet read at once (each released once read)."""
     from distributed import as_completed

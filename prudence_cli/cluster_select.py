@@ -27,6 +27,7 @@ import pandas as pd
 import pyarrow as pa
 
 from prudence_cli import columns as C
+from prudence_cli.arrays import visit_pairs
 from prudence_cli.config import Config
 from prudence_cli.io.labels import united
 from prudence_cli.io.points import RawPoints
@@ -39,7 +40,7 @@ from prudence_cli.select import (
     select_rows,
     unplaced,
 )
-from prudence_cli.space import project
+from prudence_cli.space import _cells_of, cell_keys, grid_indexes, project
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,9 @@ def select_range(parts: list[pd.DataFrame], config: Config, k: int, scratch: Any
     from distributed import get_worker
 
     worker = get_worker().address
-    path: Path = scratch.folder() / f"range-{k}.pickle"
+    folder: Path = scratch.folder()
+    folder.mkdir(parents=True, exist_ok=True)  # a worker that read no part has none yet
+    path = folder / f"range-{k}.pickle"
     parts = [part for part in parts if len(part)]
     if not parts:
         return Told(k, worker, "", 0, 0, 0, {}, None, None)
@@ -174,9 +177,10 @@ class Finished:
     lost: tuple[int, float, float]
 
 
-def finish_range(told: Told, numbers: Numbering, config: Config) -> Finished:
+def finish_range(told: Told, numbers: Numbering, config: Config, keep: bool = False) -> Finished:
     """Range `told.k`'s points as the Selection holds them (see the module docstring);
-    its file on this worker's disk removed once read."""
+    its file on this worker's disk removed once read. When `keep`, the points stay on
+    this worker (`placed_path`) for the dataviews, and only the ids go back."""
     with open(told.path, "rb") as file:
         kept: _Kept = pickle.load(file)
     os.unlink(told.path)
@@ -198,7 +202,89 @@ def finish_range(told: Told, numbers: Numbering, config: Config) -> Finished:
     if lost.any():
         first = int(np.argmax(lost))
         missed = (int(lost.sum()), float(lon[first]), float(lat[first]))
+    if keep:
+        placed = Placed(columns[C.USER], x, y, columns.get(C.LOCATION))
+        with open(placed_path(told), "wb") as file:
+            pickle.dump(placed, file, protocol=pickle.HIGHEST_PROTOCOL)
+        columns = {}
     return Finished(told.k, columns, kept.labels.filter(pa.array(kept.present)), missed)
+
+
+@dataclass(frozen=True)
+class Placed:
+    """A range's selected points, projected, as the dataviews place them: user code
+    (among all), x, y, [tower or segment code (among all)]."""
+
+    user: np.ndarray
+    x: np.ndarray
+    y: np.ndarray
+    location: np.ndarray | None
+
+
+def placed_path(told: Told) -> str:
+    return told.path + ".placed"
+
+
+def _placed(told: Told) -> Placed:
+    with open(placed_path(told), "rb") as file:
+        placed: Placed = pickle.load(file)
+    return placed
+
+
+def range_cells(told: Told, sides: tuple[float, ...]) -> list[np.ndarray]:
+    """For each grid side, the keys (space.cell_keys) of the cells the range's points
+    fall in, sorted."""
+    placed = _placed(told)
+    found = []
+    for side in sides:
+        cx, cy, _ = _cells_of(*grid_indexes(placed.x, placed.y, side), inverse=False)
+        found.append(cell_keys(cx, cy))
+    return found
+
+
+def range_nearest(
+    told: Told, side: float, off_map: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """For the cells of keys `off_map` (sorted) that the range's points fall in: which of
+    them, the squared distance of its point nearest the centre, and that point's x and y
+    (the first such point on ties, as space.grid_cells takes it)."""
+    placed = _placed(told)
+    key = cell_keys(*grid_indexes(placed.x, placed.y, side))
+    at = np.minimum(np.searchsorted(off_map, key), off_map.size - 1)
+    inside = np.flatnonzero(off_map[at] == key)
+    codes = at[inside]
+    cx, cy = cells_of_keys(off_map)
+    dx = placed.x[inside] - (cx + 0.5)[codes] * side
+    dy = placed.y[inside] - (cy + 0.5)[codes] * side
+    distance = dx**2 + dy**2
+    order = np.lexsort((distance, codes))
+    first = np.ones(order.size, dtype=bool)
+    first[1:] = codes[order][1:] != codes[order][:-1]
+    near = order[first]
+    return codes[near], distance[near], placed.x[inside][near], placed.y[inside][near]
+
+
+def cells_of_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The columns and rows of cells of keys (space.cell_keys)."""
+    return keys // (1 << 32), keys % (1 << 32) - (1 << 31)
+
+
+def range_pairs(
+    told: Told, side: float | None, keys: np.ndarray | None, n_locations: int
+) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+    """The range's number and its distinct (user, location) pairs, sorted, with their
+    visits: on the grid of `side` whose cells have the sorted `keys`, or on the towers
+    or segments."""
+    placed = _placed(told)
+    if side is None:
+        assert placed.location is not None
+        location = placed.location
+    else:
+        assert keys is not None
+        cells = cell_keys(*grid_indexes(placed.x, placed.y, side))
+        location = np.searchsorted(keys, cells).astype(np.int32)
+    _, (user, place, count) = visit_pairs(placed.user, location, n_locations, per_point=False)
+    return told.k, user, place, count
 
 
 class Assembly:
@@ -248,7 +334,8 @@ class Assembly:
         if missed:
             count = sum(lost[0] for lost in missed)
             raise unplaced(projection, self.config, count, missed[0][1], missed[0][2])
-        points = pd.DataFrame(self.columns, copy=False)
+        # no columns: the points stay on the workers, which build the dataviews' pairs
+        points = pd.DataFrame(self.columns, copy=False) if self.columns else _empty()
         locations = geometry = None
         if self.locations is not None:
             table = self.locations

@@ -60,9 +60,10 @@ def _read_and_select(
     config: Config, progress: ReadProgress | None, client: Any
 ) -> tuple[Selection, dict[str, int]]:
     if client is not None:
-        from prudence_cli.cluster_input import read_and_select
+        from prudence_cli.cluster_views import read_on_workers
 
-        return read_and_select(client, config, progress)
+        # the points stay on the workers unless the cache must store them
+        return read_on_workers(client, config, progress, keep=config.input.cache != "parquet")
     raw = read_points(config.input.spec(), progress)
     return select(raw, config), dict(raw.dropped)
 

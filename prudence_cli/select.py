@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -45,6 +45,9 @@ class Selection:
     geometry: np.ndarray | None = None  # per location code: segment LineString in the CRS
     stats: dict[str, int] = field(default_factory=dict)
     projection: Projection | None = None  # how the CRS was chosen, its scale error
+    # with the Dask engine, the points left on the workers, which count the dataviews'
+    # pairs there (cluster_views.PointsOnWorkers; `points` is then empty); else None
+    placed: Any = None
 
     @property
     def n_users(self) -> int:

@@ -177,22 +177,43 @@ def grid_cells(
     A cell so large that its centre falls off the projection's map (thousands of km) is
     placed at its point nearest that centre instead.
     """
-    steps = np.divide(x, side)  # one buffer for both axes: x, then y
-    ix = np.floor(steps, out=steps).astype(np.int64)
-    iy = np.floor(np.divide(y, side, out=steps), out=steps).astype(np.int64)
-    del steps
+    ix, iy = grid_indexes(x, y, side)
     cx, cy, codes = _cells_of(ix, iy)
     assert codes is not None
     del ix, iy
-    centre_x, centre_y = (cx + 0.5) * side, (cy + 0.5) * side
-    lon, lat = unproject(centre_x, centre_y, crs)
-    off_map = ~(np.isfinite(lon) & np.isfinite(lat))
+    lon, lat, off_map = cell_centres(cx, cy, side, crs)
     if off_map.any():
+        centre_x, centre_y = (cx + 0.5) * side, (cy + 0.5) * side
         near = _nearest_points(codes, x - centre_x[codes], y - centre_y[codes], off_map)
         lon[off_map], lat[off_map] = unproject(x[near], y[near], crs)
+    return codes.astype(np.int32, copy=False), cells_table(cx, cy, lon, lat)
+
+
+def grid_indexes(x: np.ndarray, y: np.ndarray, side: float) -> tuple[np.ndarray, np.ndarray]:
+    """The column and row of the cell of side `side` holding each point."""
+    steps = np.divide(x, side)  # one buffer for both axes: x, then y
+    ix = np.floor(steps, out=steps).astype(np.int64)
+    iy = np.floor(np.divide(y, side, out=steps), out=steps).astype(np.int64)
+    return ix, iy
+
+
+def cell_centres(
+    cx: np.ndarray, cy: np.ndarray, side: float, crs: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The lon and lat of the cells' centres, and which of them fall off the map."""
+    lon, lat = unproject((cx + 0.5) * side, (cy + 0.5) * side, crs)
+    return lon, lat, ~(np.isfinite(lon) & np.isfinite(lat))
+
+
+def cells_table(cx: np.ndarray, cy: np.ndarray, lon: np.ndarray, lat: np.ndarray) -> pd.DataFrame:
     labels = [f"{a}_{b}" for a, b in zip(cx.tolist(), cy.tolist(), strict=True)]
-    cells = pd.DataFrame({"label": labels, "lon": lon, "lat": lat})
-    return codes.astype(np.int32, copy=False), cells
+    return pd.DataFrame({"label": labels, "lon": lon, "lat": lat})
+
+
+def cell_keys(cx: np.ndarray, cy: np.ndarray) -> np.ndarray:
+    """One int64 per cell that sorts as the cells' ids (see `_cells_of`)."""
+    key: np.ndarray = cx.astype(np.int64) * (1 << 32) + (cy.astype(np.int64) + (1 << 31))
+    return key
 
 
 def _cells_of(

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from prudence_cli import columns as C
+from prudence_cli.arrays import visit_pairs
 from prudence_cli.config import DataviewConfig
 from prudence_cli.dataviews.base import BuildSettings, Dataview, Located, Pairs
 from prudence_cli.dataviews.registry import format_class
@@ -31,6 +32,10 @@ def view_ids(config: DataviewConfig) -> Iterator[str]:
 
 
 def locate(selection: Selection, grid: float | None) -> Located:
+    if selection.placed is not None:  # the points are on Dask workers: their pairs only
+        locations, user, location, count = selection.placed.pairs(grid)
+        nothing = np.zeros(0, dtype=np.int64)
+        return Located(nothing.astype(np.int32), locations, nothing, Pairs(user, location, count))
     points = selection.points
     if grid is None:
         if selection.locations is None:
@@ -46,27 +51,11 @@ def locate(selection: Selection, grid: float | None) -> Located:
 
 
 def visits(user: np.ndarray, location: np.ndarray, n_locations: int) -> tuple[np.ndarray, Pairs]:
-    """Per point, the visits of its (user, location) pair; and the distinct pairs. What
-    `np.unique` of the pairs' keys with inverse and counts gives: the points come sorted
-    by user, so their keys come in runs of one user each, which a stable sort (timsort)
-    merges in a fraction of the time a sort from scratch takes."""
-    n = max(n_locations, 1)
-    key = user.astype(np.int64)
-    key *= n
-    key += location
-    order = np.argsort(key, kind="stable")
-    ordered = key[order]
-    del key
-    first = np.ones(len(ordered), dtype=bool)
-    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
-    starts = np.flatnonzero(first)
-    counts = np.diff(starts, append=len(ordered))
-    key = ordered[starts]
-    del ordered, first, starts
-    pairs = Pairs((key // n).astype(np.int32), (key % n).astype(np.int32), counts.astype(np.int32))
-    pair_count = np.empty(len(order), dtype=np.int64)
-    pair_count[order] = np.repeat(counts, counts)
-    return pair_count, pairs
+    """Per point, the visits of its (user, location) pair; and the distinct pairs
+    (arrays.visit_pairs)."""
+    pair_count, pairs = visit_pairs(user, location, n_locations)
+    assert pair_count is not None
+    return pair_count, Pairs(*pairs)
 
 
 def locate_regions(selection: Selection, layer: Path) -> Located:

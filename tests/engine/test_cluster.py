@@ -131,6 +131,7 @@ def _tasks_run(address: str) -> tuple[dict[str, int], list[int]]:
             for name, prefix in dask_scheduler.task_prefixes.items()
             if name.endswith("_task")
             or name in ("glimpse", "read_split", "load", "select_range", "finish_range")
+            or name in ("range_cells", "range_pairs")
         }
 
     def transitions(dask_worker) -> int:
@@ -191,6 +192,8 @@ def test_assess_on_a_scheduler_and_two_worker_processes_gives_the_local_catalog(
         # each range from the pieces kept on their disks, and finished it there
         assert tasks["glimpse"] > 0 and tasks["read_split"] > 0 and tasks["load"] > 0
         assert tasks["select_range"] > 0 and tasks["finish_range"] > 0
+        # and counted the presence views' cells and pairs where the points stayed
+        assert tasks["range_cells"] > 0 and tasks["range_pairs"] > 0
     _same_catalog(tmp_path / "local", tmp_path / "cluster")
     manifest = json.loads((tmp_path / "cluster" / "catalog.json").read_text())
     engine = json.dumps(manifest)

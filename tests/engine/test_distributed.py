@@ -240,11 +240,13 @@ def test_workers_read_and_select_a_folder_as_the_assessing_process_does(
     """Parts read on the workers, split by user, selected where they meet (in one range
     of users per worker, or more): the Selection and the dropped rows of a local read,
     on towers and on map-matched segments."""
-    from prudence_cli import cluster_input
+    from prudence_cli import cluster_input, cluster_views
     from prudence_cli.prepare import prepare
 
     if ranges is not None:
         monkeypatch.setattr(cluster_input, "_ranges", lambda client, rows: ranges)
+    # the points gathered, even for presence views (tests/engine/test_cluster_views.py)
+    monkeypatch.setattr(cluster_views, "views_on_workers", lambda config: False)
     config = load_config(CONFIGS / f"{name}.yaml")
     time_column = config.input.columns.time if name == "demo_cdr" else config.input.columns.enter
     _split_parts(

@@ -1,0 +1,123 @@
+"""Presence dataviews built where the points are: with the Dask engine the selected
+points stay on the workers, which count each grid's (or the towers') pairs; the pairs
+and the cells are a local run's, to the bit (cluster_views.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from prudence_cli.config import load_config
+
+pytest.importorskip("distributed")
+
+from prudence_cli.engine.runner import DaskRunner  # noqa: E402
+
+CONFIGS = Path(__file__).parents[2] / "configs"
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    runner = DaskRunner(workers=2)
+    yield runner
+    runner.close()
+
+
+def _parts(source: Path, folder: Path) -> None:
+    """`source` as a CSV and a Parquet part."""
+    rows = pd.read_csv(source, dtype=str)
+    folder.mkdir()
+    half = len(rows) // 2
+    rows.iloc[:half].to_csv(folder / "a.csv", index=False)
+    rows.iloc[half:].to_parquet(folder / "b.parquet", index=False)
+
+
+def _left(cluster) -> list[str]:
+    def left(dask_worker) -> list[str]:
+        return [str(p) for p in Path(dask_worker.local_directory).glob("prudence-*")]
+
+    return [path for paths in cluster.client.run(left).values() for path in paths]
+
+
+@pytest.mark.parametrize("ranges", [1, 6])
+@pytest.mark.parametrize(
+    ("name", "grids"),
+    [
+        ("demo", [250.0, 750.0, 4e7]),  # 40,000 km: a cell whose centre is off the map
+        ("demo_cdr", [None, 1000.0]),  # the towers, and a grid over them
+    ],
+)
+def test_pairs_and_cells_counted_on_the_workers_are_the_local_ones(
+    name, grids, ranges, cluster, tmp_path, monkeypatch
+):
+    from prudence_cli import cluster_input
+    from prudence_cli.dataviews.build import locate
+    from prudence_cli.prepare import prepare
+
+    monkeypatch.setattr(cluster_input, "_ranges", lambda client, rows: ranges)
+    config = load_config(CONFIGS / f"{name}.yaml")
+    _parts(config.input.path, tmp_path / "parts")
+    config = dataclasses.replace(
+        config, input=dataclasses.replace(config.input, path=tmp_path / "parts")
+    )
+    here = prepare(config).selection
+    there = prepare(config, client=cluster.client).selection
+    try:
+        assert there.placed is not None and len(there.points) == 0  # the points stayed there
+        assert list(there.user_ids) == list(here.user_ids) and there.stats == here.stats
+        for grid in grids:
+            a, b = locate(here, grid), locate(there, grid)
+            pd.testing.assert_frame_equal(a.locations, b.locations, check_exact=True)
+            assert a.pairs is not None and b.pairs is not None
+            for field in ("user", "location", "count"):
+                x, y = getattr(a.pairs, field), getattr(b.pairs, field)
+                assert x.dtype == y.dtype and np.array_equal(x, y), (grid, field)
+        if 4e7 in grids:  # the off-map cell was placed at a point, as here
+            assert np.isfinite(locate(there, 4e7).locations[["lon", "lat"]].to_numpy()).all()
+    finally:
+        if there.placed is not None:
+            there.placed.close()
+    assert _left(cluster) == []
+
+
+def test_points_are_gathered_when_the_dataviews_need_them(cluster, tmp_path):
+    """Trajectories (time bins) and the input cache need the points themselves."""
+    from prudence_cli.prepare import prepare
+
+    config = load_config(CONFIGS / "trajectory.yaml")
+    _parts(config.input.path, tmp_path / "parts")
+    config = dataclasses.replace(
+        config, input=dataclasses.replace(config.input, path=tmp_path / "parts")
+    )
+    there = prepare(config, client=cluster.client).selection
+    assert there.placed is None
+    pd.testing.assert_frame_equal(prepare(config).selection.points, there.points, check_exact=True)
+    assert _left(cluster) == []
+
+
+def test_a_worker_that_read_no_part_selects_a_range(cluster, tmp_path):
+    """The run's folder is made where a range is selected, not only where a part was
+    read (one part, two workers: the other one may select)."""
+    import uuid
+
+    from prudence_cli.cluster_input import _cut, _Scratch
+    from prudence_cli.cluster_select import select_range
+    from prudence_cli.io.points import read_file
+
+    config = load_config(CONFIGS / "demo.yaml")
+    (piece,) = _cut(read_file(config.input.spec(), None, None, None, alone=True).table, [])
+    scratch = _Scratch(uuid.uuid4().hex)
+    try:
+        for worker in cluster.addresses:  # no part was read in this run on either
+            told = cluster.client.submit(
+                select_range, [piece], config, 0, scratch, workers=[worker], pure=False
+            ).result()
+            assert told.worker == worker and told.points > 0
+            assert cluster.client.submit(Path(told.path).exists, workers=[worker]).result()
+    finally:
+        cluster.client.run(scratch.remove)
+    assert _left(cluster) == []
