@@ -36,7 +36,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import CancelledError, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -83,6 +83,7 @@ def read_and_select(
     hashed = config.input.cache != "parquet"
     scratch = _Scratch(uuid.uuid4().hex)
     kept: Kept | None = None
+    split: list[Any] = []
     try:
         split = [
             client.submit(
@@ -98,8 +99,10 @@ def read_and_select(
             for f in files
         ]
         _heard(split, [f.stat().st_size for f in files], progress)
+        for future in split:  # the first file's error in file order, as a local run says
+            if future.status == "error":
+                future.result()
         found: list[_Split] = client.gather(split)
-        del split
         rows_read = sum(s.rows_read for s in found)
         dropped: Counter[str] = Counter()
         for file, s in zip(files, found, strict=True):
@@ -116,6 +119,9 @@ def read_and_select(
         kept = Kept(client, scratch, told) if keep else None
     finally:
         if kept is None:  # failed, or nothing is kept
+            # files not read yet will not be (one being read may still leave its pieces,
+            # until the worker stops and Dask removes its directory)
+            client.cancel([future for future in split if not future.done()])
             _removed(client, scratch)
     return selection, dict(dropped), kept
 
@@ -158,7 +164,8 @@ def _selected(
         ]
         return client.submit(select_range, parts, config, k, scratch, pure=False)
 
-    told: list[Told] = sorted(windowed(client, range(ranges), select), key=lambda t: t.k)
+    holders = {s.worker for s in split}
+    told: list[Told] = sorted(windowed(client, range(ranges), select, holders), key=lambda t: t.k)
     assembly = Assembly(told, config)
     if assembly.points == 0:
         return assembly.selection(None, rows_read, segments), told
@@ -168,26 +175,55 @@ def _selected(
         pinned = {"workers": [told[k].worker], "allow_other_workers": False}
         return client.submit(finish_range, told[k], numbers[k], config, keep, pure=False, **pinned)
 
-    for done in windowed(client, [t.k for t in told if t.points], finish):
+    for done in windowed(client, [t.k for t in told if t.points], finish, _holders(told)):
         assembly.add(done)
     return assembly.selection(numbers[0].projection, rows_read, segments), told
 
 
-def windowed(client: Any, ranges: Iterable[int], submit: Callable[[int], Any]) -> Iterator[Any]:
+def windowed(
+    client: Any, ranges: Iterable[int], submit: Callable[[int], Any], needed: set[str]
+) -> Iterator[Any]:
     """The results of `submit(k)` for each of `ranges`, as they complete, with at most
-    `in_flight` submitted and not yet read at once (each released once read)."""
-    from distributed import as_completed
+    `in_flight` submitted and not yet read at once (each released once read). Raises
+    CancelledError (a lost worker, for the user) when one of the `needed` workers is
+    gone: the tasks are pinned to the workers that hold the run's files on their disks,
+    and would wait for it forever."""
+    from distributed import wait
 
-    running = as_completed()
+    workers = len(client.scheduler_info()["workers"])
     following = iter(ranges)
-    for k in itertools.islice(following, in_flight(len(client.scheduler_info()["workers"]))):
-        running.add(submit(k))
-    for future in running:
-        result = future.result()
-        future.release()
-        for k in itertools.islice(following, 1):
-            running.add(submit(k))
-        yield result
+    running = {submit(k) for k in itertools.islice(following, in_flight(workers))}
+    while running:
+        try:
+            done, _ = wait(list(running), timeout=WATCH_SECONDS, return_when="FIRST_COMPLETED")
+        except TimeoutError:  # nothing done yet
+            _still_there(client, needed)
+            continue
+        for future in done:
+            running.discard(future)
+            result = future.result()
+            future.release()
+            running.update(submit(k) for k in itertools.islice(following, 1))
+            yield result
+
+
+def _holders(told: list[Told]) -> set[str]:
+    """The workers holding ranges' selections."""
+    return {t.worker for t in told if t.path}
+
+
+def _still_there(client: Any, workers: set[str]) -> None:
+    """CancelledError when one of `workers` has left the cluster (stopped, or restarted
+    by Dask past its memory limit, with another address): its files went with it."""
+    gone = workers - set(client.scheduler_info()["workers"])
+    if gone:
+        raise CancelledError(
+            f"the worker {sorted(gone)[0]} left, and with it the files of this run on its disk"
+        )
+
+
+# how often a run whose tasks are pinned to workers checks that they are still there
+WATCH_SECONDS = 2.0
 
 
 def in_flight(workers: int) -> int:
@@ -291,9 +327,10 @@ def _glimpse(path: Path, user: str, delimiter: str) -> tuple[int, pa.Array]:
             ids = pacsv.read_csv(path, parse_options=parse, convert_options=options).column(user)
     except (OSError, pa.ArrowException):
         return 0, pa.array([], type=pa.string())
-    ids = pc.cast(ids.combine_chunks(), pa.string())
+    rows = len(ids)
+    ids = pc.drop_null(pc.cast(ids.combine_chunks(), pa.string()))  # missing: not an id
     step = max(len(ids) // GLIMPSED_IDS, 1)
-    return len(ids), ids.take(pa.array(np.arange(0, len(ids), step)))
+    return rows, ids.take(pa.array(np.arange(0, len(ids), step)))
 
 
 def _bounds(glimpses: list[tuple[int, pa.Array]], ranges: int) -> list[str]:

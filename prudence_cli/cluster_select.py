@@ -244,10 +244,10 @@ def range_cells(told: Told, sides: tuple[float, ...]) -> list[np.ndarray]:
 
 def range_nearest(
     told: Told, side: float, off_map: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """For the cells of keys `off_map` (sorted) that the range's points fall in: which of
-    them, the squared distance of its point nearest the centre, and that point's x and y
-    (the first such point on ties, as space.grid_cells takes it)."""
+) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The range's number, and for the cells of keys `off_map` (sorted) that its points
+    fall in: which of them, the squared distance of its point nearest the centre, and
+    that point's x and y (the first such point on ties, as space.grid_cells takes it)."""
     placed = _placed(told)
     key = cell_keys(*grid_indexes(placed.x, placed.y, side))
     at = np.minimum(np.searchsorted(off_map, key), off_map.size - 1)
@@ -261,7 +261,7 @@ def range_nearest(
     first = np.ones(order.size, dtype=bool)
     first[1:] = codes[order][1:] != codes[order][:-1]
     near = order[first]
-    return codes[near], distance[near], placed.x[inside][near], placed.y[inside][near]
+    return told.k, codes[near], distance[near], placed.x[inside][near], placed.y[inside][near]
 
 
 def cells_of_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

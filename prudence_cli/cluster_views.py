@@ -80,7 +80,8 @@ class PointsOnWorkers:
             return self._pinned(range_pairs, told[i], grid, keys, len(table))
 
         found = {}
-        for k, *pairs in windowed(self.kept.client, range(len(told)), submit):
+        holders = {t.worker for t in told}
+        for k, *pairs in windowed(self.kept.client, range(len(told)), submit, holders):
             found[k] = pairs
         parts = [found[t.k] for t in told]  # in user order
         if not parts:
@@ -93,17 +94,27 @@ class PointsOnWorkers:
         """The cells of every range's points on the grid of `side`: the table of a local
         run (space.grid_cells) and their keys, sorted."""
         client = self.kept.client
-        seen = client.gather([self._pinned(range_cells, t, (side,)) for t in told])
+
+        def cells(i: int) -> Any:
+            return self._pinned(range_cells, told[i], (side,))
+
+        holders = {t.worker for t in told}
+        seen = list(windowed(client, range(len(told)), cells, holders))  # in any order
         everything = np.concatenate([keys[0] for keys in seen]) if seen else np.zeros(0, np.int64)
         cx, cy, _ = _cells_of(*cells_of_keys(everything), inverse=False)
         keys = cell_keys(cx, cy)
         lon, lat, off_map = cell_centres(cx, cy, side, self.crs)
         if off_map.any():  # each off the map at its nearest point, of any range
             off = keys[off_map]
-            nearest = client.gather([self._pinned(range_nearest, t, side, off) for t in told])
+
+            def nearest(i: int) -> Any:
+                return self._pinned(range_nearest, told[i], side, off)
+
+            found = {k: rest for k, *rest in windowed(client, range(len(told)), nearest, holders)}
             best = np.full(off.size, np.inf)
             x, y = np.zeros(off.size), np.zeros(off.size)
-            for codes, distance, near_x, near_y in nearest:  # in range order: first on ties
+            for t in told:  # in range order: the first point on ties
+                codes, distance, near_x, near_y = found[t.k]
                 closer = distance < best[codes]
                 at = codes[closer]
                 best[at], x[at], y[at] = distance[closer], near_x[closer], near_y[closer]

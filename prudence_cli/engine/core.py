@@ -343,11 +343,18 @@ class Engine:
     def _whole(
         self, problem: CountingProblem, users: np.ndarray, support: np.ndarray, indexes: _Indexes
     ) -> None:
-        """Each of `users`' whole-record query, checked once against the posting lists;
-        in partitions by the query's first element, so that on several workers each
-        receives the shard of the level they read (a member holding a whole query holds
-        its first element, and every later one after it: see engine/shards.py)."""
+        """Each of `users`' whole-record query, checked once against the posting lists:
+        in chunks of users; on several workers, in partitions by the query's first
+        element, so that each worker receives the shard of the level they read (a member
+        holding a whole query holds its first element, and every later one after it: see
+        engine/shards.py)."""
         q = problem.queries.elements
+        if self.runner.shards <= 1 or not can_shard(problem):  # chunks of about equal work
+            lengths = q.lengths[users].astype(float)
+            chunks = _partitions(lengths, max(self.partition_instances, 1))
+            tasks = ((users[lo:hi], self.worker()) for lo, hi in chunks)
+            self._fold(support, self.runner.run(_whole_task, (problem, indexes.postings()), tasks))
+            return
         first = q.elements[q.offsets[users]]  # a whole record is never empty
         order = np.argsort(first, kind="stable")
         by_first, firsts = users[order], first[order]

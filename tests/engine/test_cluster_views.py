@@ -121,3 +121,39 @@ def test_a_worker_that_read_no_part_selects_a_range(cluster, tmp_path):
     finally:
         cluster.client.run(scratch.remove)
     assert _left(cluster) == []
+
+
+def test_a_worker_lost_while_its_files_are_needed_stops_the_run():
+    """Tasks pinned to the worker that holds a run's files wait forever for it once it is
+    gone (Dask restarts a worker past its memory limit with another address): the run
+    stops instead, as a lost worker (exit 2 with what to do, DaskRunner.explained)."""
+    import contextlib
+    import os
+    import threading
+    import time
+    from concurrent.futures import CancelledError
+
+    from distributed import Client, LocalCluster
+
+    from prudence_cli.cluster_input import windowed
+
+    with (
+        LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as local,
+        Client(local) as client,
+    ):
+        holder = sorted(client.scheduler_info()["workers"])[0]
+
+        def submit(k: int):
+            return client.submit(
+                time.sleep, 60, workers=[holder], allow_other_workers=False, pure=False
+            )
+
+        def lose() -> None:
+            with contextlib.suppress(Exception):  # the worker dies while it answers
+                client.run(os._exit, 1, workers=[holder])
+
+        threading.Timer(1.0, lose).start()
+        started = time.monotonic()
+        with pytest.raises(CancelledError, match="left"):
+            next(windowed(client, [0], submit, {holder}))
+        assert time.monotonic() - started < 30

@@ -451,7 +451,9 @@ def test_the_workers_hash_the_parts_they_read(cluster, tmp_path, monkeypatch):
         return fresh(path)
 
     monkeypatch.setattr(checksums, "sha256_fresh", spy)
-    prepare(config, client=cluster.client)
+    placed = prepare(config, client=cluster.client).selection.placed
+    if placed is not None:  # the points of presence views, left on the workers
+        placed.close()
     parts = config.input.files
     assert len(parts) == 3
     for part in parts:
@@ -476,3 +478,53 @@ def test_a_part_that_changes_while_a_worker_hashes_it_is_left_to_the_assessing_p
     assert cluster_input._version(part) is not None
     monkeypatch.setattr(cluster_input, "sha256_fresh", edited_meanwhile)
     assert cluster_input._version(part) is None
+
+
+def test_missing_user_ids_in_parquet_parts_do_not_place_the_ranges(cluster, tmp_path, monkeypatch):
+    """Nulls among a Parquet part's ids are rows without a user (dropped here), never the
+    bound of a range of ids."""
+    from prudence_cli import cluster_input
+    from prudence_cli.prepare import prepare
+
+    monkeypatch.setattr(cluster_input, "_ranges", lambda client, rows: 5)
+    config = load_config(CONFIGS / "demo_cdr.yaml")
+    rows = pd.read_csv(config.input.path, dtype=str)
+    user = config.input.columns.user
+    rows.loc[rows.sample(frac=0.6, random_state=1).index, user] = None
+    (tmp_path / "parts").mkdir()
+    half = len(rows) // 2
+    rows.iloc[:half].to_parquet(tmp_path / "parts" / "a.parquet", index=False)
+    rows.iloc[half:].to_parquet(tmp_path / "parts" / "b.parquet", index=False)
+    input_ = dataclasses.replace(config.input, path=tmp_path / "parts", on_invalid="drop")
+    config = dataclasses.replace(config, input=input_)
+    local, spread = prepare(config), prepare(config, client=cluster.client)
+    spread.selection.placed.close()  # the points left on the workers (presence views)
+    assert spread.dropped == local.dropped and sum(local.dropped.values()) > 0
+    assert list(spread.selection.user_ids) == list(local.selection.user_ids)
+    assert _pieces_left(cluster) == []
+
+
+def test_of_several_bad_parts_the_first_in_file_order_is_named(cluster, tmp_path):
+    """As a local run, which reads the parts in order and stops at the first error."""
+    from prudence_cli.errors import InputError
+    from prudence_cli.prepare import prepare
+
+    config = load_config(CONFIGS / "demo.yaml")
+    rows = pd.read_csv(config.input.path, dtype=str)
+    (tmp_path / "parts").mkdir()
+    size = -(-len(rows) // 12)
+    for k in range(12):
+        part = rows.iloc[k * size : (k + 1) * size].copy()
+        if k in (0, 10):
+            part.iloc[5 if k == 0 else 1, 1] = "yesterday"  # the time column
+        part.to_csv(tmp_path / "parts" / f"p{k:02d}.csv", index=False)
+    config = dataclasses.replace(
+        config, input=dataclasses.replace(config.input, path=tmp_path / "parts")
+    )
+    with pytest.raises(InputError) as here:
+        prepare(config)
+    with pytest.raises(InputError) as there:
+        prepare(config, client=cluster.client)
+    assert str(there.value) == str(here.value)
+    assert str(here.value).startswith(f"{tmp_path / 'parts' / 'p00.csv'}:7:")
+    assert _pieces_left(cluster) == []
