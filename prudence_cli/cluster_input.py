@@ -117,6 +117,9 @@ def read_and_select(
             client, found, ranges, config, scratch, rows_read, segments, keep
         )
         kept = Kept(client, scratch, told) if keep else None
+        if kept is not None:  # the files stay, the memory goes
+            with contextlib.suppress(Exception):  # as `_removed`: never the run's error
+                client.run(_given_back, on_error="ignore")
     finally:
         if kept is None:  # failed, or nothing is kept
             # files not read yet will not be (one being read may still leave its pieces,
@@ -250,13 +253,18 @@ class _Scratch:
 
     def remove(self, dask_worker: Any) -> None:
         """Run by `client.run` on each worker (which passes the worker by that name):
-        the run's folder removed, and the memory that reading and selecting freed given
-        back to the system (Arrow's pool and malloc keep it otherwise, and Dask counts it
-        against the worker's limit while the levels' shards arrive)."""
+        the run's folder removed, and the memory freed given back (`_given_back`)."""
         shutil.rmtree(self.folder(dask_worker), ignore_errors=True)
-        gc.collect()
-        pa.default_memory_pool().release_unused()
-        give_back()
+        _given_back()
+
+
+def _given_back() -> None:
+    """The memory a worker's reading and selecting freed, given back to the system:
+    Arrow's pool and malloc keep it otherwise, and Dask counts it against the worker's
+    limit while the levels' shards arrive."""
+    gc.collect()
+    pa.default_memory_pool().release_unused()
+    give_back()
 
 
 def _removed(client: Any, scratch: _Scratch) -> None:

@@ -157,3 +157,27 @@ def test_a_worker_lost_while_its_files_are_needed_stops_the_run():
         with pytest.raises(CancelledError, match="left"):
             next(windowed(client, [0], submit, {holder}))
         assert time.monotonic() - started < 30
+
+
+def test_workers_give_back_the_memory_of_reading_when_the_points_stay(
+    cluster, tmp_path, monkeypatch
+):
+    """The run's files stay for the dataviews; what reading freed goes back to the system
+    before the levels arrive (heap.give_back on each worker)."""
+    from prudence_cli.prepare import prepare
+
+    asked = []
+    run = cluster.client.run
+
+    def spy(function, *args, **kwargs):
+        asked.append(getattr(function, "__name__", ""))
+        return run(function, *args, **kwargs)
+
+    monkeypatch.setattr(cluster.client, "run", spy)
+    config = load_config(CONFIGS / "demo_cdr.yaml")
+    placed = prepare(config, client=cluster.client).selection.placed
+    assert placed is not None and asked == ["_given_back"]
+    placed.close()
+    assert asked == ["_given_back", "remove"]
+    monkeypatch.undo()
+    assert _left(cluster) == []
