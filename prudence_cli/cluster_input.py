@@ -26,6 +26,7 @@ the raw points, only what the selection keeps.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import gc
 import itertools
@@ -193,13 +194,12 @@ def windowed(
     and would wait for it forever."""
     from distributed import wait
 
-    workers = len(client.scheduler_info()["workers"])
     following = iter(ranges)
-    running = {submit(k) for k in itertools.islice(following, in_flight(workers))}
+    running = {submit(k) for k in itertools.islice(following, in_flight(len(client.nthreads())))}
     while running:
         try:
             done, _ = wait(list(running), timeout=WATCH_SECONDS, return_when="FIRST_COMPLETED")
-        except TimeoutError:  # nothing done yet
+        except (TimeoutError, asyncio.TimeoutError):  # nothing done yet (3.10: not the same)
             _still_there(client, needed)
             continue
         for future in done:
@@ -218,7 +218,7 @@ def _holders(told: list[Told]) -> set[str]:
 def _still_there(client: Any, workers: set[str]) -> None:
     """CancelledError when one of `workers` has left the cluster (stopped, or restarted
     by Dask past its memory limit, with another address): its files went with it."""
-    gone = workers - set(client.scheduler_info()["workers"])
+    gone = workers - set(client.nthreads())  # every worker (scheduler_info: only 5, at times)
     if gone:
         raise CancelledError(
             f"the worker {sorted(gone)[0]} left, and with it the files of this run on its disk"
@@ -251,11 +251,44 @@ class _Scratch:
             worker = get_worker()
         return Path(worker.local_directory) / f"prudence-{self.run}"
 
+    def written(self, name: str, value: Any) -> str:
+        """`value` pickled to `name` in this run's folder on the worker running the task
+        (made when needed), read back only on that worker, in this run. CancelledError
+        when the run has ended (`remove`): a task still running then — Dask does not stop
+        one — leaves nothing behind, even when the folder is removed while it writes."""
+        from distributed import get_worker
+
+        worker = get_worker()
+        if self._ended(worker):
+            raise CancelledError(f"the run {self.run} has ended")
+        folder = self.folder(worker)
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / name
+        with path.open("wb") as file:
+            pickle.dump(value, file, protocol=pickle.HIGHEST_PROTOCOL)
+        if self._ended(worker):  # removed meanwhile: what was just written goes too
+            shutil.rmtree(folder, ignore_errors=True)
+            raise CancelledError(f"the run {self.run} has ended")
+        return str(path)
+
     def remove(self, dask_worker: Any) -> None:
         """Run by `client.run` on each worker (which passes the worker by that name):
-        the run's folder removed, and the memory freed given back (`_given_back`)."""
+        the run marked as ended there, its folder removed, and the memory freed given
+        back (`_given_back`)."""
+        ended = getattr(dask_worker, ENDED, None)
+        if ended is None:
+            ended = set()
+            setattr(dask_worker, ENDED, ended)
+        ended.add(self.run)
         shutil.rmtree(self.folder(dask_worker), ignore_errors=True)
         _given_back()
+
+    def _ended(self, worker: Any) -> bool:
+        return self.run in getattr(worker, ENDED, ())
+
+
+# the attribute of a Dask worker that holds the runs ended there (32 characters each)
+ENDED = "prudence_ended_runs"
 
 
 def _given_back() -> None:
@@ -312,10 +345,11 @@ GLIMPSED_IDS = 20_000
 
 def _ranges(client: Any, rows: int) -> int:
     """How many ranges of users to select in: one per worker, more when a range would
-    not fit an eighth of the smallest worker's memory limit (Dask's; none: no more)."""
+    not fit an eighth of the smallest worker's memory limit (Dask's; none: no more; of
+    the workers scheduler_info describes, which some versions cap at five)."""
     workers = client.scheduler_info()["workers"].values()
     limits = [w.get("memory_limit") or 0 for w in workers]
-    ranges = max(len(limits), 1)
+    ranges = max(len(client.nthreads()), 1)
     if limits and min(limits) > 0:
         per_range = max(min(limits) // SELECT_SHARE // SELECT_BYTES_PER_ROW, 1)
         ranges = max(ranges, -(-rows // per_range))
@@ -376,10 +410,8 @@ def _read_split(
         hashing = pool.submit(_version, spec.path) if hashed else None
         raw = read_file(spec, towers, segments, None, alone=alone)
         version = hashing.result() if hashing is not None else None
-    folder = scratch.folder()
-    folder.mkdir(parents=True, exist_ok=True)
     paths = [
-        _written(piece, folder / f"{uuid.uuid4().hex}.pickle") if len(piece) else None
+        scratch.written(f"{uuid.uuid4().hex}.pickle", piece) if len(piece) else None
         for piece in _cut(raw.table, bounds)
     ]
     rows_read, dropped = raw.rows_read, dict(raw.dropped)
@@ -412,16 +444,8 @@ def _cut(table: pd.DataFrame, bounds: list[str]) -> Iterator[pd.DataFrame]:
         yield pd.DataFrame(piece, copy=False)
 
 
-def _written(piece: pd.DataFrame, path: Path) -> str:
-    """`piece` pickled to `path` (the worker's own disk: read back only by `_load`, on
-    the same worker, in the same run)."""
-    with path.open("wb") as file:
-        pickle.dump(piece, file, protocol=pickle.HIGHEST_PROTOCOL)
-    return str(path)
-
-
 def _load(path: str) -> pd.DataFrame:
-    """A piece written by `_written` on this worker, its file removed once read."""
+    """A piece written by `_read_split` on this worker, its file removed once read."""
     with open(path, "rb") as file:
         piece: pd.DataFrame = pickle.load(file)
     os.unlink(path)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import pickle
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -72,17 +71,14 @@ class Numbering:
 
 def select_range(parts: list[pd.DataFrame], config: Config, k: int, scratch: Any) -> Told:
     """Range `k`'s selection from its pieces (in file order), kept in the run's folder
-    on this worker's disk (`scratch.folder()`), and what the assessing process needs of
-    it."""
+    on this worker's disk (cluster_input._Scratch.written: made there when this worker
+    read no part), and what the assessing process needs of it."""
     from distributed import get_worker
 
     worker = get_worker().address
-    folder: Path = scratch.folder()
-    folder.mkdir(parents=True, exist_ok=True)  # a worker that read no part has none yet
-    path = folder / f"range-{k}.pickle"
     parts = [part for part in parts if len(part)]
     if not parts:
-        return Told(k, worker, "", 0, 0, 0, {}, None, None)
+        return Told(k, worker, "", 0, 0, 0, {}, None, None)  # nothing written
     columns = {}
     for name in parts[0].columns:
         if name in (C.USER, C.LOCATION):
@@ -119,10 +115,9 @@ def select_range(parts: list[pd.DataFrame], config: Config, k: int, scratch: Any
         chosen.present,
         labels,
     )
-    with path.open("wb") as file:
-        pickle.dump(kept, file, protocol=pickle.HIGHEST_PROTOCOL)
+    path = scratch.written(f"range-{k}.pickle", kept)
     users = int(np.count_nonzero(chosen.present))
-    return Told(k, worker, str(path), users, points, chosen.trips, chosen.stats, spread, places)
+    return Told(k, worker, path, users, points, chosen.trips, chosen.stats, spread, places)
 
 
 @dataclass(frozen=True)

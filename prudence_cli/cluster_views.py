@@ -14,6 +14,7 @@ so the ranges' pairs, one after the other, are the pairs of a local run, in its 
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,7 +53,10 @@ def read_on_workers(
     keep = keep and views_on_workers(config)
     selection, dropped, kept = read_and_select(client, config, progress, keep)
     if kept is not None:
-        selection.placed = PointsOnWorkers(kept, selection.crs, selection.locations)
+        placed = PointsOnWorkers(kept, selection.crs, selection.locations)
+        selection.placed = placed
+        # a caller that forgets to close it (library use): the files go with the Selection
+        weakref.finalize(selection, placed.close)
     return selection, dropped
 
 
@@ -64,6 +68,7 @@ class PointsOnWorkers:
     kept: Kept
     crs: str
     locations: pd.DataFrame | None  # towers or segments, numbered
+    closed: bool = False
 
     def pairs(self, grid: float | None) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, np.ndarray]:
         """The locations table and the (user, location, visits) pairs of the points on
@@ -128,4 +133,7 @@ class PointsOnWorkers:
         )
 
     def close(self) -> None:
-        self.kept.close()
+        """The points removed from the workers (once; later calls do nothing)."""
+        if not self.closed:
+            self.closed = True
+            self.kept.close()

@@ -43,7 +43,11 @@ class Prepared:
 def prepare(config: Config, progress: ReadProgress | None = None, client: Any = None) -> Prepared:
     """Read and select the config's input, through the cache when it asks for one.
     `progress` hears the bytes of the input read so far and its size. With a Dask
-    `client`, the workers read and select the input (cluster_input.py)."""
+    `client`, the workers read and select the input (cluster_input.py); for presence
+    and probability dataviews the selected points then stay on the workers
+    (`selection.points` is empty, `selection.placed` counts the dataviews' pairs there):
+    close `selection.placed` once the dataviews are built, or the workers keep the
+    run's files until the Selection is collected."""
     if config.input.cache != "parquet":
         return Prepared(*_read_and_select(config, progress, client), {})
     key = cache_key(config)

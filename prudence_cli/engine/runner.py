@@ -90,8 +90,8 @@ class DaskRunner:
             from distributed import Client
 
             self.client = Client(self.cluster)
-        info = self.client.scheduler_info()
-        self.addresses = sorted(info.get("workers", {}))
+        # every worker (scheduler_info describes only five on some versions of distributed)
+        self.addresses = sorted(self.client.nthreads())
         self.workers = len(self.addresses)
         self.shards = self.workers  # a shard of each level per worker
         self.scheduler = scheduler or "LocalCluster"
@@ -147,6 +147,7 @@ class DaskRunner:
     def explained(self, error: BaseException) -> PrudenceError | None:
         """What a failure of the cluster during a run means for the user (exit code 2);
         None for anything else."""
+        import asyncio
         from concurrent.futures import CancelledError
 
         from distributed.comm import CommClosedError
@@ -160,7 +161,7 @@ class DaskRunner:
                 "more memory per worker (dask worker --memory-limit), more workers, or a "
                 "smaller engine.memory"
             )
-        if isinstance(error, TimeoutError):
+        if isinstance(error, (TimeoutError, asyncio.TimeoutError)):  # 3.10: two classes
             return PrudenceError(
                 f"{where} stopped answering during the run ({error}); nothing "
                 "was written: check the scheduler and its workers, then run again"

@@ -175,9 +175,62 @@ def test_workers_give_back_the_memory_of_reading_when_the_points_stay(
 
     monkeypatch.setattr(cluster.client, "run", spy)
     config = load_config(CONFIGS / "demo_cdr.yaml")
-    placed = prepare(config, client=cluster.client).selection.placed
-    assert placed is not None and asked == ["_given_back"]
-    placed.close()
+    selection = prepare(config, client=cluster.client).selection
+    assert selection.placed is not None and asked == ["_given_back"]
+    selection.placed.close()
     assert asked == ["_given_back", "remove"]
     monkeypatch.undo()
     assert _left(cluster) == []
+
+
+def test_a_task_still_running_when_the_run_ends_leaves_nothing(cluster):
+    """Dask does not stop a running task: one that writes after the run's files were
+    removed (Ctrl-C, a failure elsewhere) removes what it wrote and stops."""
+    import uuid
+    from concurrent.futures import CancelledError
+
+    from prudence_cli.cluster_input import _cut, _Scratch
+    from prudence_cli.cluster_select import select_range
+    from prudence_cli.io.points import read_file
+
+    config = load_config(CONFIGS / "demo.yaml")
+    (piece,) = _cut(read_file(config.input.spec(), None, None, None, alone=True).table, [])
+    scratch = _Scratch(uuid.uuid4().hex)
+    cluster.client.run(scratch.remove)  # the run ended everywhere
+    future = cluster.client.submit(select_range, [piece], config, 0, scratch, pure=False)
+    with pytest.raises(CancelledError, match="has ended"):
+        future.result()
+    assert _left(cluster) == []
+
+
+def test_points_left_on_the_workers_go_with_a_forgotten_selection(cluster, tmp_path):
+    """Library use: a Selection whose points stayed on the workers, never closed, takes
+    them with it when it is collected."""
+    import gc
+
+    from prudence_cli.prepare import prepare
+
+    selection = prepare(load_config(CONFIGS / "demo_cdr.yaml"), client=cluster.client).selection
+    assert selection.placed is not None and _left(cluster) != []
+    del selection
+    gc.collect()
+    assert _left(cluster) == []
+
+
+def test_every_worker_counts_when_scheduler_info_describes_only_five():
+    """Some versions of distributed describe at most five workers in scheduler_info:
+    a sixth is not taken for lost."""
+    from concurrent.futures import CancelledError
+
+    from prudence_cli.cluster_input import _still_there
+
+    class Capped:
+        def nthreads(self) -> dict:
+            return {f"tcp://w{k}": 1 for k in range(7)}
+
+        def scheduler_info(self) -> dict:
+            return {"workers": {f"tcp://w{k}": {} for k in range(5)}}
+
+    _still_there(Capped(), {f"tcp://w{k}" for k in range(7)})
+    with pytest.raises(CancelledError, match="tcp://w9 left"):
+        _still_there(Capped(), {"tcp://w1", "tcp://w9"})

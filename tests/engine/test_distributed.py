@@ -370,6 +370,9 @@ def test_ranges_of_users_fit_a_share_of_the_smallest_workers_limit():
         def scheduler_info(self) -> dict:
             return {"workers": {f"w{k}": {"memory_limit": m} for k, m in enumerate(self.limits)}}
 
+        def nthreads(self) -> dict:
+            return {f"w{k}": 1 for k in range(len(self.limits))}
+
     quarter = SELECT_SHARE * SELECT_BYTES_PER_ROW  # a limit whose share holds one row's
     assert _ranges(Scheduler(1000 * quarter, 2000 * quarter), 1000) == 2  # one per worker
     assert _ranges(Scheduler(1000 * quarter, 2000 * quarter), 10_500) == 11
