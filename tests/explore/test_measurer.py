@@ -176,7 +176,8 @@ def test_a_stopped_run_exits_at_once_while_measuring(
         _, stderr = child.communicate(timeout=30)
         waited = time.monotonic() - sent
     finally:
-        child.kill()
+        child.kill()  # when it did not stop: no process outlives the test
+        child.wait()
     assert child.returncode == code, stderr
     assert "nothing was written" in stderr
     assert "Traceback" not in stderr
