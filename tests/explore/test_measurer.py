@@ -131,9 +131,11 @@ def test_points_go_once_the_last_view_is_built(
 
 
 SLOW_MEASURES = """
-import sys, time
+import faulthandler, signal, sys, time
 from pathlib import Path
 from prudence_cli.explore import mobility
+
+faulthandler.register(signal.SIGUSR1)  # every thread's stack, when the test asks
 
 STARTED = Path(sys.argv[1])
 
@@ -173,7 +175,14 @@ def test_a_stopped_run_exits_at_once_while_measuring(
         time.sleep(0.3)  # the attacks of the last view are running, or done and waiting
         child.send_signal(signum)
         sent = time.monotonic()
-        _, stderr = child.communicate(timeout=30)
+        try:
+            _, stderr = child.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            child.send_signal(signal.SIGUSR1)  # where it is stuck, for the failure
+            time.sleep(1)
+            child.kill()
+            _, stacks = child.communicate()
+            pytest.fail(f"the run did not stop within 30 s of the signal:\n{stacks}")
         waited = time.monotonic() - sent
     finally:
         child.kill()  # when it did not stop: no process outlives the test
