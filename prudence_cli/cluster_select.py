@@ -39,7 +39,7 @@ from prudence_cli.select import (
     select_rows,
     unplaced,
 )
-from prudence_cli.space import _cells_of, cell_keys, grid_indexes, project
+from prudence_cli.space import cell_keys, cells_of_keys, distinct_cells, grid_indexes, project
 
 
 @dataclass(frozen=True)
@@ -226,15 +226,12 @@ def _placed(told: Told) -> Placed:
     return placed
 
 
-def range_cells(told: Told, sides: tuple[float, ...]) -> list[np.ndarray]:
-    """For each grid side, the keys (space.cell_keys) of the cells the range's points
-    fall in, sorted."""
+def range_cells(told: Told, side: float) -> np.ndarray:
+    """The keys (space.cell_keys) of the cells of side `side` the range's points fall
+    in, sorted."""
     placed = _placed(told)
-    found = []
-    for side in sides:
-        cx, cy, _ = _cells_of(*grid_indexes(placed.x, placed.y, side), inverse=False)
-        found.append(cell_keys(cx, cy))
-    return found
+    cx, cy, _ = distinct_cells(*grid_indexes(placed.x, placed.y, side), inverse=False)
+    return cell_keys(cx, cy)
 
 
 def range_nearest(
@@ -257,11 +254,6 @@ def range_nearest(
     first[1:] = codes[order][1:] != codes[order][:-1]
     near = order[first]
     return told.k, codes[near], distance[near], placed.x[inside][near], placed.y[inside][near]
-
-
-def cells_of_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The columns and rows of cells of keys (space.cell_keys)."""
-    return keys // (1 << 32), keys % (1 << 32) - (1 << 31)
 
 
 def range_pairs(

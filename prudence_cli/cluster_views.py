@@ -22,11 +22,18 @@ import numpy as np
 import pandas as pd
 
 from prudence_cli.cluster_input import Kept, read_and_select, windowed
-from prudence_cli.cluster_select import cells_of_keys, range_cells, range_nearest, range_pairs
+from prudence_cli.cluster_select import range_cells, range_nearest, range_pairs
 from prudence_cli.config import Config
 from prudence_cli.io.points import ReadProgress
 from prudence_cli.select import Selection
-from prudence_cli.space import _cells_of, cell_centres, cell_keys, cells_table, unproject
+from prudence_cli.space import (
+    cell_centres,
+    cell_keys,
+    cells_of_keys,
+    cells_table,
+    distinct_cells,
+    unproject,
+)
 
 # the dataview formats whose rows are (user, location) pairs and their visits only
 PAIR_FORMATS = ("presence", "probability")
@@ -101,12 +108,12 @@ class PointsOnWorkers:
         client = self.kept.client
 
         def cells(i: int) -> Any:
-            return self._pinned(range_cells, told[i], (side,))
+            return self._pinned(range_cells, told[i], side)
 
         holders = {t.worker for t in told}
         seen = list(windowed(client, range(len(told)), cells, holders))  # in any order
-        everything = np.concatenate([keys[0] for keys in seen]) if seen else np.zeros(0, np.int64)
-        cx, cy, _ = _cells_of(*cells_of_keys(everything), inverse=False)
+        everything = np.concatenate(seen) if seen else np.zeros(0, np.int64)
+        cx, cy, _ = distinct_cells(*cells_of_keys(everything), inverse=False)
         keys = cell_keys(cx, cy)
         lon, lat, off_map = cell_centres(cx, cy, side, self.crs)
         if off_map.any():  # each off the map at its nearest point, of any range

@@ -18,7 +18,7 @@ import pyproj
 from pyproj.aoi import AreaOfInterest
 from pyproj.database import query_utm_crs_info
 
-from prudence_cli.space import _cells_of
+from prudence_cli.space import distinct_cells
 
 # the scale error is measured on at most this many distinct positions (see `Spread`)
 MEASURED_POSITIONS = 100_000
@@ -87,7 +87,7 @@ class Spread:
         at = distinct if distinct is not None else (lon, lat)
         rounded = []
         for step in ROUNDINGS:
-            kx, ky, _ = _cells_of(_rounded(at[0], step), _rounded(at[1], step), inverse=False)
+            kx, ky, _ = distinct_cells(_rounded(at[0], step), _rounded(at[1], step), inverse=False)
             last = step == ROUNDINGS[-1]  # the last step's are kept however many
             rounded.append((kx, ky) if kx.size <= MEASURED_POSITIONS or last else None)
             if rounded[-1] is not None and not every_step:
@@ -111,7 +111,7 @@ class Spread:
                 continue
             kx = np.concatenate([c[0] for c in cells if c is not None])
             ky = np.concatenate([c[1] for c in cells if c is not None])
-            ux, uy, _ = _cells_of(kx, ky, inverse=False)
+            ux, uy, _ = distinct_cells(kx, ky, inverse=False)
             last = k == len(ROUNDINGS) - 1
             rounded.append((ux, uy) if ux.size <= MEASURED_POSITIONS or last else None)
         lon_sum = sum(s.sums[0] for s in spreads)

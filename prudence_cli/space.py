@@ -178,7 +178,7 @@ def grid_cells(
     placed at its point nearest that centre instead.
     """
     ix, iy = grid_indexes(x, y, side)
-    cx, cy, codes = _cells_of(ix, iy)
+    cx, cy, codes = distinct_cells(ix, iy)
     assert codes is not None
     del ix, iy
     lon, lat, off_map = cell_centres(cx, cy, side, crs)
@@ -211,12 +211,19 @@ def cells_table(cx: np.ndarray, cy: np.ndarray, lon: np.ndarray, lat: np.ndarray
 
 
 def cell_keys(cx: np.ndarray, cy: np.ndarray) -> np.ndarray:
-    """One int64 per cell that sorts as the cells' ids (see `_cells_of`)."""
-    key: np.ndarray = cx.astype(np.int64) * (1 << 32) + (cy.astype(np.int64) + (1 << 31))
+    """One int64 per cell that sorts as the cells' ids (see `distinct_cells`)."""
+    key: np.ndarray = cx.astype(np.int64, copy=False) * (1 << 32) + (
+        cy.astype(np.int64, copy=False) + (1 << 31)
+    )
     return key
 
 
-def _cells_of(
+def cells_of_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The columns and rows of the cells of `keys` (`cell_keys`)."""
+    return keys // (1 << 32), keys % (1 << 32) - (1 << 31)
+
+
+def distinct_cells(
     ix: np.ndarray, iy: np.ndarray, inverse: bool = True
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """The distinct cells (column cx, row cy) of points in column `ix` and row `iy`,
@@ -231,13 +238,13 @@ def _cells_of(
     height, width = int(iy.max()) - y0 + 1, int(ix.max()) - x0 + 1
     small = width * height <= min(max(8 * len(ix), 1 << 20), DENSE_CELLS)
     if not (small and -(1 << 31) <= y0 <= y0 + height <= 1 << 31):
-        key = ix * (1 << 32) + (iy + (1 << 31))
+        key = cell_keys(ix, iy)
         if inverse:
             ids, found = np.unique(key, return_inverse=True)
             codes = found.ravel()
         else:
             ids, codes = np.unique(key), None
-        return ids // (1 << 32), ids % (1 << 32) - (1 << 31), codes
+        return *cells_of_keys(ids), codes
     cell = ix - x0
     cell *= height
     cell += iy
