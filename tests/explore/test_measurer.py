@@ -136,6 +136,9 @@ from pathlib import Path
 from prudence_cli.explore import mobility
 
 faulthandler.register(signal.SIGUSR1)  # every thread's stack, when the test asks
+# Ctrl-C as at a terminal: a suite run as a background job of a non-interactive shell
+# hands its children SIGINT ignored (POSIX), and an ignored signal stays ignored
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 STARTED = Path(sys.argv[1])
 
