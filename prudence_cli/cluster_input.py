@@ -159,13 +159,7 @@ def _selected(
     the ranges told."""
 
     def select(k: int) -> Any:
-        parts = [
-            client.submit(
-                _load, s.pieces[k], workers=[s.worker], allow_other_workers=False, pure=False
-            )
-            for s in split
-            if s.pieces[k] is not None
-        ]
+        parts = [pinned(client, s.worker, _load, s.pieces[k]) for s in split if s.pieces[k]]
         return client.submit(select_range, parts, config, k, scratch, pure=False)
 
     holders = {s.worker for s in split}
@@ -176,12 +170,17 @@ def _selected(
     numbers, assembly.locations = numbering(told, config)
 
     def finish(k: int) -> Any:
-        pinned = {"workers": [told[k].worker], "allow_other_workers": False}
-        return client.submit(finish_range, told[k], numbers[k], config, keep, pure=False, **pinned)
+        return pinned(client, told[k].worker, finish_range, told[k], numbers[k], config, keep)
 
     for done in windowed(client, [t.k for t in told if t.points], finish, _holders(told)):
         assembly.add(done)
     return assembly.selection(numbers[0].projection, rows_read, segments), told
+
+
+def pinned(client: Any, worker: str, task: Callable[..., Any], *args: Any) -> Any:
+    """`task(*args)` run on `worker` only: the one that holds the run's files it reads
+    (`windowed` stops the run when that worker is gone)."""
+    return client.submit(task, *args, pure=False, workers=[worker], allow_other_workers=False)
 
 
 def windowed(

@@ -7,11 +7,14 @@ as the compact columns of the Selection (28 bytes a point), and nothing else of 
    what finishing needs of it goes back (`Told`): its users, points and trips, its
    counts, the spread of its points (for the projection) and its towers or segments.
 2. The assessing process chooses the projection from the ranges' spreads joined (the
-   same as from every point: space.Spread), numbers the users and locations across the
-   ranges (in id and label order, as a local run does) and where each range's points go.
+   same as from every point: projections.Spread), numbers the users and locations across
+   the ranges (in id and label order, as a local run does) and where each range's points
+   go.
 3. `finish_range`, on the worker that kept the range: its users renumbered, its points
    projected (each point's own bits, as a local run gives them), locations and trips
-   numbered across the ranges; the columns are written into the Selection's arrays.
+   numbered across the ranges; the columns are written into the Selection's arrays, or,
+   for dataviews counted on the workers, kept there (`Placed`: `range_cells`,
+   `range_nearest` and `range_pairs` read them for cluster_views).
 """
 
 from __future__ import annotations

@@ -21,17 +21,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from prudence_cli.cluster_input import Kept, read_and_select, windowed
+from prudence_cli.cluster_input import Kept, pinned, read_and_select, windowed
 from prudence_cli.cluster_select import range_cells, range_nearest, range_pairs
 from prudence_cli.config import Config
 from prudence_cli.io.points import ReadProgress
 from prudence_cli.select import Selection
 from prudence_cli.space import (
     cell_centres,
-    cell_keys,
     cells_of_keys,
     cells_table,
-    distinct_cells,
     unproject,
 )
 
@@ -92,8 +90,7 @@ class PointsOnWorkers:
             return self._pinned(range_pairs, told[i], grid, keys, len(table))
 
         found = {}
-        holders = {t.worker for t in told}
-        for k, *pairs in windowed(self.kept.client, range(len(told)), submit, holders):
+        for k, *pairs in self._each(told, submit):
             found[k] = pairs
         parts = [found[t.k] for t in told]  # in user order
         if not parts:
@@ -105,16 +102,14 @@ class PointsOnWorkers:
     def _cells(self, told: list[Any], side: float) -> tuple[pd.DataFrame, np.ndarray]:
         """The cells of every range's points on the grid of `side`: the table of a local
         run (space.grid_cells) and their keys, sorted."""
-        client = self.kept.client
 
         def cells(i: int) -> Any:
             return self._pinned(range_cells, told[i], side)
 
-        holders = {t.worker for t in told}
-        seen = list(windowed(client, range(len(told)), cells, holders))  # in any order
-        everything = np.concatenate(seen) if seen else np.zeros(0, np.int64)
-        cx, cy, _ = distinct_cells(*cells_of_keys(everything), inverse=False)
-        keys = cell_keys(cx, cy)
+        seen = list(self._each(told, cells))  # in any order
+        # keys sort as the cells' ids: their distinct ones are the cells of a local run
+        keys = np.unique(np.concatenate(seen)) if seen else np.zeros(0, np.int64)
+        cx, cy = cells_of_keys(keys)
         lon, lat, off_map = cell_centres(cx, cy, side, self.crs)
         if off_map.any():  # each off the map at its nearest point, of any range
             off = keys[off_map]
@@ -122,7 +117,7 @@ class PointsOnWorkers:
             def nearest(i: int) -> Any:
                 return self._pinned(range_nearest, told[i], side, off)
 
-            found = {k: rest for k, *rest in windowed(client, range(len(told)), nearest, holders)}
+            found = {k: rest for k, *rest in self._each(told, nearest)}
             best = np.full(off.size, np.inf)
             x, y = np.zeros(off.size), np.zeros(off.size)
             for t in told:  # in range order: the first point on ties
@@ -135,9 +130,12 @@ class PointsOnWorkers:
 
     def _pinned(self, task: Any, told: Any, *args: Any) -> Any:
         """`task` run on the worker holding the range's points."""
-        return self.kept.client.submit(
-            task, told, *args, pure=False, workers=[told.worker], allow_other_workers=False
-        )
+        return pinned(self.kept.client, told.worker, task, told, *args)
+
+    def _each(self, told: list[Any], submit: Any) -> Any:
+        """The results of `submit(i)` for each of the ranges `told` (`windowed`)."""
+        holders = {t.worker for t in told}
+        return windowed(self.kept.client, range(len(told)), submit, holders)
 
     def close(self) -> None:
         """The points removed from the workers (once; later calls do nothing)."""

@@ -130,8 +130,7 @@ class DaskRunner:
             where = [self.addresses[k % len(self.addresses)]] if self.addresses else None
             handle = self._scattered(shared, where)
             del shared
-            if prepare is not None:
-                handles.append(handle)  # released with the others at the end
+            if prepare is not None:  # the shard as sent goes once prepared (a dependency)
                 handle = self.client.submit(
                     prepare, handle, pure=False, workers=where, allow_other_workers=True
                 )
