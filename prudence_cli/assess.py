@@ -223,7 +223,8 @@ def _silent(done: int, total: int, message: str, unit: str = "") -> None:
 
 def _prepare(config: Config, report: ProgressCallback, client: Any = None) -> Prepared:
     """The selection, read and selected here, or on the workers of a Dask `client`."""
-    name = config.input.path.name
+    store = config.input.store
+    name = store.name if store is not None else config.input.path.name
     report(0, 0, f"reading {name}")
 
     def heard(done: int, size: int) -> None:
@@ -430,9 +431,10 @@ def _manifest(
         config_file=str(config.file.resolve()),
         config=config.raw,
         seed=config.seed,
-        inputs=tuple(
-            InputFile(str(p), sha256_file(p), p.stat().st_size) for p in config.input_files
-        ),
+        inputs=tuple(  # a file fetched from an object store: by its URL, as fetched
+            InputFile(url, digest, size) for url, (digest, size) in prepared.fetched.items()
+        )
+        + tuple(InputFile(str(p), sha256_file(p), p.stat().st_size) for p in config.input_files),
         invalid_rows=InvalidRows(config.input.on_invalid, dict(prepared.dropped)),
         input_cache=cache or {"used": False, "reason": f"input.cache: {config.input.cache}"},
         selection=_selection_entry(selection),

@@ -33,6 +33,7 @@ import itertools
 import os
 import pickle
 import shutil
+import tempfile
 import time
 import uuid
 from collections import Counter
@@ -45,11 +46,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.csv as pacsv
-import pyarrow.parquet as pq
 
 from prudence_cli import columns as C
+from prudence_cli.cluster_ranges import cut_bounds, glimpse
 from prudence_cli.cluster_select import Assembly, Told, finish_range, numbering, select_range
 from prudence_cli.config import Config
 from prudence_cli.errors import InputError
@@ -57,6 +56,7 @@ from prudence_cli.heap import give_back
 from prudence_cli.io.checksums import remember, sha256_fresh
 from prudence_cli.io.dataset import data_files
 from prudence_cli.io.points import ReadProgress, read_file
+from prudence_cli.io.remote import RemoteFile, fetched, listed
 from prudence_cli.io.specs import PointsSpec
 from prudence_cli.io.tables import read_segments, read_towers
 from prudence_cli.select import Selection
@@ -64,32 +64,37 @@ from prudence_cli.select import Selection
 
 def read_and_select(
     client: Any, config: Config, progress: ReadProgress | None = None, keep: bool = False
-) -> tuple[Selection, dict[str, int], Kept | None]:
+) -> tuple[Selection, dict[str, int], Kept | None, dict[str, tuple[str, int]]]:
     """The Selection of the config's input, read and selected on the workers of `client`
     (see the module docstring), and the invalid rows dropped, by reason. When `keep`,
     the selected points stay on the workers (the Selection's table is empty) and what
-    finds them there is returned, to be closed once used; else None."""
+    finds them there is returned, to be closed once used; else None. Last, the sha256
+    and size of each file fetched from an object store, by URL (io/remote.py)."""
     spec = config.input.spec()
-    files = data_files(spec.path)
+    files: tuple[Path | RemoteFile, ...] = (
+        listed(spec.store) if spec.store is not None else data_files(spec.path)
+    )
     towers = read_towers(spec.towers) if spec.towers is not None else None
     segments = read_segments(spec.segments) if spec.segments is not None else None
     (tables,) = client.scatter([(towers, segments)], broadcast=True, hash=False)
     user = spec.columns.user
     glimpses = client.gather(
-        [client.submit(_glimpse, f, user, spec.delimiter, pure=False) for f in files]
+        [client.submit(glimpse, f, user, spec.delimiter, pure=False) for f in files]
     )
-    bounds = _bounds(glimpses, _ranges(client, sum(rows for rows, _ in glimpses)))
+    bounds = cut_bounds(glimpses, _ranges(client, sum(rows for rows, _ in glimpses)))
     alone = len(files) == 1
     # the cache is found by the inputs' contents, so with one they are hashed here already
     hashed = config.input.cache != "parquet"
     scratch = _Scratch(uuid.uuid4().hex)
     kept: Kept | None = None
+    fetched: dict[str, tuple[str, int]] = {}
     split: list[Any] = []
     try:
         split = [
             client.submit(
                 _read_split,
-                replace(spec, path=f),
+                spec,
+                f,
                 tables,
                 alone,
                 bounds,
@@ -99,7 +104,7 @@ def read_and_select(
             )
             for f in files
         ]
-        _heard(split, [f.stat().st_size for f in files], progress)
+        _heard(split, [_size(f) for f in files], progress)
         for future in split:  # the first file's error in file order, as a local run says
             if future.status == "error":
                 future.result()
@@ -108,11 +113,15 @@ def read_and_select(
         dropped: Counter[str] = Counter()
         for file, s in zip(files, found, strict=True):
             dropped.update(s.dropped)
-            if s.version is not None:  # the catalog records the sha256 the worker took
-                size, modified, digest = s.version
+            if s.version is None:
+                continue
+            size, modified, digest = s.version  # the catalog records the sha256 taken
+            if isinstance(file, RemoteFile):
+                fetched[file.url] = (digest, size)
+            else:
                 remember((str(file.resolve()), size, modified), digest)
         if rows_read == 0:
-            raise InputError(spec.path, f"holds no data rows in any of its {len(files)} files")
+            raise InputError(spec.shown, f"holds no data rows in any of its {len(files)} files")
         ranges = len(bounds) + 1
         selection, told = _selected(
             client, found, ranges, config, scratch, rows_read, segments, keep
@@ -127,7 +136,7 @@ def read_and_select(
             # until the worker stops and Dask removes its directory)
             client.cancel([future for future in split if not future.done()])
             _removed(client, scratch)
-    return selection, dict(dropped), kept
+    return selection, dict(dropped), kept, fetched
 
 
 @dataclass(frozen=True)
@@ -338,8 +347,6 @@ def _heard(futures: list[Any], sizes: list[int], progress: ReadProgress | None) 
 # 95 % of their limit on 10M people)
 SELECT_BYTES_PER_ROW = 160
 SELECT_SHARE = 8
-# user ids a file shows of itself to place the ranges' bounds
-GLIMPSED_IDS = 20_000
 
 
 def _ranges(client: Any, rows: int) -> int:
@@ -355,60 +362,40 @@ def _ranges(client: Any, rows: int) -> int:
     return ranges
 
 
-def _glimpse(path: Path, user: str, delimiter: str) -> tuple[int, pa.Array]:
-    """A file's rows and an even sample of its user ids, as written, read quickly and
-    not checked (the bounds of the ranges need no more); nothing when it cannot be read
-    so (the careful read then says why)."""
-    try:
-        if path.suffix == ".parquet":
-            ids = pq.read_table(path, columns=[user]).column(user)
-        else:
-            options = pacsv.ConvertOptions(include_columns=[user], column_types={user: pa.string()})
-            parse = pacsv.ParseOptions(delimiter=delimiter)
-            ids = pacsv.read_csv(path, parse_options=parse, convert_options=options).column(user)
-    except (OSError, pa.ArrowException):
-        return 0, pa.array([], type=pa.string())
-    rows = len(ids)
-    ids = pc.drop_null(pc.cast(ids.combine_chunks(), pa.string()))  # missing: not an id
-    step = max(len(ids) // GLIMPSED_IDS, 1)
-    return rows, ids.take(pa.array(np.arange(0, len(ids), step)))
-
-
-def _bounds(glimpses: list[tuple[int, pa.Array]], ranges: int) -> list[str]:
-    """Ids that cut the sorted ids of every file into `ranges` ranges of about equal rows
-    (each file's sample weighs its rows): a range holds the ids from one bound (included)
-    to the next (excluded)."""
-    samples = [(rows, ids) for rows, ids in glimpses if len(ids)]
-    if ranges <= 1 or not samples:
-        return []
-    ids = pa.concat_arrays([ids for _, ids in samples])
-    weight = np.concatenate([np.full(len(ids), rows / len(ids)) for rows, ids in samples])
-    order = pc.sort_indices(ids).to_numpy()
-    cumulative = np.cumsum(weight[order])
-    at = np.searchsorted(cumulative, cumulative[-1] * np.arange(1, ranges) / ranges)
-    cuts = ids.take(pa.array(order[np.minimum(at, len(order) - 1)])).to_pylist()
-    return sorted(set(cuts))
-
-
 def _read_split(
     spec: PointsSpec,
+    file: Path | RemoteFile,
     tables: tuple[Any, Any],
     alone: bool,
     bounds: list[str],
     hashed: bool,
     scratch: _Scratch,
 ) -> _Split:
-    """A file read (as a local run reads it) and its rows cut by the ranges of `bounds`,
-    in row order, each piece written to this worker's `scratch`; its rows read and
-    dropped; when `hashed`, its size, modification time and sha256, hashed while it is
-    read (see `_version`). The file's table lives only in here."""
+    """A file of the input `spec` read (as a local run reads it) and its rows cut by the
+    ranges of `bounds`, in row order, each piece written to this worker's `scratch`; its
+    rows read and dropped; when `hashed`, its size, modification time and sha256, hashed
+    while it is read (see `_version`). A file in an object store is fetched into a
+    temporary folder of the worker's directory first (its modification time then 0),
+    and removed once read. The file's table lives only in here."""
     from distributed import get_worker
 
     towers, segments = tables
-    with ThreadPoolExecutor(1) as pool:
-        hashing = pool.submit(_version, spec.path) if hashed else None
-        raw = read_file(spec, towers, segments, None, alone=alone)
-        version = hashing.result() if hashing is not None else None
+    if isinstance(file, RemoteFile):
+        # fetched beside the run's folder, not in it: removed whatever becomes of the run
+        with (
+            tempfile.TemporaryDirectory(
+                prefix="prudence-", dir=get_worker().local_directory
+            ) as folder,
+            fetched(file, Path(folder)) as copy,
+        ):
+            local = replace(spec, path=copy.path, store=None)
+            raw = read_file(local, towers, segments, None, alone=alone)
+        version: tuple[int, int, str] | None = (copy.size, 0, copy.sha256)
+    else:
+        with ThreadPoolExecutor(1) as pool:
+            hashing = pool.submit(_version, file) if hashed else None
+            raw = read_file(replace(spec, path=file), towers, segments, None, alone=alone)
+            version = hashing.result() if hashing is not None else None
     paths = [
         scratch.written(f"{uuid.uuid4().hex}.pickle", piece) if len(piece) else None
         for piece in _cut(raw.table, bounds)
@@ -449,6 +436,10 @@ def _load(path: str) -> pd.DataFrame:
         piece: pd.DataFrame = pickle.load(file)
     os.unlink(path)
     return piece
+
+
+def _size(file: Path | RemoteFile) -> int:
+    return file.size if isinstance(file, RemoteFile) else file.stat().st_size
 
 
 def _version(path: Path) -> tuple[int, int, str] | None:

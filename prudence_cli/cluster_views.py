@@ -51,18 +51,19 @@ def views_on_workers(config: Config) -> bool:
 
 def read_on_workers(
     client: Any, config: Config, progress: ReadProgress | None, keep: bool
-) -> tuple[Selection, dict[str, int]]:
+) -> tuple[Selection, dict[str, int], dict[str, tuple[str, int]]]:
     """The Selection read and selected on the workers (cluster_input); when `keep` and
     the dataviews allow it (`views_on_workers`), with its points left there, found
-    through `selection.placed` (a PointsOnWorkers, closed by the caller)."""
+    through `selection.placed` (a PointsOnWorkers, closed by the caller). Also the
+    invalid rows dropped and the files fetched from an object store (read_and_select)."""
     keep = keep and views_on_workers(config)
-    selection, dropped, kept = read_and_select(client, config, progress, keep)
+    selection, dropped, kept, fetched = read_and_select(client, config, progress, keep)
     if kept is not None:
         placed = PointsOnWorkers(kept, selection.crs, selection.locations)
         selection.placed = placed
         # a caller that forgets to close it (library use): the files go with the Selection
         weakref.finalize(selection, placed.close)
-    return selection, dropped
+    return selection, dropped, fetched
 
 
 @dataclass

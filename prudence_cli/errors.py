@@ -65,8 +65,10 @@ class InputError(PrudenceError):
     """An input file is unusable or holds an invalid row; names the file and line."""
 
     def __init__(self, file: Path | str, message: str, line: int | None = None) -> None:
-        self.file = Path(file)
+        # a file in an object store keeps its URL (a Path would fold its `//`)
+        self.file: Path | str = file if "://" in str(file) else Path(file)
         self.line = line
+        self.reason = message  # the message without the file and line (to name another)
         name = str(self.file)
         if len(name) > _MESSAGE_LIMIT // 2:  # keep the file's own name, cut its folders
             name = "…" + name[-(_MESSAGE_LIMIT // 2) :]

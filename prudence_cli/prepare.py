@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ class Prepared:
     selection: Selection
     dropped: dict[str, int]  # invalid rows dropped, by reason
     cache: dict[str, Any]  # what the catalog records about the cache (empty: none)
+    fetched: dict[str, tuple[str, int]] = field(default_factory=dict)  # URL: sha256, bytes
 
 
 def prepare(config: Config, progress: ReadProgress | None = None, client: Any = None) -> Prepared:
@@ -49,27 +50,28 @@ def prepare(config: Config, progress: ReadProgress | None = None, client: Any = 
     close `selection.placed` once the dataviews are built, or the workers keep the
     run's files until the Selection is collected."""
     if config.input.cache != "parquet":
-        return Prepared(*_read_and_select(config, progress, client), {})
-    key = cache_key(config)
+        selection, dropped, fetched = _read_and_select(config, progress, client)
+        return Prepared(selection, dropped, {}, fetched)
+    key = cache_key(config)  # (an input in an object store takes no cache: config/parse.py)
     folder = (config.input.cache_dir or config.file.parent / ".prudence-cache") / key
     found = _load(folder, config)
     if found is not None:
         return Prepared(found[0], found[1], {"key": key, "folder": str(folder), "used": True})
-    selection, dropped = _read_and_select(config, progress, client)
+    selection, dropped, _ = _read_and_select(config, progress, client)
     _store(folder, selection, dropped, key)
     return Prepared(selection, dropped, {"key": key, "folder": str(folder), "used": False})
 
 
 def _read_and_select(
     config: Config, progress: ReadProgress | None, client: Any
-) -> tuple[Selection, dict[str, int]]:
+) -> tuple[Selection, dict[str, int], dict[str, tuple[str, int]]]:
     if client is not None:
         from prudence_cli.cluster_views import read_on_workers
 
         # the points stay on the workers unless the cache must store them
         return read_on_workers(client, config, progress, keep=config.input.cache != "parquet")
     raw = read_points(config.input.spec(), progress)
-    return select(raw, config), dict(raw.dropped)
+    return select(raw, config), dict(raw.dropped), raw.fetched
 
 
 def cache_key(config: Config) -> str:

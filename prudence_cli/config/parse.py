@@ -7,12 +7,12 @@ The objects are in config/schema.py, the typed accessors in config/reader.py.
 from __future__ import annotations
 
 import re
-import zoneinfo
 from pathlib import Path
 from typing import Any
 
 from prudence_cli.config.dimensions import FORMATS, SEGMENT_FORMATS
 from prudence_cli.config.engine import parse_engine
+from prudence_cli.config.inputs import parse_input
 from prudence_cli.config.knowledge import ATTACK_SCHEMAS, KnowledgeLevel
 from prudence_cli.config.loader import read_yaml
 from prudence_cli.config.mechanisms import MECHANISMS, Setting
@@ -21,21 +21,16 @@ from prudence_cli.config.policy import parse_policy
 from prudence_cli.config.reader import Reader
 from prudence_cli.config.schema import (
     COVERAGES,
-    INPUT_FORMATS,
     POINT_MODES,
     Aggregate,
     Area,
     AttackConfig,
     Config,
     DataviewConfig,
-    InputConfig,
     RandomizeConfig,
-    SegmentsConfig,
     SelectConfig,
-    TowersConfig,
 )
 from prudence_cli.errors import shown
-from prudence_cli.io.specs import ColumnMap
 from prudence_cli.units import parse_duration, parse_size
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -54,7 +49,7 @@ def parse_config(data: object, file: Path) -> Config:
     name = top.get("name", file.stem)
     if not isinstance(name, str) or not _NAME.match(name):
         r.fail("name", f"{shown(name)} is not a name of letters, digits, '.', '_' or '-'")
-    input_config = _parse_input(r, top["input"])
+    input_config = parse_input(r, top["input"])
     select = _parse_select(r, top.get("select", {}), input_config.timezone)
     dataview = _parse_dataview(r, top["dataview"], input_config.format)
     if dataview.format in SEGMENT_FORMATS and input_config.format != "segments":
@@ -120,94 +115,6 @@ def _projected_crs(text: object) -> str:
     from prudence_cli.projections import check_projected_crs
 
     return check_projected_crs(text)
-
-
-def _parse_input(r: Reader, data: object) -> InputConfig:
-    m = r.mapping(
-        data,
-        "input",
-        required={"path"},
-        allowed={
-            "path",
-            "format",
-            "columns",
-            "towers",
-            "segments",
-            "timezone",
-            "time_format",
-            "delimiter",
-            "on_invalid",
-            "cache",
-            "cache_dir",
-        },
-    )
-    fmt = r.choice(m.get("format", "gps"), "input.format", INPUT_FORMATS)
-    columns_data = r.mapping(
-        m.get("columns", {}),
-        "input.columns",
-        allowed={"user", "time", "lat", "lon", "tower", "trip", "segment", "enter", "leave"},
-    )
-    columns = ColumnMap(**{k: r.string(v, f"input.columns.{k}") for k, v in columns_data.items()})
-    towers = None
-    if fmt == "cdr":
-        if "towers" not in m:
-            r.fail("input.towers", "a cdr input needs a towers CSV (tower, lat, lon)")
-        towers = _parse_towers(r, m["towers"])
-    elif "towers" in m:
-        r.fail("input.towers", "only a cdr input takes a towers table")
-    segments = None
-    if fmt == "segments":
-        if "segments" not in m:
-            r.fail("input.segments", "a segments input needs a segments CSV (segment, wkt)")
-        segments = _parse_segments(r, m["segments"])
-    elif "segments" in m:
-        r.fail("input.segments", "only a segments input takes a segments table")
-    timezone = r.string(m.get("timezone", "UTC"), "input.timezone")
-    try:
-        zoneinfo.ZoneInfo(timezone)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a name too long
-        r.fail("input.timezone", f"{shown(timezone)} is not an IANA time zone like Europe/Rome")
-    delimiter = r.string(m.get("delimiter", ","), "input.delimiter")
-    if len(delimiter) != 1:
-        r.fail("input.delimiter", f"{shown(delimiter)} must be a single character")
-    return InputConfig(
-        path=r.path(m["path"], "input.path"),
-        format=fmt,
-        columns=columns,
-        towers=towers,
-        timezone=timezone,
-        time_format=r.choice(
-            m.get("time_format", "auto"), "input.time_format", ("auto", "iso", "epoch")
-        ),
-        delimiter=delimiter,
-        on_invalid=r.choice(m.get("on_invalid", "stop"), "input.on_invalid", ("stop", "drop")),
-        segments=segments,
-        cache=r.choice(m.get("cache", "none"), "input.cache", ("none", "parquet")),
-        cache_dir=r.path(m["cache_dir"], "input.cache_dir") if "cache_dir" in m else None,
-    )
-
-
-def _parse_segments(r: Reader, data: object) -> SegmentsConfig:
-    if isinstance(data, str):
-        return SegmentsConfig(path=r.path(data, "input.segments"))
-    m = r.mapping(data, "input.segments", required={"path"}, allowed={"path", "columns"})
-    names = {"segment", "wkt", "start_lat", "start_lon", "end_lat", "end_lon"}
-    cols = r.mapping(m.get("columns", {}), "input.segments.columns", allowed=names)
-    return SegmentsConfig(
-        path=r.path(m["path"], "input.segments.path"),
-        **{k: r.string(v, f"input.segments.columns.{k}") for k, v in cols.items()},
-    )
-
-
-def _parse_towers(r: Reader, data: object) -> TowersConfig:
-    if isinstance(data, str):
-        return TowersConfig(path=r.path(data, "input.towers"))
-    m = r.mapping(data, "input.towers", required={"path"}, allowed={"path", "columns"})
-    cols = r.mapping(m.get("columns", {}), "input.towers.columns", allowed={"tower", "lat", "lon"})
-    return TowersConfig(
-        path=r.path(m["path"], "input.towers.path"),
-        **{k: r.string(v, f"input.towers.columns.{k}") for k, v in cols.items()},
-    )
 
 
 def _parse_select(r: Reader, data: object, timezone: str) -> SelectConfig:

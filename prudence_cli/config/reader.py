@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from prudence_cli.errors import SHOWN_WIDTH, ConfigError, shown
+from prudence_cli.io.remote import is_url, local_path
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -74,8 +75,15 @@ class Reader:
         return float(value)
 
     def path(self, value: object, key: str) -> Path:
+        """A local file's path (a `file://` URL too), relative to the config's folder."""
         text = self.string(value, key)
-        p = Path(text).expanduser()
+        if is_url(text):
+            self.fail(
+                key,
+                f"{shown(text)}: only input.path may name an object store (a URL); "
+                "name a local path here (copy the file to this machine)",
+            )
+        p = Path(local_path(text)).expanduser()
         return p if p.is_absolute() else (self.folder / p).resolve()
 
     def convert(self, value: object, key: str, parse: Callable[[object], T]) -> T:

@@ -13,6 +13,7 @@ from prudence_cli.config.mechanisms import Setting
 from prudence_cli.config.mobility import MobilityConfig
 from prudence_cli.config.policy import ReleasePolicy
 from prudence_cli.io.dataset import data_files
+from prudence_cli.io.remote import Store
 from prudence_cli.io.specs import ColumnMap, PointsSpec, SegmentsSpec, TowersSpec
 
 if TYPE_CHECKING:
@@ -43,11 +44,14 @@ class InputConfig:
     segments: SegmentsConfig | None = None
     cache: str = "none"  # none | parquet: keep the prepared points for the next run
     cache_dir: Path | None = None  # default: .prudence-cache beside the config
+    store: Store | None = None  # an input in an object store: its URL (`path` shows it)
 
     @property
     def files(self) -> tuple[Path, ...]:
-        """The files `path` names: itself, or those of a folder or pattern (io.dataset)."""
-        return data_files(self.path)
+        """The local files `path` names: itself, or those of a folder or pattern
+        (io.dataset); none for an input in an object store (listed as it is read:
+        io/remote.py)."""
+        return () if self.store is not None else data_files(self.path)
 
     def spec(self) -> PointsSpec:
         """What the points reader needs (io.points): the files, columns and parsing."""
@@ -61,6 +65,7 @@ class InputConfig:
             time_format=self.time_format,
             delimiter=self.delimiter,
             on_invalid=self.on_invalid,
+            store=self.store,
         )
 
 

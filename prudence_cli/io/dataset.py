@@ -39,13 +39,13 @@ def data_files(path: Path) -> tuple[Path, ...]:
     InputError when it names none."""
     if is_pattern(path):
         root = _fixed_part(path)
-        named = any(_bookkeeping(part) for part in path.relative_to(root).parts)
+        named = any(bookkeeping(part) for part in path.relative_to(root).parts)
         found = sorted(Path(p) for p in glob.glob(str(path), recursive=True))
         files = tuple(
             p
             for p in found
             if p.is_file()
-            and (named or not any(_bookkeeping(part) for part in p.relative_to(root).parts))
+            and (named or not any(bookkeeping(part) for part in p.relative_to(root).parts))
         )
         if not files:
             raise InputError(
@@ -82,8 +82,8 @@ def _walked(folder: Path) -> list[Path]:
             folders[:] = []
             continue
         seen.add(real)
-        folders[:] = [f for f in folders if not _bookkeeping(f)]
-        files.extend(Path(top) / n for n in names if not _bookkeeping(n))
+        folders[:] = [f for f in folders if not bookkeeping(f)]
+        files.extend(Path(top) / n for n in names if not bookkeeping(n))
     return sorted(p for p in files if p.is_file())
 
 
@@ -91,7 +91,7 @@ def _is_data(name: str) -> bool:
     return name.lower().endswith(DATA_SUFFIXES)
 
 
-def _bookkeeping(name: str) -> bool:
+def bookkeeping(name: str) -> bool:
     """Hidden files and the marker and checksum files that Spark, Hive and Hadoop write
     beside the data."""
     return name.startswith((".", "_"))

@@ -19,6 +19,7 @@ only by them.
 from __future__ import annotations
 
 import os
+import tempfile
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -35,13 +36,12 @@ from prudence_cli import columns as C
 from prudence_cli.errors import InputError
 from prudence_cli.io.dataset import data_files
 from prudence_cli.io.fast_points import read_plain
-from prudence_cli.io.geojson import read_area_geojson
 from prudence_cli.io.labels import Labels, united
+from prudence_cli.io.remote import fetched, listed
 from prudence_cli.io.specs import PointsSpec
-from prudence_cli.io.tables import read_segments, read_towers, segments_columns
+from prudence_cli.io.tables import read_segments, read_towers
 from prudence_cli.io.text import (
     check_columns,
-    check_gzip,
     read_csv_chunks,
     read_header,
     reading,
@@ -62,6 +62,7 @@ class RawPoints:
     rows_read: int = 0
     dropped: Counter[str] = field(default_factory=Counter)
     segments: pd.DataFrame | None = None  # segment (str), geometry (lon/lat LineString)
+    fetched: dict[str, tuple[str, int]] = field(default_factory=dict)  # URL: sha256, bytes
 
 
 def input_columns(spec: PointsSpec) -> dict[str, str]:
@@ -83,10 +84,13 @@ def read_points(spec: PointsSpec, progress: ReadProgress | None = None) -> RawPo
     """Read a gps, cdr or segments input into RawPoints (cdr rows take their tower's
     position); `progress` hears how far into the input the reading is. An input of
     several files (a folder or a glob pattern, io.dataset) is read file by file, and
-    the files' points make one table."""
-    files = data_files(spec.path)
+    the files' points make one table; an input in an object store is fetched file by
+    file (io/remote.py)."""
     towers = read_towers(spec.towers) if spec.towers is not None else None
     segments = read_segments(spec.segments) if spec.segments is not None else None
+    if spec.store is not None:
+        return _read_fetched(spec, towers, segments, progress)
+    files = data_files(spec.path)
     if files == (spec.path,):
         return read_file(spec, towers, segments, progress)
     sizes = [f.stat().st_size for f in files]
@@ -104,6 +108,37 @@ def read_points(spec: PointsSpec, progress: ReadProgress | None = None) -> RawPo
     if sum(part.rows_read for part in parts) == 0:
         raise InputError(spec.path, f"holds no data rows in any of its {len(files)} files")
     return merged(parts)
+
+
+def _read_fetched(
+    spec: PointsSpec,
+    towers: pd.DataFrame | None,
+    segments: pd.DataFrame | None,
+    progress: ReadProgress | None,
+) -> RawPoints:
+    """`read_points` of an input in an object store: each file fetched into a temporary
+    folder, read there, and removed; `progress` hears the bytes fetched."""
+    assert spec.store is not None
+    files = listed(spec.store)
+    total, before = sum(f.size for f in files), 0
+    parts, sums = [], {}
+    with tempfile.TemporaryDirectory(prefix="prudence-fetch-") as folder:
+        for file in files:
+
+            def heard(done: int, _size: int, before: int = before) -> None:
+                if progress is not None:
+                    progress(before + done, total)
+
+            with fetched(file, Path(folder), heard) as copy:
+                local = replace(spec, path=copy.path, store=None)
+                parts.append(read_file(local, towers, segments, None, alone=len(files) == 1))
+            sums[file.url] = (copy.sha256, copy.size)
+            before += file.size
+    if sum(part.rows_read for part in parts) == 0:
+        raise InputError(spec.store.url, f"holds no data rows in any of its {len(files)} files")
+    raw = merged(parts) if len(parts) > 1 else parts[0]
+    raw.fetched = sums
+    return raw
 
 
 def merged(parts: list[RawPoints]) -> RawPoints:
@@ -397,72 +432,3 @@ def _empty_points() -> pd.DataFrame:
             C.LON: pd.Series([], dtype=float),
         }
     )
-
-
-@dataclass(frozen=True)
-class CheckedFile:
-    """One input file read by `check_inputs`, and what was found (`str`: a line)."""
-
-    path: Path
-    role: str  # input, towers, segments, area, regions or scores
-    count: int | None  # rows of a table, polygons of a layer; None: rows not read
-    found: str  # in words
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.found}"
-
-    def to_json(self) -> dict[str, object]:
-        return {"path": str(self.path), "role": self.role, "count": self.count, "found": self.found}
-
-
-def check_inputs(spec: PointsSpec, area_path: Path | None = None) -> list[CheckedFile]:
-    """Check the input's header (and that a .gz input is whole), read the towers or
-    segments table and a GeoJSON area as `read_points` does; the input's rows are
-    checked only as they are read.
-
-    Returns each checked file; raises InputError on the first problem.
-    """
-    checked = []
-    needed = input_columns(spec)
-    files = data_files(spec.path)
-    several = files != (spec.path,)
-    empty = [f for f in files if several and f.stat().st_size == 0]
-    for file in files:
-        if file not in empty:
-            header = read_header(file, spec.delimiter)
-            check_columns(file, header, needed, "input.columns")
-            check_gzip(file)
-    present = f"columns {', '.join(needed.values())} present"
-    if not several:
-        checked.append(CheckedFile(spec.path, "input", None, present))
-    else:
-        found = f"{_files(len(files))} ({_kinds(files)}), {present} in each"
-        if empty:
-            found += f" ({_files(len(empty))} empty: no rows)"
-        checked.append(CheckedFile(spec.path, "input", None, found))
-    if spec.towers is not None:
-        towers = spec.towers
-        table = read_towers(towers)
-        found = f"{len(table):,} towers, columns present and valid"
-        checked.append(CheckedFile(towers.path, "towers", len(table), found))
-    if spec.segments is not None:
-        segs = spec.segments
-        wanted = segments_columns(segs, read_header(segs.path))
-        table = read_segments(segs)
-        found = f"{len(table):,} segments, columns {', '.join(wanted.values())} present and valid"
-        checked.append(CheckedFile(segs.path, "segments", len(table), found))
-    if area_path is not None:
-        area = read_area_geojson(area_path)
-        polygons = len(getattr(area, "geoms", [area]))
-        checked.append(CheckedFile(area_path, "area", polygons, "polygon area readable"))
-    return checked
-
-
-def _files(n: int) -> str:
-    return f"{n:,} file" if n == 1 else f"{n:,} files"
-
-
-def _kinds(files: tuple[Path, ...]) -> str:
-    """How many of `files` are of each kind, e.g. `18 Parquet, 2 CSV`."""
-    kinds = Counter("Parquet" if f.suffix == ".parquet" else "CSV" for f in files)
-    return ", ".join(f"{n:,} {kind}" for kind, n in kinds.most_common())

@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from prudence_cli.io import points
+from prudence_cli.io import input_checks, points
 from prudence_cli.io.geojson import read_area_geojson, read_region_layer
-from prudence_cli.io.points import CHUNK_ROWS, CheckedFile, RawPoints, ReadProgress, input_columns
+from prudence_cli.io.input_checks import CheckedFile
+from prudence_cli.io.points import CHUNK_ROWS, RawPoints, ReadProgress, input_columns
 from prudence_cli.io.specs import (
     ColumnMap,
     PointsSource,
@@ -70,9 +71,9 @@ def check_inputs(
     dimensions: Sequence[str] = (),
 ) -> list[CheckedFile]:
     """Check every input file the way an assessment reads it, except the rows of the
-    points input (see io.points.check_inputs): also the GeoJSON region `layers` and the
+    points input (see io.input_checks): also the GeoJSON region `layers` and the
     utility `scores` CSV (with a column per dataview dimension). One entry per file."""
-    checked = points.check_inputs(points_spec(source), area_path)
+    checked = input_checks.check_inputs(points_spec(source), area_path)
     for path in layers:
         regions = read_region_layer(path)
         found = f"{len(regions):,} regions readable"

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from prudence_cli.io.remote import Store
+
 
 @dataclass(frozen=True)
 class ColumnMap:
@@ -61,6 +63,12 @@ class PointsSpec:
     time_format: str = "auto"  # auto | iso | epoch
     delimiter: str = ","
     on_invalid: str = "stop"  # stop | drop
+    store: Store | None = None  # `path` in an object store: its URL (io/remote.py)
+
+    @property
+    def shown(self) -> str:
+        """How messages name the input: its path, or its URL."""
+        return self.store.url if self.store is not None else str(self.path)
 
     @property
     def is_parquet(self) -> bool:

@@ -123,7 +123,7 @@ def read_header(path: Path, delimiter: str = ",") -> list[str]:
     return next(csv.reader([first], delimiter=delimiter))
 
 
-def check_columns(path: Path, header: list[str], needed: dict[str, str], key: str) -> None:
+def check_columns(path: Path | str, header: list[str], needed: dict[str, str], key: str) -> None:
     """InputError naming a missing or repeated column and the config key that maps it.
     Column names are quoted when spaces or invisible characters would hide them."""
     for field_name, column in needed.items():
@@ -141,7 +141,7 @@ def check_columns(path: Path, header: list[str], needed: dict[str, str], key: st
                 f"has {len(positions)} columns named {shown(column)} (columns "
                 f"{', '.join(positions)}), so the {field_name} is ambiguous: rename or "
                 f"remove all but one, or name another column with {key}.{field_name}",
-                line=None if path.suffix == ".parquet" else 1,
+                line=None if str(path).endswith(".parquet") else 1,
             )
 
 

@@ -141,20 +141,55 @@ def _tasks_run(address: str) -> tuple[dict[str, int], list[int]]:
         return client.run_on_scheduler(seen), list(client.run(transitions).values())
 
 
-def _config(folder: Path, parts: Path) -> Path:
+def _config(folder: Path, parts: Path, url: str = "", options: dict | None = None) -> Path:
+    """The demo's config on `parts`, or on the `url` of a store with its `options`."""
     text = (ROOT / "configs" / "demo.yaml").read_text(encoding="utf-8")
-    text = text.replace("path: ../sample_data/pisa_gps.csv.gz", f"path: {parts}")
+    path = f"{url}\n  storage_options: {json.dumps(options)}" if url else str(parts)
+    text = text.replace("path: ../sample_data/pisa_gps.csv.gz", f"path: {path}")
     text = text.replace("grid: [250m, 500m, 750m]", "grid: [500m]")
     text = text.replace("frequency: [1, 4, 7, 10, 13]", "frequency: [1, 7]")
     text += "engine: {memory: 2MB}  # partitions small enough to make several per level\n"
-    assert f"path: {parts}" in text and "grid: [500m]" in text
-    config = folder / "split.yaml"
+    assert f"path: {path}" in text and "grid: [500m]" in text
+    config = folder / ("stored.yaml" if url else "split.yaml")
     config.write_text(text, encoding="utf-8")
     return config
 
 
+@contextlib.contextmanager
+def _in_a_store(parts: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, str]]:
+    """`parts` uploaded to a bucket of an S3 endpoint on 127.0.0.1 (moto's server), its
+    credentials in the environment that the workers started next inherit: the URL of
+    the parts and the endpoint."""
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    try:
+        host, port = server.get_host_and_port()
+        endpoint = f"http://{host}:{port}"
+        for variable in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+            monkeypatch.setenv(variable, "testing")
+        monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+        store = boto3.client("s3", endpoint_url=endpoint)
+        store.create_bucket(Bucket="exports")
+        for file in sorted(parts.rglob("*")):
+            if file.is_file():
+                key = f"gps/{file.relative_to(parts).as_posix()}"
+                store.put_object(Bucket="exports", Key=key, Body=file.read_bytes())
+        yield "s3://exports/gps/", endpoint
+    finally:
+        server.stop()
+
+
 @pytest.mark.skipif(not DASK.exists(), reason="the dask command line is not installed")
-def test_assess_on_a_scheduler_and_two_worker_processes_gives_the_local_catalog(tmp_path):
+def test_assess_on_a_scheduler_and_two_worker_processes_gives_the_local_catalog(
+    tmp_path, monkeypatch
+):
+    """From parts on a shared disk, then from the same parts in an object store (each
+    worker fetching the parts it reads, with the credentials of its environment)."""
+    pytest.importorskip("s3fs")
+    pytest.importorskip("moto.server")
     parts = tmp_path / "parts"
     _split(ROOT / "sample_data" / "pisa_gps.csv.gz", parts)
     config = _config(tmp_path, parts)
@@ -165,7 +200,7 @@ def test_assess_on_a_scheduler_and_two_worker_processes_gives_the_local_catalog(
         check=False,
     )
     assert local.returncode == 0, local.stderr
-    with deployment(tmp_path) as address:
+    with _in_a_store(parts, monkeypatch) as (url, endpoint), deployment(tmp_path) as address:
         done = subprocess.run(
             [
                 str(PRUDENCE),
@@ -194,6 +229,22 @@ def test_assess_on_a_scheduler_and_two_worker_processes_gives_the_local_catalog(
         assert tasks["select_range"] > 0 and tasks["finish_range"] > 0
         # and counted the presence views' cells and pairs where the points stayed
         assert tasks["range_cells"] > 0 and tasks["range_pairs"] > 0
+        stored = _config(tmp_path, parts, url, {"endpoint_url": endpoint})
+        done = subprocess.run(
+            [str(PRUDENCE), "assess", str(stored), "--out", str(tmp_path / "store")]
+            + ["--engine", "dask", "--scheduler", address, "--quiet"],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=600,
+        )
+        assert done.returncode == 0, done.stderr
+        assert _tasks_run(address)[0]["read_split"] == 2 * tasks["read_split"]
+    _same_catalog(tmp_path / "local", tmp_path / "store")
+    fetched = json.loads((tmp_path / "store" / "catalog.json").read_text())["inputs"]
+    assert sorted(f["path"] for f in fetched if f["path"].startswith(url)) == sorted(
+        f"{url}{p.relative_to(parts).as_posix()}" for p in parts.rglob("part-0.*")
+    )
     _same_catalog(tmp_path / "local", tmp_path / "cluster")
     manifest = json.loads((tmp_path / "cluster" / "catalog.json").read_text())
     engine = json.dumps(manifest)

@@ -1,0 +1,80 @@
+"""Where the ranges of user ids are cut (cluster_input.py, step 1): each file shows an
+even sample of its user ids, as written, read quickly and not checked; the bounds cut
+the sorted samples, each weighing its file's rows, into ranges of about equal rows."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from prudence_cli.io.remote import RemoteFile, fetched
+
+# user ids a file shows of itself to place the ranges' bounds
+GLIMPSED_IDS = 20_000
+
+
+def glimpse(file: Path | RemoteFile, user: str, delimiter: str) -> tuple[int, pa.Array]:
+    """A file's rows and an even sample of its user ids, as written, read quickly and
+    not checked (the bounds of the ranges need no more); nothing when it cannot be read
+    so (the careful read then says why). Of a file in an object store, a Parquet file's
+    user column is read in place, a CSV file fetched to a temporary folder first."""
+    if isinstance(file, RemoteFile):
+        return _glimpsed_remote(file, user, delimiter)
+    path = file
+    try:
+        if path.suffix == ".parquet":
+            ids = pq.read_table(path, columns=[user]).column(user)
+        else:
+            options = pacsv.ConvertOptions(include_columns=[user], column_types={user: pa.string()})
+            parse = pacsv.ParseOptions(delimiter=delimiter)
+            ids = pacsv.read_csv(path, parse_options=parse, convert_options=options).column(user)
+    except (OSError, pa.ArrowException):
+        return 0, pa.array([], type=pa.string())
+    return _sampled(ids)
+
+
+def _sampled(ids: pa.ChunkedArray) -> tuple[int, pa.Array]:
+    """The rows of a file's user column, and an even sample of its ids."""
+    rows = len(ids)
+    ids = pc.drop_null(pc.cast(ids.combine_chunks(), pa.string()))  # missing: not an id
+    step = max(len(ids) // GLIMPSED_IDS, 1)
+    return rows, ids.take(pa.array(np.arange(0, len(ids), step)))
+
+
+def _glimpsed_remote(file: RemoteFile, user: str, delimiter: str) -> tuple[int, pa.Array]:
+    """`_glimpse` of a file in an object store."""
+    nothing = 0, pa.array([], type=pa.string())
+    try:
+        if file.is_parquet:
+            fs, path = file.store.filesystem(file.url)
+            with fs.open(path, "rb") as handle:
+                return _sampled(pq.read_table(handle, columns=[user]).column(user))
+        with (
+            tempfile.TemporaryDirectory(prefix="prudence-glimpse-") as folder,
+            fetched(file, Path(folder)) as copy,
+        ):
+            return glimpse(copy.path, user, delimiter)
+    except Exception:  # noqa: BLE001 - the store's errors, or a bad file: said when read
+        return nothing
+
+
+def cut_bounds(glimpses: list[tuple[int, pa.Array]], ranges: int) -> list[str]:
+    """Ids that cut the sorted ids of every file into `ranges` ranges of about equal rows
+    (each file's sample weighs its rows): a range holds the ids from one bound (included)
+    to the next (excluded)."""
+    samples = [(rows, ids) for rows, ids in glimpses if len(ids)]
+    if ranges <= 1 or not samples:
+        return []
+    ids = pa.concat_arrays([ids for _, ids in samples])
+    weight = np.concatenate([np.full(len(ids), rows / len(ids)) for rows, ids in samples])
+    order = pc.sort_indices(ids).to_numpy()
+    cumulative = np.cumsum(weight[order])
+    at = np.searchsorted(cumulative, cumulative[-1] * np.arange(1, ranges) / ranges)
+    cuts = ids.take(pa.array(order[np.minimum(at, len(order) - 1)])).to_pylist()
+    return sorted(set(cuts))
