@@ -49,7 +49,14 @@ import pyarrow as pa
 
 from prudence_cli import columns as C
 from prudence_cli.cluster_ranges import cut_bounds, glimpse
-from prudence_cli.cluster_select import Assembly, Told, finish_range, numbering, select_range
+from prudence_cli.cluster_select import (
+    Assembly,
+    Told,
+    finish_range,
+    numbering,
+    read_back,
+    select_range,
+)
 from prudence_cli.config import Config
 from prudence_cli.errors import InputError
 from prudence_cli.heap import give_back
@@ -432,8 +439,7 @@ def _cut(table: pd.DataFrame, bounds: list[str]) -> Iterator[pd.DataFrame]:
 
 def _load(path: str) -> pd.DataFrame:
     """A piece written by `_read_split` on this worker, its file removed once read."""
-    with open(path, "rb") as file:
-        piece: pd.DataFrame = pickle.load(file)
+    piece: pd.DataFrame = read_back(path)
     os.unlink(path)
     return piece
 

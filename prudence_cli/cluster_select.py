@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import os
 import pickle
+from concurrent.futures import CancelledError
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -179,8 +181,7 @@ def finish_range(told: Told, numbers: Numbering, config: Config, keep: bool = Fa
     """Range `told.k`'s points as the Selection holds them (see the module docstring);
     its file on this worker's disk removed once read. When `keep`, the points stay on
     this worker (`placed_path`) for the dataviews, and only the ids go back."""
-    with open(told.path, "rb") as file:
-        kept: _Kept = pickle.load(file)
+    kept: _Kept = read_back(told.path)
     os.unlink(told.path)
     renumbered = np.cumsum(kept.present) - 1 + numbers.first_user
     lon, lat = kept.lon, kept.lat
@@ -224,9 +225,32 @@ def placed_path(told: Told) -> str:
 
 
 def _placed(told: Told) -> Placed:
-    with open(placed_path(told), "rb") as file:
-        placed: Placed = pickle.load(file)
+    placed: Placed = read_back(placed_path(told))
     return placed
+
+
+def read_back(path: str) -> Any:
+    """What this run pickled to `path` on this worker. CancelledError (a lost worker,
+    for the user) when the file is gone: the worker was restarted since, on the same
+    address (a fixed --worker-port), with a new directory — the run cannot go on."""
+    try:
+        with open(path, "rb") as file:
+            return pickle.load(file)
+    except FileNotFoundError:
+        raise CancelledError(
+            f"the worker {_address()} no longer holds the files of this run it wrote "
+            f"({Path(path).name}): it was restarted"
+        ) from None
+
+
+def _address() -> str:
+    """The address of the worker running the task ("here" outside one)."""
+    try:
+        from distributed import get_worker
+
+        return str(get_worker().address)
+    except (ImportError, ValueError):
+        return "here"
 
 
 def range_cells(told: Told, side: float) -> np.ndarray:

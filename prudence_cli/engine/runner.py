@@ -7,13 +7,17 @@ key, so the engine combines them with an element-wise minimum in any order — t
 is the same, bit for bit, wherever the tasks ran (DESIGN.md section 6).
 
 The Dask runner scatters the shared data to every worker once per level, submits one
-future per partition and folds results in as they complete; no dataframe shuffle. On
+future per partition, a few per worker at a time, and folds results in as they complete;
+no dataframe shuffle. On
 several workers the engine gives it shards instead (engine/shards.py): each worker
 receives only the part of the level its partitions read, and runs those partitions.
 """
 
 from __future__ import annotations
 
+import contextlib
+import itertools
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -91,19 +95,27 @@ class DaskRunner:
 
             self.client = Client(self.cluster)
         # every worker (scheduler_info describes only five on some versions of distributed)
-        self.addresses = sorted(self.client.nthreads())
+        nthreads = self.client.nthreads()
+        self.addresses = sorted(nthreads)
         self.workers = len(self.addresses)
+        self.threads = sum(nthreads.values())  # tasks the workers run at once
         self.shards = self.workers  # a shard of each level per worker
         self.scheduler = scheduler or "LocalCluster"
 
     def run(self, task: Task, shared: Any, arguments: Iterable[tuple[Any, ...]]) -> Iterator[Any]:
         """Each task on some worker, `shared` sent to every worker once (not again when
-        it is already there: `share`)."""
+        it is already there: `share`). The arguments are taken as tasks are submitted, a
+        few per worker at a time (`IN_FLIGHT`): what a generator makes for them (a
+        sampled level's drawn queries) is never all held here at once."""
         from distributed import Future
 
         handle = shared if isinstance(shared, Future) else self.share(shared)
-        futures = [self.client.submit(task, handle, *args, pure=False) for args in arguments]
-        return _gathered(futures, [handle])
+
+        def submit(args: tuple[Any, ...]) -> Any:
+            with _arrays_as_arguments():
+                return self.client.submit(task, handle, *args, pure=False)
+
+        return _streamed(submit, arguments, IN_FLIGHT * max(self.threads, 1), [handle])
 
     def share(self, data: Any) -> Any:
         """`data` sent to every worker once, for several runs."""
@@ -135,12 +147,13 @@ class DaskRunner:
                     prepare, handle, pure=False, workers=where, allow_other_workers=True
                 )
             handles.append(handle)
-            futures.extend(
-                self.client.submit(
-                    task, handle, *args, pure=False, workers=where, allow_other_workers=True
+            with _arrays_as_arguments():
+                futures.extend(
+                    self.client.submit(
+                        task, handle, *args, pure=False, workers=where, allow_other_workers=True
+                    )
+                    for args in arguments
                 )
-                for args in arguments
-            )
         return _gathered(futures, handles)
 
     def explained(self, error: BaseException) -> PrudenceError | None:
@@ -179,6 +192,53 @@ class DaskRunner:
             "workers": self.workers,
             "sharded": self.shards > 1,
         }
+
+
+@contextlib.contextmanager
+def _arrays_as_arguments() -> Iterator[None]:
+    """A task's own arrays (a partition's start positions, a chunk of drawn queries) go
+    with it, as its arguments, once: Dask's advice on large task graphs ("Sending large
+    graph ... Consider loading the data with Dask directly") is for data several tasks
+    read, which `share` and `run_sharded` scatter; it would only puzzle the user."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
+        yield
+
+
+# tasks submitted and not yet read, per worker thread, when `run` streams its arguments:
+# one running, the next ready to start
+IN_FLIGHT = 2
+
+
+def _streamed(
+    submit: Callable[[tuple[Any, ...]], Any],
+    arguments: Iterable[tuple[Any, ...]],
+    window: int,
+    handles: list[Any],
+) -> Iterator[Any]:
+    """The results of `submit(args)` for each of `arguments` as they complete, each
+    released once read, with at most `window` submitted and not read: the next
+    arguments are taken only then. Whatever is not done is cancelled if the caller
+    stops early, and the data the tasks shared let go."""
+    from distributed import as_completed
+
+    following = iter(arguments)
+    running = {submit(args) for args in itertools.islice(following, window)}
+    completed = as_completed(list(running))
+    try:
+        for future in completed:
+            running.discard(future)
+            result = future.result()
+            future.release()
+            for args in itertools.islice(following, 1):
+                submitted = submit(args)
+                running.add(submitted)
+                completed.add(submitted)
+            yield result
+    finally:
+        for future in running:
+            future.cancel()
+        handles.clear()
 
 
 def _gathered(futures: list[Any], handles: list[Any]) -> Iterator[Any]:

@@ -281,10 +281,15 @@ def _pairs(
     summed weight."""
     key = person.astype(np.int64) * max(n_locations, 1) + location.astype(np.int64)
     if (key[1:] > key[:-1]).all():  # distinct and sorted already (a presence view's rows)
-        return person.astype(np.int64), location.astype(np.int64), weight
+        return _codes(person), _codes(location), weight
     pairs, inverse = np.unique(key, return_inverse=True)
     summed = np.bincount(inverse.ravel(), weights=weight, minlength=pairs.shape[0])
-    return pairs // max(n_locations, 1), pairs % max(n_locations, 1), summed
+    return _codes(pairs // max(n_locations, 1)), _codes(pairs % max(n_locations, 1)), summed
+
+
+def _codes(values: np.ndarray) -> np.ndarray:
+    """Person or location codes in 4 bytes each (both are int32 codes in a dataview)."""
+    return values.astype(np.int32, copy=False)
 
 
 def _normalised_entropy(group: np.ndarray, weight: np.ndarray, n: int) -> np.ndarray:
@@ -293,8 +298,16 @@ def _normalised_entropy(group: np.ndarray, weight: np.ndarray, n: int) -> np.nda
     total = np.bincount(group, weights=weight, minlength=n)
     members = np.bincount(group, minlength=n)
     with np.errstate(invalid="ignore", divide="ignore"):
-        share = weight / total[group]
-        terms = np.where(share > 0, -share * np.log(share), 0.0)
+        # in place: two arrays of a float per member (a pair per member at 10M people)
+        share = np.take(total, group).astype(float, copy=False)  # no member: int64 zeros
+        np.divide(weight, share, out=share)
+        positive = share > 0
+        terms = np.zeros_like(share)
+        np.log(share, out=terms, where=positive)
+        np.multiply(terms, share, out=terms)
+        np.negative(terms, out=terms)
+        np.copyto(terms, 0.0, where=~positive)  # as -share·ln(share) is taken at 0: +0
+        del share, positive
         entropy = np.bincount(group, weights=terms, minlength=n)
         normalised = np.where(members > 1, entropy / np.log(np.maximum(members, 2)), 0.0)
     return np.where(members > 0, normalised, np.nan)

@@ -234,3 +234,36 @@ def test_every_worker_counts_when_scheduler_info_describes_only_five():
     _still_there(Capped(), {f"tcp://w{k}" for k in range(7)})
     with pytest.raises(CancelledError, match="tcp://w9 left"):
         _still_there(Capped(), {"tcp://w1", "tcp://w9"})
+
+
+def test_a_worker_restarted_on_its_address_is_said_lost(cluster, tmp_path):
+    """A worker restarted on the same address (a fixed --worker-port) holds none of the
+    run's files it wrote: the tasks pinned there say the worker was lost (exit 2, what
+    to do), not that a file is missing."""
+    from concurrent.futures import CancelledError
+
+    from prudence_cli.dataviews.build import locate
+    from prudence_cli.prepare import prepare
+
+    config = load_config(CONFIGS / "demo.yaml")
+    _parts(config.input.path, tmp_path / "parts")
+    config = dataclasses.replace(
+        config, input=dataclasses.replace(config.input, path=tmp_path / "parts")
+    )
+    there = prepare(config, client=cluster.client).selection
+    try:
+
+        def restarted(dask_worker) -> None:  # what a new process finds: an empty directory
+            import shutil
+
+            for run in Path(dask_worker.local_directory).glob("prudence-*"):
+                shutil.rmtree(run)
+
+        cluster.client.run(restarted)
+        with pytest.raises(CancelledError, match="no longer holds the files of this run") as lost:
+            locate(there, 250.0)
+        explained = cluster.explained(lost.value)
+        assert explained is not None and "was lost during the run" in str(explained)
+    finally:
+        there.placed.close()
+    assert _left(cluster) == []

@@ -531,3 +531,42 @@ def test_of_several_bad_parts_the_first_in_file_order_is_named(cluster, tmp_path
     assert str(there.value) == str(here.value)
     assert str(here.value).startswith(f"{tmp_path / 'parts' / 'p00.csv'}:7:")
     assert _pieces_left(cluster) == []
+
+
+def _plus(shared: int, k: int) -> int:
+    return shared + k
+
+
+def test_a_run_takes_its_arguments_only_as_it_submits_them(cluster):
+    """A few tasks per worker thread at a time: what the arguments' generator makes (a
+    sampled level's drawn queries) is never all held in the assessing process."""
+    from prudence_cli.engine.runner import IN_FLIGHT
+
+    taken: list[int] = []
+
+    def arguments(n: int):
+        for k in range(n):
+            taken.append(k)
+            yield (k,)
+
+    window = IN_FLIGHT * cluster.threads
+    results = cluster.run(_plus, 10, arguments(60))
+    first = next(results)
+    assert len(taken) <= window + 1
+    assert sorted([first, *results]) == [10 + k for k in range(60)] and len(taken) == 60
+    taken.clear()
+    stopped = cluster.run(_plus, 10, arguments(60))
+    next(stopped)
+    stopped.close()  # the caller stops early: nothing more is taken or left running
+    assert len(taken) <= window + 1
+
+
+def _total(shared: int, values: np.ndarray) -> float:
+    return shared + float(values.sum())
+
+
+def test_a_tasks_own_large_arrays_go_without_dasks_large_graph_advice(cluster):
+    """A chunk of drawn queries is a task's own argument, sent once: Dask's warning
+    about large graphs (an error under this suite's filterwarnings) is not for it."""
+    chunks = [(np.ones(3_000_000),) for _ in range(3)]  # 24 MB each
+    assert sorted(cluster.run(_total, 1, iter(chunks))) == [3_000_001.0] * 3
