@@ -12,7 +12,8 @@ the raw points, only what the selection keeps.
    (`_version`): the file's table never outlives the task, its pieces wait on the
    worker's disk (`_Scratch`), not in its memory.
 3. A few ranges at a time (`in_flight`), the pieces of a range are loaded from disk by
-   the workers that wrote them and meet, in file order, on one worker, which numbers the
+   the workers that wrote them and meet, in file order, on one worker (range k on the
+   k-th worker, round the workers, whatever the number of files), which numbers the
    range's ids in sorted order and selects them (period, trips, trip ends, area, active
    users: every point of a user is in the one range), keeping the selection on its disk
    (cluster_select.select_range). So a worker's memory holds the pieces of the ranges
@@ -174,9 +175,24 @@ def _selected(
     (cluster_select), into the Selection (its points left there when `keep`); and what
     the ranges told."""
 
+    # range k is selected on worker k (round the workers), where it stays: Dask would
+    # place it where most of its pieces are, which for an input of one file, or of
+    # fewer files than workers, is the few workers that read them, every range there
+    workers = sorted(client.nthreads())
+
     def select(k: int) -> Any:
         parts = [pinned(client, s.worker, _load, s.pieces[k]) for s in split if s.pieces[k]]
-        return client.submit(select_range, parts, config, k, scratch, pure=False)
+        on = [workers[k % len(workers)]]  # preferred: another if that one is gone
+        return client.submit(
+            select_range,
+            parts,
+            config,
+            k,
+            scratch,
+            pure=False,
+            workers=on,
+            allow_other_workers=True,
+        )
 
     holders = {s.worker for s in split}
     told: list[Told] = sorted(windowed(client, range(ranges), select, holders), key=lambda t: t.k)

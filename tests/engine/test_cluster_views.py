@@ -267,3 +267,21 @@ def test_a_worker_restarted_on_its_address_is_said_lost(cluster, tmp_path):
     finally:
         there.placed.close()
     assert _left(cluster) == []
+
+
+def test_the_ranges_of_a_single_file_are_selected_on_every_worker(cluster, monkeypatch):
+    """One file is read by one worker; its ranges are still selected (and kept) round
+    the workers, not all where the file was read."""
+    from prudence_cli import cluster_input
+    from prudence_cli.prepare import prepare
+
+    monkeypatch.setattr(cluster_input, "_ranges", lambda client, rows: 4)
+    config = load_config(CONFIGS / "demo.yaml")  # one gzipped CSV
+    there = prepare(config, client=cluster.client).selection
+    try:
+        told = there.placed.kept.told
+        assert len(told) == 4
+        assert {t.worker for t in told} == set(cluster.client.nthreads())
+    finally:
+        there.placed.close()
+    assert _left(cluster) == []
