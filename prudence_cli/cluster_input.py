@@ -64,7 +64,7 @@ from prudence_cli.heap import give_back
 from prudence_cli.io.checksums import remember, sha256_fresh
 from prudence_cli.io.dataset import data_files
 from prudence_cli.io.points import ReadProgress, read_file
-from prudence_cli.io.remote import RemoteFile, fetched, listed
+from prudence_cli.io.remote import RemoteFile, StoreError, fetched, listed
 from prudence_cli.io.specs import PointsSpec
 from prudence_cli.io.tables import read_segments, read_towers
 from prudence_cli.select import Selection
@@ -406,6 +406,7 @@ def _read_split(
     if isinstance(file, RemoteFile):
         # fetched beside the run's folder, not in it: removed whatever becomes of the run
         with (
+            _on_worker(),
             tempfile.TemporaryDirectory(
                 prefix="prudence-", dir=get_worker().local_directory
             ) as folder,
@@ -458,6 +459,19 @@ def _load(path: str) -> pd.DataFrame:
     piece: pd.DataFrame = read_back(path)
     os.unlink(path)
     return piece
+
+
+@contextlib.contextmanager
+def _on_worker() -> Iterator[None]:
+    """What the store refused a worker, said of that worker: its environment, not the
+    assessing process's, must hold the store's package and credentials."""
+    from distributed import get_worker
+
+    try:
+        yield
+    except StoreError as exc:
+        where = f" (on the Dask worker {get_worker().address}: each worker needs them)"
+        raise StoreError(exc.file, exc.reason + where, exc.line) from None
 
 
 def _size(file: Path | RemoteFile) -> int:

@@ -48,15 +48,21 @@ def _sampled(ids: pa.ChunkedArray) -> tuple[int, pa.Array]:
 
 
 def _glimpsed_remote(file: RemoteFile, user: str, delimiter: str) -> tuple[int, pa.Array]:
-    """`_glimpse` of a file in an object store."""
+    """`_glimpse` of a file in an object store: a Parquet file's user column read in
+    place; a CSV file fetched whole (and again when it is read: its ids are sampled over
+    the whole file) into a temporary folder of the worker's directory, which Dask
+    removes with the worker's should the task be stopped midway."""
+    from distributed import get_worker
+
     nothing = 0, pa.array([], type=pa.string())
     try:
         if file.is_parquet:
             fs, path = file.store.filesystem(file.url)
             with fs.open(path, "rb") as handle:
                 return _sampled(pq.read_table(handle, columns=[user]).column(user))
+        where = get_worker().local_directory
         with (
-            tempfile.TemporaryDirectory(prefix="prudence-glimpse-") as folder,
+            tempfile.TemporaryDirectory(prefix="prudence-glimpse-", dir=where) as folder,
             fetched(file, Path(folder)) as copy,
         ):
             return glimpse(copy.path, user, delimiter)

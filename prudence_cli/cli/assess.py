@@ -10,6 +10,7 @@ from prudence_cli import heap
 from prudence_cli.cli.common import (
     QUIET_OPTION,
     SUMMARY_FORMAT_OPTION,
+    LocalPath,
     echo_json,
     handle_errors,
 )
@@ -19,7 +20,7 @@ from prudence_cli.cli.progress import progress_bar
 @click.command()
 @click.argument("config_file", metavar="CONFIG", type=click.Path(path_type=Path))
 @click.option(
-    "--out", type=click.Path(path_type=Path), help="Catalog folder (default: the config's output)."
+    "--out", type=LocalPath(path_type=Path), help="Catalog folder (default: the config's output)."
 )
 @click.option(
     "--jobs",

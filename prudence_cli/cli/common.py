@@ -213,6 +213,23 @@ def _one_line(exc: Exception) -> str:
     return text if len(text) <= 200 else text[:199] + "…"
 
 
+class LocalPath(click.Path):
+    """A path on this machine: what the commands write goes there, never to an object
+    store (a URL is refused, not taken for a folder named `s3:`)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from prudence_cli.io.remote import is_url
+
+        if isinstance(value, str) and is_url(value):
+            self.fail(
+                f"{value!r} is a URL: outputs are written to a local path (copy them to the "
+                "store afterwards)",
+                param,
+                ctx,
+            )
+        return super().convert(value, param, ctx)
+
+
 CATALOG_OPTION = click.option(
     "--catalog",
     "catalog_dir",

@@ -10,6 +10,7 @@ import click
 from prudence_cli.cli.common import (
     QUIET_OPTION,
     SUMMARY_FORMAT_OPTION,
+    LocalPath,
     echo_json,
     handle_errors,
 )
@@ -37,7 +38,7 @@ from prudence_cli.cli.progress import progress_bar
 )
 @click.option(
     "--out",
-    type=click.Path(path_type=Path),
+    type=LocalPath(path_type=Path),
     default=Path("evaluation"),
     show_default=True,
     help="Output folder (replaced atomically).",

@@ -20,6 +20,7 @@ from prudence_cli.cli.common import (
     SUMMARY_FORMAT_OPTION,
     WHERE_OPTION,
     FormatChoice,
+    LocalPath,
     UserError,
     check_share,
     echo_json,
@@ -205,7 +206,7 @@ def _level_name(opened: Any, row: dict[str, Any]) -> str:
 @click.option("--seed", type=click.IntRange(min=0), help="randomize: default the catalog's seed.")
 @click.option(
     "--out",
-    type=click.Path(path_type=Path),
+    type=LocalPath(path_type=Path),
     default=Path("release"),
     show_default=True,
     help="Release folder (replaced atomically).",

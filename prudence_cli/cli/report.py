@@ -11,6 +11,7 @@ from prudence_cli.cli.common import (
     CATALOG_OPTION,
     QUIET_OPTION,
     WHERE_OPTION,
+    LocalPath,
     check_share,
     handle_errors,
     one_value,
@@ -22,7 +23,7 @@ from prudence_cli.cli.progress import progress_bar
 @CATALOG_OPTION
 @click.option(
     "--out",
-    type=click.Path(path_type=Path),
+    type=LocalPath(path_type=Path),
     help="The HTML file (--format html; default report.html) or a folder of PNG files "
     "(--format png; default report-charts).",
 )

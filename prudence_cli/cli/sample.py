@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from prudence_cli.cli.common import QUIET_OPTION, handle_errors
+from prudence_cli.cli.common import QUIET_OPTION, LocalPath, handle_errors
 from prudence_cli.cli.progress import progress_bar
 
 
@@ -31,7 +31,7 @@ from prudence_cli.cli.progress import progress_bar
 )
 @click.option(
     "--out",
-    type=click.Path(path_type=Path),
+    type=LocalPath(path_type=Path),
     required=True,
     help="CSV file to write (.gz to compress).",
 )

@@ -11,7 +11,13 @@ from typing import Any
 from prudence_cli.config.reader import Reader
 from prudence_cli.config.schema import INPUT_FORMATS, InputConfig, SegmentsConfig, TowersConfig
 from prudence_cli.errors import shown
-from prudence_cli.io.remote import Store, is_url, needed_package, secret_options
+from prudence_cli.io.remote import (
+    Store,
+    is_url,
+    needed_package,
+    secret_options,
+    secrets_in_url,
+)
 from prudence_cli.io.specs import ColumnMap
 
 
@@ -95,12 +101,28 @@ def _parse_store(r: Reader, m: dict[str, Any]) -> Store | None:
     """The object store `input.path` names by URL, with its `storage_options` (see
     io/remote.py); None for a local path."""
     text = r.string(m["path"], "input.path")
+    if "::" in text and "://" in text:
+        r.fail(
+            "input.path",
+            f"{shown(text)}: chained fsspec URLs (simplecache::...) are not read: name the "
+            "store's URL alone (each file is fetched once, as it is read)",
+        )
     if not is_url(text):
         if "storage_options" in m:
             r.fail("input.storage_options", "only an input.path in an object store takes it")
         return None
-    if not text.split("://", 1)[1].strip("/"):
+    scheme, rest = text.split("://", 1)
+    text = f"{scheme.lower()}://{rest}"  # S3://... as fsspec knows it
+    if not rest.strip("/") or rest.startswith("/"):
         r.fail("input.path", f"{shown(text)} names no bucket: write e.g. s3://bucket/calls/")
+    secret = secrets_in_url(text)
+    if secret is not None:
+        r.fail(
+            "input.path",
+            f"the URL holds {secret}, and the catalog records the config: name the object "
+            "without it and give the credentials in the environment (e.g. AWS_PROFILE, "
+            "GOOGLE_APPLICATION_CREDENTIALS)",
+        )
     missing = needed_package(text)
     if missing is not None:
         r.fail("input.path", missing)

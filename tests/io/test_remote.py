@@ -156,8 +156,14 @@ def test_a_store_not_reached_or_without_credentials_is_said(endpoint, bucket, mo
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
     monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    with pytest.raises(InputError, match="credentials in the environment"):
-        listed(Store(f"s3://{name}/x/", (("endpoint_url", endpoint),)))
+    import s3fs
+
+    s3fs.S3FileSystem.clear_instance_cache()  # fsspec keeps a client per settings
+    try:
+        with pytest.raises(InputError, match="credentials in the environment"):
+            listed(Store(f"s3://{name}/x/", (("endpoint_url", endpoint),)))
+    finally:
+        s3fs.S3FileSystem.clear_instance_cache()  # nor one without credentials
     closed = (("anon", True), ("endpoint_url", "http://127.0.0.1:9"))
     with pytest.raises(InputError, match="cannot be read from the store .*check the URL"):
         listed(Store(f"s3://{name}/x/", closed))
@@ -257,6 +263,20 @@ def test_validate_lists_the_store_and_checks_each_header(endpoint, bucket, tmp_p
         ({"path": "gs://b/calls/"}, "input.path: reading gs:// needs a package not installed"),
         ({"path": "nope://b/calls/"}, "input.path: nope:// is not a protocol fsspec knows"),
         ({"path": "s3://"}, "input.path: 's3://' names no bucket"),
+        ({"path": "s3:///calls/"}, "input.path: 's3:///calls/' names no bucket"),
+        ({"path": "simplecache::s3://b/calls/"}, "chained fsspec URLs (simplecache::...)"),
+        (
+            {"path": "https://alice:hunter2@example.org/calls.csv"},
+            "input.path: the URL holds a password (user:password@)",
+        ),
+        (
+            {"path": "https://example.org/c.csv?X-Amz-Credential=A&X-Amz-Signature=0f"},
+            "the URL holds the signature of a signed URL (X-Amz-Credential, X-Amz-Signature)",
+        ),
+        (
+            {"storage_options": {"endpoint_url": "http://AKIA:secret@minio:9000"}},
+            "input.storage_options.endpoint_url: credentials do not belong in a config",
+        ),
         ({"path": "calls.csv", "storage_options": {}}, "input.storage_options: only an"),
         ({"towers": "s3://b/towers.csv", "format": "cdr"}, "input.towers: 's3://b/towers.csv'"),
     ],
@@ -321,3 +341,79 @@ def test_workers_fetch_their_parts_as_a_local_run_reads_them(
         run_assessment(config, tmp_path / "bad", _engine(config, cluster), None)
     assert str(caught.value).startswith(f"s3://{name}/calls/day=4/part-0.csv:302: ")
     assert _pieces_left(cluster) == []
+
+
+def test_an_upper_case_scheme_and_a_key_with_brackets_are_read(endpoint, bucket, tmp_path):
+    name, put = bucket
+    put("odd/part [1].csv", b"uid,t\n1,2\n")
+    (one,) = listed(Store(f"s3://{name}/odd/part [1].csv", _options(endpoint)))
+    assert one.url == f"s3://{name}/odd/part [1].csv"  # a name, not a pattern
+    for key, body in _parts().items():
+        put(f"calls/{key}", body)
+    config = _config(tmp_path, f"S3://{name}/calls/", storage_options=_options_map(endpoint))
+    result = CliRunner().invoke(main, ["validate", str(config)])
+    assert result.exit_code == 0, result.output
+
+
+def test_a_full_disk_and_a_file_replaced_while_fetched_are_said(
+    endpoint, bucket, tmp_path, monkeypatch
+):
+    import errno
+
+    from prudence_cli.io import remote
+
+    name, put = bucket
+    put("a.csv", b"uid,t\n1,2\n")
+    (file,) = listed(Store(f"s3://{name}/a.csv", _options(endpoint)))
+
+    class Full(io.BytesIO):
+        def write(self, data):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(remote, "open", lambda path, mode: Full(), raising=False)
+    with (
+        pytest.raises(InputError, match="no space left on that disk.*set TMPDIR"),
+        fetched(file, tmp_path),
+    ):
+        pass
+    monkeypatch.undo()
+
+    class FileExpired(OSError):  # fsspec's, raised when an object changes mid-read
+        pass
+
+    with (
+        pytest.raises(InputError, match="changed in the store while it was read: run again"),
+        remote.reaching(file.url),
+    ):
+        raise FileExpired("the object no longer exists")
+
+
+def _refused_on_a_worker(url: str) -> None:
+    from prudence_cli.cluster_input import _on_worker
+    from prudence_cli.io.remote import StoreError
+
+    with _on_worker():
+        raise StoreError(url, "access denied")
+
+
+def test_what_the_store_refuses_a_worker_names_the_worker(cluster):
+    with pytest.raises(InputError) as caught:
+        cluster.client.submit(_refused_on_a_worker, "s3://b/a.csv").result()
+    assert str(caught.value).startswith("s3://b/a.csv: access denied (on the Dask worker tcp://")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["assess", "CONFIG", "--out", "s3://b/catalog"],
+        ["report", "--out", "s3://b/report.html"],
+        ["sanitize", "--threshold", "0.3", "--out", "gs://b/release"],
+    ],
+)
+def test_outputs_are_written_to_local_paths_only(tmp_path, command, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    config = str(_config(tmp_path, str(SAMPLE)))
+    result = CliRunner().invoke(main, [config if c == "CONFIG" else c for c in command])
+    assert result.exit_code == 2
+    assert "is a URL: outputs are written to a local path" in result.output
+    assert not any(p.name.endswith(":") for p in tmp_path.iterdir())  # no folder `s3:`
