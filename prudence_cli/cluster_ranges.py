@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from prudence_cli.io.dataset import is_parquet
 from prudence_cli.io.remote import RemoteFile, fetched
 
 # user ids a file shows of itself to place the ranges' bounds
@@ -28,7 +29,7 @@ def glimpse(file: Path | RemoteFile, user: str, delimiter: str) -> tuple[int, pa
         return _glimpsed_remote(file, user, delimiter)
     path = file
     try:
-        if path.suffix == ".parquet":
+        if is_parquet(path):
             ids = pq.read_table(path, columns=[user]).column(user)
         else:
             options = pacsv.ConvertOptions(include_columns=[user], column_types={user: pa.string()})

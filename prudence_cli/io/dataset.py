@@ -29,6 +29,16 @@ DATA_SUFFIXES = (".csv", ".csv.gz", ".tsv", ".tsv.gz", ".parquet")
 _PATTERN = frozenset("*?[")
 
 
+def is_gzip(path: Path | str) -> bool:
+    """Whether the file is gzipped by its name (`.gz`, `.GZ` alike)."""
+    return str(path).lower().endswith(".gz")
+
+
+def is_parquet(path: Path | str) -> bool:
+    """Whether the file is Parquet by its name (`.parquet`, `.PARQUET` alike)."""
+    return str(path).lower().endswith(".parquet")
+
+
 def is_pattern(path: Path) -> bool:
     """Whether `path` is a glob pattern rather than the name of a file or folder."""
     return any(c in _PATTERN for c in str(path)) and not path.exists()

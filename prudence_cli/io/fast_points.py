@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from prudence_cli import columns as C
+from prudence_cli.io.dataset import is_gzip
 from prudence_cli.io.labels import arrow_categorical, packed_categorical, packed_ids
 from prudence_cli.io.plain_times import plain_times
 from prudence_cli.io.specs import PointsSpec
@@ -72,7 +73,7 @@ def _read(
     types = {name: pa.float64() if name in numbers else pa.string() for name in header}
     raw = pa.OSFile(str(spec.path))
     size = raw.size()
-    stream = pa.CompressedInputStream(raw, "gzip") if spec.path.suffix == ".gz" else raw
+    stream = pa.CompressedInputStream(raw, "gzip") if is_gzip(spec.path) else raw
     columns = _Columns(spec, needed, towers is not None)
     with stream:
         reader = pacsv.open_csv(

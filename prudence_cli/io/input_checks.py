@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from prudence_cli.io.dataset import data_files
+from prudence_cli.io.dataset import data_files, is_parquet
 from prudence_cli.io.geojson import read_area_geojson
 from prudence_cli.io.points import input_columns
 from prudence_cli.io.remote import header, listed
@@ -105,5 +105,5 @@ def _files(n: int) -> str:
 
 def _kinds(names: list[str]) -> str:
     """How many of the files `names` are of each kind, e.g. `18 Parquet, 2 CSV`."""
-    kinds = Counter("Parquet" if n.endswith(".parquet") else "CSV" for n in names)
+    kinds = Counter("Parquet" if is_parquet(n) else "CSV" for n in names)
     return ", ".join(f"{n:,} {kind}" for kind, n in kinds.most_common())

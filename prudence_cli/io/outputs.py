@@ -10,6 +10,7 @@ from pathlib import Path
 
 from prudence_cli.errors import PrudenceError
 from prudence_cli.io.atomic import check_writable, through_link
+from prudence_cli.io.dataset import is_gzip
 
 
 def check_output_file(path: Path, force: bool, ours: Callable[[Path], bool]) -> None:
@@ -29,7 +30,7 @@ def head(path: Path, size: int = 4096) -> bytes:
     """The first `size` bytes of `path`, decompressed when its name ends in .gz; empty
     when it cannot be read."""
     try:
-        if path.name.endswith(".gz"):
+        if is_gzip(path):
             with gzip.open(path, "rb") as handle:
                 return handle.read(size)
         with open(path, "rb") as handle:

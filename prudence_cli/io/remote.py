@@ -29,6 +29,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from prudence_cli.errors import InputError, PrudenceError
+from prudence_cli.io.dataset import DATA_SUFFIXES, bookkeeping, is_parquet
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+)://")
 _PATTERN = frozenset("*?[")
@@ -141,7 +142,7 @@ class RemoteFile:
 
     @property
     def is_parquet(self) -> bool:
-        return self.name.endswith(".parquet")
+        return is_parquet(self.name)
 
 
 @dataclass(frozen=True)
@@ -204,8 +205,6 @@ def _reason(exc: BaseException) -> str:
 def listed(store: Store) -> tuple[RemoteFile, ...]:
     """The files `store.url` names, in URL order (see the module docstring); InputError
     when it names none or cannot be listed."""
-    from prudence_cli.io.dataset import DATA_SUFFIXES, bookkeeping
-
     with reaching(store.url):
         fs, root = store.filesystem()
         if any(c in _PATTERN for c in root) and not fs.exists(root):  # `part [1].csv`: a name

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from prudence_cli.io.dataset import is_parquet
 from prudence_cli.io.remote import Store
 
 
@@ -72,7 +73,7 @@ class PointsSpec:
 
     @property
     def is_parquet(self) -> bool:
-        return self.path.suffix == ".parquet"
+        return is_parquet(self.path)
 
 
 class PointsSource(Protocol):

@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 from pandas.io.common import infer_compression
 
 from prudence_cli.errors import InputError, shown
+from prudence_cli.io.dataset import is_gzip, is_parquet
 
 _BAD_LINE = re.compile(r"line (\d+)")
 _HEADER_LIMIT = 1 << 20  # characters of a header line
@@ -68,7 +69,7 @@ def reading(path: Path) -> Iterator[None]:
 def gzip_damage(path: Path) -> str | None:
     """What is wrong with a .gz file's compressed stream (None: nothing, or not .gz).
     Reads the whole file: for error paths, and for checking a file on purpose."""
-    if path.suffix != ".gz":
+    if not is_gzip(path):
         return None
     try:
         with open(path, "rb") as raw:
@@ -107,7 +108,7 @@ def read_header(path: Path, delimiter: str = ",") -> list[str]:
     is neither."""
     if not path.exists():
         raise InputError(path, "no such file")
-    if path.suffix == ".parquet":
+    if is_parquet(path):
         try:
             return list(pq.read_schema(path).names)
         except (OSError, pa.ArrowException) as exc:
@@ -141,7 +142,7 @@ def check_columns(path: Path | str, header: list[str], needed: dict[str, str], k
                 f"has {len(positions)} columns named {shown(column)} (columns "
                 f"{', '.join(positions)}), so the {field_name} is ambiguous: rename or "
                 f"remove all but one, or name another column with {key}.{field_name}",
-                line=None if str(path).endswith(".parquet") else 1,
+                line=None if is_parquet(path) else 1,
             )
 
 
@@ -155,7 +156,7 @@ def read_csv(path: Path, delimiter: str = ",") -> pd.DataFrame:
 def read_text_table(path: Path) -> pd.DataFrame:
     """The whole CSV (plain or .gz) or Parquet file, every value as text (empty, never
     NaN): a trajectory table as a release or a catalog holds it."""
-    if path.suffix != ".parquet":
+    if not is_parquet(path):
         return read_csv(path)
     try:
         frame = pq.read_table(path).to_pandas()
@@ -221,7 +222,7 @@ def read_json(path: Path, kind: str) -> Any:
 
 
 def _open_text(path: Path) -> io.TextIOBase:
-    if path.suffix == ".gz":
+    if is_gzip(path):
         return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8-sig", newline="")
     return open(path, encoding="utf-8-sig", newline="")  # noqa: SIM115 - returned to caller
 

@@ -10,11 +10,12 @@ from pathlib import Path
 import pandas as pd
 
 from prudence_cli.io.atomic import write_bytes_atomic
+from prudence_cli.io.dataset import is_gzip
 
 
 def write_csv(frame: pd.DataFrame, path: Path) -> None:
     data = frame.to_csv(index=False, lineterminator="\n").encode("utf-8")
-    if path.suffix == ".gz":
+    if is_gzip(path):
         data = gzip.compress(data, compresslevel=9, mtime=0)
     write_bytes_atomic(path, data)
 
