@@ -10,7 +10,7 @@ the raw points, only what the selection keeps.
    careful one, errors naming the file and line, dropped rows counted) and cut by those
    ranges in the same task, hashed meanwhile for the catalog's record of its inputs
    (`_version`): the file's table never outlives the task, its pieces wait on the
-   worker's disk (`_Scratch`), not in its memory.
+   worker's disk (`Scratch`), not in its memory.
 3. A few ranges at a time (`in_flight`), the pieces of a range are loaded from disk by
    the workers that wrote them and meet, in file order, on one worker (range k on the
    k-th worker, round the workers, whatever the number of files), which numbers the
@@ -29,11 +29,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import itertools
 import os
-import pickle
-import shutil
 import tempfile
 import time
 import uuid
@@ -50,6 +47,14 @@ import pyarrow as pa
 
 from prudence_cli import columns as C
 from prudence_cli.cluster_ranges import cut_bounds, glimpse
+from prudence_cli.cluster_scratch import (
+    Copy,
+    Scratch,
+    given_back,
+    glimpse_fetched,
+    on_worker,
+    removed,
+)
 from prudence_cli.cluster_select import (
     Assembly,
     Told,
@@ -60,11 +65,10 @@ from prudence_cli.cluster_select import (
 )
 from prudence_cli.config import Config
 from prudence_cli.errors import InputError
-from prudence_cli.heap import give_back
 from prudence_cli.io.checksums import remember, sha256_fresh
 from prudence_cli.io.dataset import data_files
 from prudence_cli.io.points import ReadProgress, read_file
-from prudence_cli.io.remote import RemoteFile, StoreError, fetched, listed
+from prudence_cli.io.remote import RemoteFile, fetched, listed, named
 from prudence_cli.io.specs import PointsSpec
 from prudence_cli.io.tables import read_segments, read_towers
 from prudence_cli.select import Selection
@@ -86,33 +90,29 @@ def read_and_select(
     segments = read_segments(spec.segments) if spec.segments is not None else None
     (tables,) = client.scatter([(towers, segments)], broadcast=True, hash=False)
     user = spec.columns.user
-    glimpses = client.gather(
-        [client.submit(glimpse, f, user, spec.delimiter, pure=False) for f in files]
-    )
-    bounds = cut_bounds(glimpses, _ranges(client, sum(rows for rows, _ in glimpses)))
     alone = len(files) == 1
     # the cache is found by the inputs' contents, so with one they are hashed here already
     hashed = config.input.cache != "parquet"
-    scratch = _Scratch(uuid.uuid4().hex)
+    scratch = Scratch(uuid.uuid4().hex)
     kept: Kept | None = None
     fetched: dict[str, tuple[str, int]] = {}
     split: list[Any] = []
     try:
-        split = [
-            client.submit(
-                _read_split,
-                spec,
-                f,
-                tables,
-                alone,
-                bounds,
-                hashed,
-                scratch,
-                pure=False,
-            )
-            for f in files
-        ]
-        _heard(split, [_size(f) for f in files], progress)
+        glimpsing = [_glimpsed(client, f, user, spec.delimiter, scratch) for f in files]
+        glimpses = client.gather(glimpsing)
+        copies = [g[2] if len(g) == 3 else None for g in glimpses]
+        samples = [(g[0], g[1]) for g in glimpses]
+        bounds = cut_bounds(samples, _ranges(client, sum(rows for rows, _ in samples)))
+
+        def read(file: Path | RemoteFile, copy: Copy | None) -> Any:
+            arguments = (spec, copy or file, tables, alone, bounds, hashed, scratch)
+            if copy is None:
+                return client.submit(_read_split, *arguments, pure=False)
+            return pinned(client, copy.worker, _read_split, *arguments)  # where it lies
+
+        split = [read(f, copy) for f, copy in zip(files, copies, strict=True)]
+        holders = {copy.worker for copy in copies if copy is not None}
+        _heard(client, split, [_size(f) for f in files], progress, holders)
         for future in split:  # the first file's error in file order, as a local run says
             if future.status == "error":
                 future.result()
@@ -137,13 +137,13 @@ def read_and_select(
         kept = Kept(client, scratch, told) if keep else None
         if kept is not None:  # the files stay, the memory goes
             with contextlib.suppress(Exception):  # as `_removed`: never the run's error
-                client.run(_given_back, on_error="ignore")
+                client.run(given_back, on_error="ignore")
     finally:
         if kept is None:  # failed, or nothing is kept
             # files not read yet will not be (one being read may still leave its pieces,
             # until the worker stops and Dask removes its directory)
             client.cancel([future for future in split if not future.done()])
-            _removed(client, scratch)
+            removed(client, scratch)
     return selection, dict(dropped), kept, fetched
 
 
@@ -153,12 +153,12 @@ class Kept:
     the worker that selected it (cluster_select.Placed)."""
 
     client: Any
-    scratch: _Scratch
+    scratch: Scratch
     told: list[Told]
 
     def close(self) -> None:
         """The points removed from the workers' disks (see `_removed`)."""
-        _removed(self.client, self.scratch)
+        removed(self.client, self.scratch)
 
 
 def _selected(
@@ -166,7 +166,7 @@ def _selected(
     split: list[_Split],
     ranges: int,
     config: Config,
-    scratch: _Scratch,
+    scratch: Scratch,
     rows_read: int,
     segments: pd.DataFrame | None,
     keep: bool,
@@ -267,79 +267,6 @@ def in_flight(workers: int) -> int:
 
 
 @dataclass(frozen=True)
-class _Scratch:
-    """Where the workers keep this run's pieces: a folder of the run in each worker's
-    local directory (Dask's, on its own disk), removed at the end of the run, failed or
-    not, and by Dask with the worker's directory when a worker stops."""
-
-    run: str
-
-    def folder(self, worker: Any = None) -> Path:
-        """This run's folder on `worker` (default: the worker running the task)."""
-        if worker is None:
-            from distributed import get_worker
-
-            worker = get_worker()
-        return Path(worker.local_directory) / f"prudence-{self.run}"
-
-    def written(self, name: str, value: Any) -> str:
-        """`value` pickled to `name` in this run's folder on the worker running the task
-        (made when needed), read back only on that worker, in this run. CancelledError
-        when the run has ended (`remove`): a task still running then — Dask does not stop
-        one — leaves nothing behind, even when the folder is removed while it writes."""
-        from distributed import get_worker
-
-        worker = get_worker()
-        if self._ended(worker):
-            raise CancelledError(f"the run {self.run} has ended")
-        folder = self.folder(worker)
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / name
-        with path.open("wb") as file:
-            pickle.dump(value, file, protocol=pickle.HIGHEST_PROTOCOL)
-        if self._ended(worker):  # removed meanwhile: what was just written goes too
-            shutil.rmtree(folder, ignore_errors=True)
-            raise CancelledError(f"the run {self.run} has ended")
-        return str(path)
-
-    def remove(self, dask_worker: Any) -> None:
-        """Run by `client.run` on each worker (which passes the worker by that name):
-        the run marked as ended there, its folder removed, and the memory freed given
-        back (`_given_back`)."""
-        ended = getattr(dask_worker, ENDED, None)
-        if ended is None:
-            ended = set()
-            setattr(dask_worker, ENDED, ended)
-        ended.add(self.run)
-        shutil.rmtree(self.folder(dask_worker), ignore_errors=True)
-        _given_back()
-
-    def _ended(self, worker: Any) -> bool:
-        return self.run in getattr(worker, ENDED, ())
-
-
-# the attribute of a Dask worker that holds the runs ended there (32 characters each)
-ENDED = "prudence_ended_runs"
-
-
-def _given_back() -> None:
-    """The memory a worker's reading and selecting freed, given back to the system:
-    Arrow's pool and malloc keep it otherwise, and Dask counts it against the worker's
-    limit while the levels' shards arrive."""
-    gc.collect()
-    pa.default_memory_pool().release_unused()
-    give_back()
-
-
-def _removed(client: Any, scratch: _Scratch) -> None:
-    """The run's pieces removed from every worker's disk. Never raises: on a cluster that
-    failed, the run's own error is what the user must see (and Dask removes a worker's
-    directory, pieces included, when the worker stops)."""
-    with contextlib.suppress(Exception):  # see above
-        client.run(scratch.remove, on_error="ignore")
-
-
-@dataclass(frozen=True)
 class _Split:
     """A file read and cut on a worker: the paths of its pieces there (None: no row in
     that range), its rows read and dropped, its version (see `_version`)."""
@@ -351,10 +278,22 @@ class _Split:
     version: tuple[int, int, str] | None
 
 
-def _heard(futures: list[Any], sizes: list[int], progress: ReadProgress | None) -> None:
-    """Wait for the files' tasks, telling `progress` the bytes of the files done so far."""
+def _heard(
+    client: Any,
+    futures: list[Any],
+    sizes: list[int],
+    progress: ReadProgress | None,
+    needed: set[str],
+) -> None:
+    """Wait for the files' tasks, telling `progress` the bytes of the files done so far;
+    CancelledError when one of the `needed` workers (holding a fetched copy that a task
+    pinned there reads) is gone."""
     total, told = sum(sizes), -1
+    watched = time.monotonic()
     while True:
+        if needed and time.monotonic() - watched > WATCH_SECONDS:
+            _still_there(client, needed)
+            watched = time.monotonic()
         done = sum(size for future, size in zip(futures, sizes, strict=True) if future.done())
         if done != told and progress is not None:
             progress(done, total)
@@ -387,34 +326,44 @@ def _ranges(client: Any, rows: int) -> int:
 
 def _read_split(
     spec: PointsSpec,
-    file: Path | RemoteFile,
+    file: Path | RemoteFile | Copy,
     tables: tuple[Any, Any],
     alone: bool,
     bounds: list[str],
     hashed: bool,
-    scratch: _Scratch,
+    scratch: Scratch,
 ) -> _Split:
     """A file of the input `spec` read (as a local run reads it) and its rows cut by the
     ranges of `bounds`, in row order, each piece written to this worker's `scratch`; its
     rows read and dropped; when `hashed`, its size, modification time and sha256, hashed
     while it is read (see `_version`). A file in an object store is fetched into a
     temporary folder of the worker's directory first (its modification time then 0),
-    and removed once read. The file's table lives only in here."""
+    unless its glimpse fetched it here already (a `Copy`), and removed once read. The
+    file's table lives only in here."""
     from distributed import get_worker
 
     towers, segments = tables
-    if isinstance(file, RemoteFile):
+    if isinstance(file, Copy):  # fetched here for its glimpse
+        local = Path(file.path)
+        try:
+            with named(local, file.url):
+                here = replace(spec, path=local, store=None)
+                raw = read_file(here, towers, segments, None, alone=alone)
+        finally:
+            local.unlink(missing_ok=True)
+        version: tuple[int, int, str] | None = (file.size, 0, file.sha256)
+    elif isinstance(file, RemoteFile):
         # fetched beside the run's folder, not in it: removed whatever becomes of the run
         with (
-            _on_worker(),
+            on_worker(),
             tempfile.TemporaryDirectory(
                 prefix="prudence-", dir=get_worker().local_directory
             ) as folder,
-            fetched(file, Path(folder)) as copy,
+            fetched(file, Path(folder)) as got,
         ):
-            local = replace(spec, path=copy.path, store=None)
-            raw = read_file(local, towers, segments, None, alone=alone)
-        version: tuple[int, int, str] | None = (copy.size, 0, copy.sha256)
+            here = replace(spec, path=got.path, store=None)
+            raw = read_file(here, towers, segments, None, alone=alone)
+        version = (got.size, 0, got.sha256)
     else:
         with ThreadPoolExecutor(1) as pool:
             hashing = pool.submit(_version, file) if hashed else None
@@ -461,17 +410,14 @@ def _load(path: str) -> pd.DataFrame:
     return piece
 
 
-@contextlib.contextmanager
-def _on_worker() -> Iterator[None]:
-    """What the store refused a worker, said of that worker: its environment, not the
-    assessing process's, must hold the store's package and credentials."""
-    from distributed import get_worker
-
-    try:
-        yield
-    except StoreError as exc:
-        where = f" (on the Dask worker {get_worker().address}: each worker needs them)"
-        raise StoreError(exc.file, exc.reason + where, exc.line) from None
+def _glimpsed(
+    client: Any, file: Path | RemoteFile, user: str, delimiter: str, scratch: Scratch
+) -> Any:
+    """The future of a file's glimpse (cluster_ranges); a CSV file of an object store is
+    fetched for it into the run's folder, and kept there to be read (`Copy`)."""
+    if isinstance(file, RemoteFile) and not file.is_parquet:
+        return client.submit(glimpse_fetched, file, user, delimiter, scratch, pure=False)
+    return client.submit(glimpse, file, user, delimiter, pure=False)
 
 
 def _size(file: Path | RemoteFile) -> int:

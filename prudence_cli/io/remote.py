@@ -241,9 +241,22 @@ def listed(store: Store) -> tuple[RemoteFile, ...]:
 def fetched(
     file: RemoteFile, folder: Path, progress: Callable[[int, int], None] | None = None
 ) -> Iterator[Fetched]:
-    """`file` fetched into `folder`, hashed as it comes; removed when the block ends.
-    `progress` hears the bytes fetched and the size. Errors raised in the block that
-    name the local copy name the URL instead (`named`)."""
+    """`file` fetched into `folder` (`fetch`), removed when the block ends. Errors
+    raised in the block that name the local copy name the URL instead (`named`)."""
+    copy = fetch(file, folder, progress)
+    try:
+        with named(copy.path, file.url):
+            yield copy
+    finally:
+        copy.path.unlink(missing_ok=True)
+
+
+def fetch(
+    file: RemoteFile, folder: Path, progress: Callable[[int, int], None] | None = None
+) -> Fetched:
+    """`file` copied into `folder` under a new name, hashed as it comes (nothing is left
+    of a fetch that fails); `progress` hears the bytes fetched and the size. The caller
+    removes the copy."""
     local = _local_name(file, folder)
     digest, done = hashlib.sha256(), 0
     try:
@@ -259,10 +272,10 @@ def fetched(
                 done += len(block)
                 if progress is not None:
                     progress(done, max(file.size, done))
-        with named(local, file.url):
-            yield Fetched(local, digest.hexdigest(), done)
-    finally:
+    except BaseException:
         local.unlink(missing_ok=True)
+        raise
+    return Fetched(local, digest.hexdigest(), done)
 
 
 @contextmanager

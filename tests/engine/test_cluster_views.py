@@ -104,13 +104,14 @@ def test_a_worker_that_read_no_part_selects_a_range(cluster, tmp_path):
     read (one part, two workers: the other one may select)."""
     import uuid
 
-    from prudence_cli.cluster_input import _cut, _Scratch
+    from prudence_cli.cluster_input import _cut
+    from prudence_cli.cluster_scratch import Scratch
     from prudence_cli.cluster_select import select_range
     from prudence_cli.io.points import read_file
 
     config = load_config(CONFIGS / "demo.yaml")
     (piece,) = _cut(read_file(config.input.spec(), None, None, None, alone=True).table, [])
-    scratch = _Scratch(uuid.uuid4().hex)
+    scratch = Scratch(uuid.uuid4().hex)
     try:
         for worker in cluster.addresses:  # no part was read in this run on either
             told = cluster.client.submit(
@@ -176,9 +177,9 @@ def test_workers_give_back_the_memory_of_reading_when_the_points_stay(
     monkeypatch.setattr(cluster.client, "run", spy)
     config = load_config(CONFIGS / "demo_cdr.yaml")
     selection = prepare(config, client=cluster.client).selection
-    assert selection.placed is not None and asked == ["_given_back"]
+    assert selection.placed is not None and asked == ["given_back"]
     selection.placed.close()
-    assert asked == ["_given_back", "remove"]
+    assert asked == ["given_back", "remove"]
     monkeypatch.undo()
     assert _left(cluster) == []
 
@@ -189,13 +190,14 @@ def test_a_task_still_running_when_the_run_ends_leaves_nothing(cluster):
     import uuid
     from concurrent.futures import CancelledError
 
-    from prudence_cli.cluster_input import _cut, _Scratch
+    from prudence_cli.cluster_input import _cut
+    from prudence_cli.cluster_scratch import Scratch
     from prudence_cli.cluster_select import select_range
     from prudence_cli.io.points import read_file
 
     config = load_config(CONFIGS / "demo.yaml")
     (piece,) = _cut(read_file(config.input.spec(), None, None, None, alone=True).table, [])
-    scratch = _Scratch(uuid.uuid4().hex)
+    scratch = Scratch(uuid.uuid4().hex)
     cluster.client.run(scratch.remove)  # the run ended everywhere
     future = cluster.client.submit(select_range, [piece], config, 0, scratch, pure=False)
     with pytest.raises(CancelledError, match="has ended"):

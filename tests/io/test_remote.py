@@ -310,11 +310,12 @@ def cluster(endpoint):
 
 @pytest.mark.parametrize("points_stay", [True, False])
 def test_workers_fetch_their_parts_as_a_local_run_reads_them(
-    endpoint, bucket, cluster, tmp_path, points_stay, monkeypatch
+    endpoint, bucket, cluster, tmp_path, points_stay, monkeypatch, caplog
 ):
-    """Each worker fetches the parts it reads: the catalog of a local run, the same
-    digests in the manifest, and nothing left on the workers' disks. A bad row read
-    there is named by its URL and line."""
+    """Each worker fetches the parts it reads, each once (a CSV part fetched for its
+    glimpse is read where it was fetched): the catalog of a local run, the same digests
+    in the manifest, and nothing left on the workers' disks. A bad row read there is
+    named by its URL and line."""
     from prudence_cli import cluster_views
     from prudence_cli.assess import run_assessment
     from prudence_cli.config import load_config
@@ -328,7 +329,13 @@ def test_workers_fetch_their_parts_as_a_local_run_reads_them(
     file = _config(tmp_path, f"s3://{name}/calls/", storage_options=_options_map(endpoint))
     config = load_config(file)
     local = run_assessment(config, tmp_path / "local", _engine(config), None)
-    spread = run_assessment(config, tmp_path / "dask", _engine(config, cluster), None)
+    caplog.clear()
+    with caplog.at_level("INFO", logger="werkzeug"):  # the S3 endpoint's request log
+        spread = run_assessment(config, tmp_path / "dask", _engine(config, cluster), None)
+    for key in _parts():
+        if key.endswith((".csv", ".csv.gz")):
+            gets = [r for r in caplog.messages if f"GET /{name}/calls/{key} HTTP" in r]
+            assert len(gets) == 1, (key, gets)
     _same_catalog(local.output, spread.output)
     assert local.manifest["inputs"] == spread.manifest["inputs"]
     assert len(spread.manifest["inputs"]) == 3
@@ -389,10 +396,10 @@ def test_a_full_disk_and_a_file_replaced_while_fetched_are_said(
 
 
 def _refused_on_a_worker(url: str) -> None:
-    from prudence_cli.cluster_input import _on_worker
+    from prudence_cli.cluster_scratch import on_worker
     from prudence_cli.io.remote import StoreError
 
-    with _on_worker():
+    with on_worker():
         raise StoreError(url, "access denied")
 
 
