@@ -227,7 +227,7 @@ def listed(store: Store) -> tuple[RemoteFile, ...]:
             info = fs.info(root)
             return (RemoteFile(store, fs.unstrip_protocol(root), int(info["size"])),)
         files = tuple(
-            RemoteFile(store, fs.unstrip_protocol(p), int(info.get("size") or 0))
+            RemoteFile(store, fs.unstrip_protocol(p), _size(fs, p, info))
             for p, info in sorted(found.items())
             if info.get("type", "file") == "file"
             and (named or not any(bookkeeping(q) for q in PurePosixPath(p[len(fixed) :]).parts))
@@ -235,6 +235,15 @@ def listed(store: Store) -> tuple[RemoteFile, ...]:
     if not files:
         raise InputError(store.url, what)
     return files
+
+
+def _size(fs: Any, path: str, info: Mapping[str, Any]) -> int:
+    """A listed file's size; a listing that gives none (an HTTP index page) is asked
+    the file's own (its Content-Length)."""
+    size = info.get("size")
+    if size is None:
+        size = fs.size(path)
+    return int(size or 0)
 
 
 @contextmanager

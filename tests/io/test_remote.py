@@ -424,3 +424,37 @@ def test_outputs_are_written_to_local_paths_only(tmp_path, command, monkeypatch)
     assert result.exit_code == 2
     assert "is a URL: outputs are written to a local path" in result.output
     assert not any(p.name.endswith(":") for p in tmp_path.iterdir())  # no folder `s3:`
+
+
+def test_an_http_index_is_listed_with_each_files_size(tmp_path):
+    """An HTTP index page lists links without sizes: each file is asked its own, so that
+    `validate` checks its header instead of taking it for an empty part."""
+    import functools
+    import http.server
+    import threading
+
+    pytest.importorskip("aiohttp")
+    (tmp_path / "parts").mkdir()
+    rows = pd.read_csv(SAMPLE, dtype=str, nrows=2_000)
+    rows.iloc[:1_000].to_csv(tmp_path / "parts" / "a.csv", index=False)
+    rows.iloc[1_000:].rename(columns={"uid": "person"}).to_csv(
+        tmp_path / "parts" / "b.csv", index=False
+    )
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    handler = functools.partial(Quiet, directory=str(tmp_path))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/parts/"
+        sizes = {f.name: f.size for f in listed(Store(url))}
+        assert sizes == {n: (tmp_path / "parts" / n).stat().st_size for n in ("a.csv", "b.csv")}
+        result = CliRunner().invoke(main, ["validate", str(_config(tmp_path, url))])
+        assert result.exit_code == 2  # b.csv's header was read, not skipped as empty
+        assert f"{url}b.csv: no column 'uid'" in result.output
+    finally:
+        server.shutdown()
+        server.server_close()
