@@ -24,7 +24,7 @@ import re
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -109,7 +109,8 @@ class Store:
     """Where an input lies: its URL and the filesystem's options (`storage_options`)."""
 
     url: str
-    options: tuple[tuple[str, Any], ...] = ()
+    # hashed by URL alone: an option's value may be a mapping (client_kwargs)
+    options: tuple[tuple[str, Any], ...] = field(default=(), hash=False)
 
     @property
     def name(self) -> str:

@@ -111,6 +111,8 @@ def test_urls_are_told_from_local_paths():
     options = {"endpoint_url": "x", "client_kwargs": {"aws_secret_access_key": "s"}, "key": "k"}
     assert secret_options(options) == ["client_kwargs.aws_secret_access_key", "key"]
     assert secret_options({"token": "anon", "anon": True, "sas_token": "?sv=1"}) == ["sas_token"]
+    nested = Store("s3://b/x/", (("config_kwargs", {"read_timeout": 3}),))
+    assert hash(nested) == hash(Store("s3://b/x/")) and nested != Store("s3://b/x/")
 
 
 def test_a_prefix_is_listed_as_a_folder_is_read(endpoint, bucket):
@@ -240,7 +242,9 @@ def test_validate_lists_the_store_and_checks_each_header(endpoint, bucket, tmp_p
     name, put = bucket
     for key, body in _parts().items():
         put(f"calls/{key}", body)
-    config = _config(tmp_path, f"s3://{name}/calls/", storage_options=_options_map(endpoint))
+    timeouts = {"connect_timeout": 5, "read_timeout": 30, "retries": {"max_attempts": 2}}
+    options = {**_options_map(endpoint), "config_kwargs": timeouts}  # as docs/config.md
+    config = _config(tmp_path, f"s3://{name}/calls/", storage_options=options)
     result = CliRunner().invoke(main, ["validate", str(config), "--format", "json"])
     assert result.exit_code == 0, result.output
     (checked,) = json.loads(result.stdout)["files"]
