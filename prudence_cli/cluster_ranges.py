@@ -4,7 +4,6 @@ the sorted samples, each weighing its file's rows, into ranges of about equal ro
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +13,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from prudence_cli.io.dataset import is_parquet
-from prudence_cli.io.remote import RemoteFile, fetched
+from prudence_cli.io.remote import RemoteFile
 
 # user ids a file shows of itself to place the ranges' bounds
 GLIMPSED_IDS = 20_000
@@ -23,10 +22,11 @@ GLIMPSED_IDS = 20_000
 def glimpse(file: Path | RemoteFile, user: str, delimiter: str) -> tuple[int, pa.Array]:
     """A file's rows and an even sample of its user ids, as written, read quickly and
     not checked (the bounds of the ranges need no more); nothing when it cannot be read
-    so (the careful read then says why). Of a file in an object store, a Parquet file's
-    user column is read in place, a CSV file fetched to a temporary folder first."""
+    so (the careful read then says why). A Parquet file of an object store has its user
+    column read in place; a CSV file of a store is glimpsed once fetched
+    (cluster_scratch.glimpse_fetched)."""
     if isinstance(file, RemoteFile):
-        return _glimpsed_remote(file, user, delimiter)
+        return _glimpsed_in_place(file, user)
     path = file
     try:
         if is_parquet(path):
@@ -48,27 +48,14 @@ def _sampled(ids: pa.ChunkedArray) -> tuple[int, pa.Array]:
     return rows, ids.take(pa.array(np.arange(0, len(ids), step)))
 
 
-def _glimpsed_remote(file: RemoteFile, user: str, delimiter: str) -> tuple[int, pa.Array]:
-    """`_glimpse` of a file in an object store: a Parquet file's user column read in
-    place; a CSV file fetched whole (and again when it is read: its ids are sampled over
-    the whole file) into a temporary folder of the worker's directory, which Dask
-    removes with the worker's should the task be stopped midway."""
-    from distributed import get_worker
-
-    nothing = 0, pa.array([], type=pa.string())
+def _glimpsed_in_place(file: RemoteFile, user: str) -> tuple[int, pa.Array]:
+    """`glimpse` of a Parquet file of an object store: its user column read there."""
     try:
-        if file.is_parquet:
-            fs, path = file.store.filesystem(file.url)
-            with fs.open(path, "rb") as handle:
-                return _sampled(pq.read_table(handle, columns=[user]).column(user))
-        where = get_worker().local_directory
-        with (
-            tempfile.TemporaryDirectory(prefix="prudence-glimpse-", dir=where) as folder,
-            fetched(file, Path(folder)) as copy,
-        ):
-            return glimpse(copy.path, user, delimiter)
+        fs, path = file.store.filesystem(file.url)
+        with fs.open(path, "rb") as handle:
+            return _sampled(pq.read_table(handle, columns=[user]).column(user))
     except Exception:  # noqa: BLE001 - the store's errors, or a bad file: said when read
-        return nothing
+        return 0, pa.array([], type=pa.string())
 
 
 def cut_bounds(glimpses: list[tuple[int, pa.Array]], ranges: int) -> list[str]:
