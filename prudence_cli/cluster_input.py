@@ -136,7 +136,7 @@ def read_and_select(
         )
         kept = Kept(client, scratch, told) if keep else None
         if kept is not None:  # the files stay, the memory goes
-            with contextlib.suppress(Exception):  # as `_removed`: never the run's error
+            with contextlib.suppress(Exception):  # as `removed`: never the run's error
                 client.run(given_back, on_error="ignore")
     finally:
         if kept is None:  # failed, or nothing is kept
@@ -157,7 +157,7 @@ class Kept:
     told: list[Told]
 
     def close(self) -> None:
-        """The points removed from the workers' disks (see `_removed`)."""
+        """The points removed from the workers' disks (see `removed`)."""
         removed(self.client, self.scratch)
 
 

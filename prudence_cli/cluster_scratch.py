@@ -62,7 +62,7 @@ class Scratch:
     def remove(self, dask_worker: Any) -> None:
         """Run by `client.run` on each worker (which passes the worker by that name):
         the run marked as ended there, its folder removed, and the memory freed given
-        back (`_given_back`)."""
+        back (`given_back`)."""
         ended = getattr(dask_worker, ENDED, None)
         if ended is None:
             ended = set()

@@ -76,7 +76,7 @@ class Numbering:
 
 def select_range(parts: list[pd.DataFrame], config: Config, k: int, scratch: Any) -> Told:
     """Range `k`'s selection from its pieces (in file order), kept in the run's folder
-    on this worker's disk (cluster_input._Scratch.written: made there when this worker
+    on this worker's disk (cluster_scratch.Scratch.written: made there when this worker
     read no part), and what the assessing process needs of it."""
     from distributed import get_worker
 
