@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import logging
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -88,6 +89,9 @@ class DaskRunner:
                     threads_per_worker=1,
                     processes=True,
                     dashboard_address=":0",  # any free port: runs never collide
+                    # its workers share the user's terminal: a task's error (a bad row) is
+                    # said once, by the run, not also logged there with Dask's traceback
+                    silence_logs=logging.CRITICAL,
                 )
             except OSError as exc:
                 raise PrudenceError(f"cannot start a Dask LocalCluster: {exc}") from None

@@ -570,3 +570,30 @@ def test_a_tasks_own_large_arrays_go_without_dasks_large_graph_advice(cluster):
     about large graphs (an error under this suite's filterwarnings) is not for it."""
     chunks = [(np.ones(3_000_000),) for _ in range(3)]  # 24 MB each
     assert sorted(cluster.run(_total, 1, iter(chunks))) == [3_000_001.0] * 3
+
+
+def test_a_bad_row_on_a_local_cluster_is_said_once(tmp_path):
+    """The LocalCluster's workers share the user's terminal: the run's message alone,
+    not also Dask's "Compute Failed" log with its traceback."""
+    import subprocess
+
+    rows = pd.read_csv(CONFIGS.parent / "sample_data" / "pisa_gps.csv.gz", dtype=str)
+    rows.loc[500, "datetime"] = "soon"
+    rows.to_csv(tmp_path / "bad.csv", index=False)
+    text = (CONFIGS / "demo.yaml").read_text(encoding="utf-8")
+    text = text.replace("path: ../sample_data/pisa_gps.csv.gz", f"path: {tmp_path / 'bad.csv'}")
+    (tmp_path / "bad.yaml").write_text(text, encoding="utf-8")
+    prudence = Path(sys.executable).parent / "prudence"
+    done = subprocess.run(
+        [str(prudence), "assess", str(tmp_path / "bad.yaml"), "--out", str(tmp_path / "c")]
+        + ["--engine", "dask", "--jobs", "2", "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"Error: {tmp_path / 'bad.csv'}:502: time is not ISO-8601 or epoch seconds (got "
+        "'soon'); fix the row, or set input.on_invalid: drop to skip invalid rows"
+    ]
