@@ -140,8 +140,8 @@ def read_and_select(
                 client.run(given_back, on_error="ignore")
     finally:
         if kept is None:  # failed, or nothing is kept
-            # files not read yet will not be (one being read may still leave its pieces,
-            # until the worker stops and Dask removes its directory)
+            # files not read yet will not be; one being read leaves nothing: its pieces
+            # are refused once the run has ended (Scratch.written)
             client.cancel([future for future in split if not future.done()])
             removed(client, scratch)
     return selection, dict(dropped), kept, fetched
