@@ -46,12 +46,12 @@ import pandas as pd
 import pyarrow as pa
 
 from prudence_cli import columns as C
-from prudence_cli.cluster_ranges import cut_bounds, glimpse
+from prudence_cli.cluster_ranges import cut_bounds
 from prudence_cli.cluster_scratch import (
     Copy,
     Scratch,
     given_back,
-    glimpse_fetched,
+    glimpsed,
     on_worker,
     removed,
 )
@@ -98,10 +98,11 @@ def read_and_select(
     fetched: dict[str, tuple[str, int]] = {}
     split: list[Any] = []
     try:
-        glimpsing = [_glimpsed(client, f, user, spec.delimiter, scratch) for f in files]
-        glimpses = client.gather(glimpsing)
-        copies = [g[2] if len(g) == 3 else None for g in glimpses]
-        samples = [(g[0], g[1]) for g in glimpses]
+        glimpses = client.gather(
+            [client.submit(glimpsed, f, user, spec.delimiter, scratch, pure=False) for f in files]
+        )
+        samples = [(rows, ids) for rows, ids, _ in glimpses]
+        copies = [copy for _, _, copy in glimpses]
         bounds = cut_bounds(samples, _ranges(client, sum(rows for rows, _ in samples)))
 
         def read(file: Path | RemoteFile, copy: Copy | None) -> Any:
@@ -408,16 +409,6 @@ def _load(path: str) -> pd.DataFrame:
     piece: pd.DataFrame = read_back(path)
     os.unlink(path)
     return piece
-
-
-def _glimpsed(
-    client: Any, file: Path | RemoteFile, user: str, delimiter: str, scratch: Scratch
-) -> Any:
-    """The future of a file's glimpse (cluster_ranges); a CSV file of an object store is
-    fetched for it into the run's folder, and kept there to be read (`Copy`)."""
-    if isinstance(file, RemoteFile) and not file.is_parquet:
-        return client.submit(glimpse_fetched, file, user, delimiter, scratch, pure=False)
-    return client.submit(glimpse, file, user, delimiter, pure=False)
 
 
 def _size(file: Path | RemoteFile) -> int:

@@ -24,7 +24,7 @@ def glimpse(file: Path | RemoteFile, user: str, delimiter: str) -> tuple[int, pa
     not checked (the bounds of the ranges need no more); nothing when it cannot be read
     so (the careful read then says why). A Parquet file of an object store has its user
     column read in place; a CSV file of a store is glimpsed once fetched
-    (cluster_scratch.glimpse_fetched)."""
+    (cluster_scratch.glimpsed)."""
     if isinstance(file, RemoteFile):
         return _glimpsed_in_place(file, user)
     path = file

@@ -108,12 +108,15 @@ class Copy:
     size: int
 
 
-def glimpse_fetched(
-    file: RemoteFile, user: str, delimiter: str, scratch: Scratch
+def glimpsed(
+    file: Path | RemoteFile, user: str, delimiter: str, scratch: Scratch
 ) -> tuple[int, pa.Array, Copy | None]:
-    """`glimpse` of a CSV file of an object store, fetched whole into the run's folder
-    on this worker and kept there for its reading (`Copy`); when it cannot be fetched,
-    nothing (its reading fetches it again and says why)."""
+    """`glimpse` of an input file (cluster_ranges), and where it was fetched: a CSV file
+    of an object store is fetched whole into the run's folder on this worker and kept
+    there for its reading (a `Copy`; none when it cannot be fetched: its reading fetches
+    it again and says why); any other file is glimpsed where it is (None)."""
+    if not isinstance(file, RemoteFile) or file.is_parquet:
+        return (*glimpse(file, user, delimiter), None)
     from distributed import get_worker
 
     worker = get_worker()

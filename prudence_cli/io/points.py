@@ -97,17 +97,12 @@ def read_points(spec: PointsSpec, progress: ReadProgress | None = None) -> RawPo
     total, before = sum(sizes), 0
     parts = []
     for file, size in zip(files, sizes, strict=True):
-
-        def heard(done: int, _size: int, before: int = before) -> None:
-            if progress is not None:
-                progress(before + done, total)
-
+        heard = _shifted(progress, before, total)
         parts.append(read_file(replace(spec, path=file), towers, segments, heard, alone=False))
         before += size
-        heard(size, size)
-    if sum(part.rows_read for part in parts) == 0:
-        raise InputError(spec.path, f"holds no data rows in any of its {len(files)} files")
-    return merged(parts)
+        if heard is not None:
+            heard(size, size)
+    return _joined(spec, parts)
 
 
 def _read_fetched(
@@ -124,21 +119,35 @@ def _read_fetched(
     parts, sums = [], {}
     with tempfile.TemporaryDirectory(prefix="prudence-fetch-") as folder:
         for file in files:
-
-            def heard(done: int, _size: int, before: int = before) -> None:
-                if progress is not None:
-                    progress(before + done, total)
-
-            with fetched(file, Path(folder), heard) as copy:
+            with fetched(file, Path(folder), _shifted(progress, before, total)) as copy:
                 local = replace(spec, path=copy.path, store=None)
                 parts.append(read_file(local, towers, segments, None, alone=len(files) == 1))
             sums[file.url] = (copy.sha256, copy.size)
             before += file.size
-    if sum(part.rows_read for part in parts) == 0:
-        raise InputError(spec.store.url, f"holds no data rows in any of its {len(files)} files")
-    raw = merged(parts) if len(parts) > 1 else parts[0]
+    raw = _joined(spec, parts)
     raw.fetched = sums
     return raw
+
+
+def _shifted(progress: ReadProgress | None, before: int, total: int) -> ReadProgress | None:
+    """`progress` told of one file's bytes as bytes of the whole input (`before` of its
+    `total` bytes came before the file)."""
+    if progress is None:
+        return None
+    told = progress
+
+    def heard(done: int, _size: int) -> None:
+        told(before + done, total)
+
+    return heard
+
+
+def _joined(spec: PointsSpec, parts: list[RawPoints]) -> RawPoints:
+    """The points of an input's files as one (`merged`); InputError when no file holds
+    a row."""
+    if sum(part.rows_read for part in parts) == 0:
+        raise InputError(spec.shown, f"holds no data rows in any of its {len(parts)} files")
+    return merged(parts) if len(parts) > 1 else parts[0]
 
 
 def merged(parts: list[RawPoints]) -> RawPoints:

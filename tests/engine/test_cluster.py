@@ -130,7 +130,7 @@ def _tasks_run(address: str) -> tuple[dict[str, int], list[int]]:
             name: sum(prefix.state_counts.values())
             for name, prefix in dask_scheduler.task_prefixes.items()
             if name.endswith("_task")
-            or name in ("glimpse", "read_split", "load", "select_range", "finish_range")
+            or name in ("glimpsed", "read_split", "load", "select_range", "finish_range")
             or name in ("range_cells", "range_pairs")
         }
 
@@ -225,7 +225,7 @@ def test_assess_on_a_scheduler_and_two_worker_processes_gives_the_local_catalog(
         assert tasks["keyed_task"] + tasks["keyed_self_task"] > 10 and min(per_worker) > 0
         # the workers glimpsed and read every part, cut it by ranges of users, selected
         # each range from the pieces kept on their disks, and finished it there
-        assert tasks["glimpse"] > 0 and tasks["read_split"] > 0 and tasks["load"] > 0
+        assert tasks["glimpsed"] > 0 and tasks["read_split"] > 0 and tasks["load"] > 0
         assert tasks["select_range"] > 0 and tasks["finish_range"] > 0
         # and counted the presence views' cells and pairs where the points stayed
         assert tasks["range_cells"] > 0 and tasks["range_pairs"] > 0
