@@ -10,6 +10,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 import numpy as np
 import pandas as pd
 
+from prudence_cli.attacks.ranged import in_ranges, level_problem, ranged_level
 from prudence_cli.config.knowledge import (
     ATTACK_SCHEMAS,
     AttackSchema,
@@ -18,6 +19,7 @@ from prudence_cli.config.knowledge import (
 )
 from prudence_cli.dataviews.base import Dataview
 from prudence_cli.engine import CountingProblem, Elements, Engine, QuerySpec
+from prudence_cli.engine.ranged import RangedProblem, asked
 
 __all__ = [
     "Attack",
@@ -117,6 +119,10 @@ class CountingAttack(Attack[V]):
 
     match: ClassVar[str] = "dominance"
     ordered: ClassVar[bool] = False
+    # each person's instances are made of that person's rows alone, with the view's
+    # location codes as elements: on several workers, levels are made in ranges of users
+    # where they are counted (attacks/ranged.py)
+    local: ClassVar[bool] = False
 
     @abstractmethod
     def instances(self, view: V, level: KnowledgeLevel) -> tuple[Elements, QuerySpec]:
@@ -143,17 +149,16 @@ class CountingAttack(Attack[V]):
         (`_pays_to_prune`; it may prune by its own smaller h in turn), and skips
         the people it puts at risk 1: the risks are the same, only cheaper to get, so
         nothing records it."""
-        members, spec = self.instances(view, level)
         computed = computed or {}
         floor, keys = _floor_of(self, level, view.n_users, known_ones, computed)
         below = self.lower_level(level)
         extra: dict[str, AttackResult] = {}
-        problem = _problem(members, spec, floor >= 1, self.match, self.ordered)
+        problem = self.problem(view, level, floor >= 1, engine)
         if below is not None and below.key not in computed and engine.samples(problem):
             lower = self.risks(view, below, engine, floor >= 1, computed)
             extra = {below.key: lower, **lower.computed_for_floor}
             floor, keys = np.maximum(floor, lower.risk), (below.key, *lower.floor, *keys)
-            problem = _problem(members, spec, floor >= 1, self.match, self.ordered)
+            problem = self.problem(view, level, floor >= 1, engine)
         elif (
             below is not None
             and below.key not in computed
@@ -161,7 +166,7 @@ class CountingAttack(Attack[V]):
         ):
             lower = self.risks(view, below, engine, floor >= 1, computed)
             floor = np.where(lower.risk >= 1.0, 1.0, floor)
-            problem = _problem(members, spec, floor >= 1, self.match, self.ordered)
+            problem = self.problem(view, level, floor >= 1, engine)
         result = _counted(view, problem, engine, floor >= 1)
         if not (result.sampled or extra):
             return result
@@ -172,13 +177,23 @@ class CountingAttack(Attack[V]):
             computed_for_floor=extra,
         )
 
+    def problem(
+        self, view: V, level: KnowledgeLevel, known_ones: np.ndarray | None, engine: Engine
+    ) -> CountingProblem | RangedProblem:
+        """The level's counting problem (`known_ones` ask nothing): here, or in ranges of
+        users made on the engine's workers (attacks/ranged.py)."""
+        if in_ranges(self, engine):
+            return ranged_level(self, view, level, known_ones, engine)
+        members, spec = self.instances(view, level)
+        return level_problem(members, spec, known_ones, self.match, self.ordered)
+
 
 def _pays_to_prune(
     attack: CountingAttack[V],
     view: V,
     below: KnowledgeLevel,
     known_ones: np.ndarray,
-    problem: CountingProblem,
+    problem: CountingProblem | RangedProblem,
     engine: Engine,
 ) -> bool:
     """Whether to count `below` (the next smaller h) before the exact `problem`: the
@@ -193,8 +208,7 @@ def _pays_to_prune(
     cost = engine.cost(problem)
     if cost < engine.prune_from:
         return False
-    members, spec = attack.instances(view, below)
-    lower = _problem(members, spec, known_ones, attack.match, attack.ordered)
+    lower = attack.problem(view, below, known_ones, engine)
     overhead = engine.overhead(problem)
     pays = (engine.cost(lower) + overhead) * engine.prune_gain <= cost + overhead
     return pays and not engine.samples(lower)
@@ -222,19 +236,6 @@ def _floor_of(
     return floor, tuple(keys)
 
 
-def _problem(
-    members: Elements, spec: QuerySpec, known_ones: np.ndarray | None, match: str, ordered: bool
-) -> CountingProblem:
-    """The counting problem of an attack's instances; `known_ones` users ask nothing."""
-    if known_ones is not None:
-        spec = replace(
-            spec,
-            size_lo=np.where(known_ones, 0, spec.size_lo),
-            size_hi=np.where(known_ones, 0, spec.size_hi),
-        )
-    return CountingProblem(members, spec, match=match, ordered=ordered)
-
-
 def sizes_for(h: int | str, lengths: np.ndarray) -> np.ndarray:
     """Instance size per user: h elements, or all of them when fewer (or h = all)."""
     lengths = np.asarray(lengths, dtype=np.int64)
@@ -255,15 +256,22 @@ def count_risks(
     A user of the view without any query is hidden among every user of the view; users
     absent from the view have risk 0; `known_ones` users are not queried and stay at 1.
     """
-    return _counted(view, _problem(members, spec, known_ones, match, ordered), engine, known_ones)
+    problem = level_problem(members, spec, known_ones, match, ordered)
+    return _counted(view, problem, engine, known_ones)
 
 
 def _counted(
-    view: Dataview, problem: CountingProblem, engine: Engine, known_ones: np.ndarray | None
+    view: Dataview,
+    problem: CountingProblem | RangedProblem,
+    engine: Engine,
+    known_ones: np.ndarray | None,
 ) -> AttackResult:
     """`count_risks` of a problem already made (its `known_ones` ask nothing)."""
     support = engine.min_support(problem)
-    queried = problem.queries.size_hi > 0
+    if isinstance(problem, RangedProblem):
+        queried = asked(problem, engine.runner)
+    else:
+        queried = problem.queries.size_hi > 0
     in_view = np.diff(view.offsets) > 0
     risk = np.zeros(view.n_users, dtype=float)
     risk[queried] = 1.0 / support.minimum[queried]

@@ -26,6 +26,7 @@ from prudence_cli.engine import Elements, QuerySpec
 
 class FrequencyAttack(CountingAttack[PresenceView]):
     name: ClassVar[str] = "frequency"
+    local: ClassVar[bool] = True
 
     def instances(self, view: PresenceView, level: KnowledgeLevel) -> tuple[Elements, QuerySpec]:
         members = view.elements()
@@ -34,6 +35,7 @@ class FrequencyAttack(CountingAttack[PresenceView]):
 
 class HomeWorkAttack(CountingAttack[PresenceView]):
     name: ClassVar[str] = "home_work"
+    local: ClassVar[bool] = True
 
     def instances(self, view: PresenceView, level: KnowledgeLevel) -> tuple[Elements, QuerySpec]:
         members = view.elements()
@@ -47,6 +49,7 @@ class HomeWorkAttack(CountingAttack[PresenceView]):
 
 class UniqueLocationAttack(CountingAttack[PresenceView]):
     name: ClassVar[str] = "unique_location"
+    local: ClassVar[bool] = True
     match: ClassVar[str] = "contains"
 
     def instances(self, view: PresenceView, level: KnowledgeLevel) -> tuple[Elements, QuerySpec]:

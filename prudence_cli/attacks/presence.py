@@ -35,6 +35,7 @@ def known_counts(count: np.ndarray, visits: str) -> np.ndarray:
 
 class PresenceAttack(CountingAttack[PresenceView]):
     name: ClassVar[str] = "presence"
+    local: ClassVar[bool] = True
 
     def instances(self, view: PresenceView, level: KnowledgeLevel) -> tuple[Elements, QuerySpec]:
         known = known_counts(view.count, level["visits"])

@@ -23,6 +23,7 @@ from prudence_cli.engine import Elements, QuerySpec
 
 class LocationSequenceAttack(CountingAttack[TrajectoryView]):
     name: ClassVar[str] = "location_sequence"
+    local: ClassVar[bool] = True
     match: ClassVar[str] = "contains"
     ordered: ClassVar[bool] = True
 
@@ -33,6 +34,7 @@ class LocationSequenceAttack(CountingAttack[TrajectoryView]):
 
 class UniqueLocationSequenceAttack(CountingAttack[PresenceView]):
     name: ClassVar[str] = "unique_location_sequence"
+    local: ClassVar[bool] = True
     match: ClassVar[str] = "contains"
     ordered: ClassVar[bool] = True
 

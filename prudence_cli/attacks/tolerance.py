@@ -24,6 +24,7 @@ from prudence_cli.engine import Elements, QuerySpec
 
 class ProbabilityAttack(CountingAttack[ProbabilityView]):
     name: ClassVar[str] = "probability"
+    local: ClassVar[bool] = True
     match: ClassVar[str] = "box"
 
     def instances(self, view: ProbabilityView, level: KnowledgeLevel) -> tuple[Elements, QuerySpec]:
@@ -35,6 +36,7 @@ class ProbabilityAttack(CountingAttack[ProbabilityView]):
 
 class ProportionAttack(CountingAttack[PresenceView]):
     name: ClassVar[str] = "proportion"
+    local: ClassVar[bool] = True
     match: ClassVar[str] = "ratio"
 
     def instances(self, view: PresenceView, level: KnowledgeLevel) -> tuple[Elements, QuerySpec]:

@@ -126,6 +126,18 @@ class Dataview:
         }
         return replace(self, **changes)
 
+    def users(self, first: int, last: int) -> Dataview:
+        """The rows of users [first, last) as a view of their own, its users numbered from
+        0 (same locations)."""
+        lo, hi = int(self.offsets[first]), int(self.offsets[last])
+        rows = {
+            name: getattr(self, name)[lo:hi]
+            for name in self.row_fields
+            if getattr(self, name) is not None
+        }
+        rows["user"] = (self.user[lo:hi] - first).astype(self.user.dtype)
+        return replace(self, n_users=last - first, **rows)
+
     def used_locations(self) -> pd.DataFrame:
         """The locations table restricted to the locations the view holds."""
         return self.locations.iloc[self._used].reset_index(drop=True)

@@ -5,8 +5,9 @@ partitions) is in `core.py`, work planning and instance counts in `plan.py`, who
 queries in `whole.py`, sampled levels in `sampling.py`, partition tasks in `tasks.py`,
 indexes and enumeration helpers in `indexes.py`, containment of explicit keys in
 `containment.py`, where tasks run in `runner.py`, and the kernels in
-`kernels.py`, `enumeration_kernels.py` and `group_kernels.py`. This module only re-exports
-the public API.
+`kernels.py`, `enumeration_kernels.py` and `group_kernels.py`; a level held in ranges of
+users on a cluster's workers is planned and counted from them in `ranged.py` (its shard
+side in `ranged_shards.py`). This module only re-exports the public API.
 
 Importing the engine loads no kernel: the problem's types and the plan are plain numpy,
 and every module that calls a kernel imports it when it first counts (see `compiled.py`),

@@ -32,31 +32,27 @@ from typing import Any
 
 import numpy as np
 
-from prudence_cli.engine import compiled, jit
-from prudence_cli.engine.indexes import (
-    _by_rarity,
-    _Indexes,
-    _n_elements,
-    _query_sizes_ok,
-    _segment_min,
-    _segment_sums,
-)
+from prudence_cli.engine import compiled, jit, ranged
+from prudence_cli.engine.indexes import _by_rarity, _Indexes, _n_elements, _query_sizes_ok
 from prudence_cli.engine.jit import set_threads
 from prudence_cli.engine.plan import (
     _BYTES_PER_ELEMENT,
     _BYTES_PER_INSTANCE,
     _BYTES_PER_KEY_ELEMENT,
     _BYTES_PER_USER,
-    _SATURATE,
     STRATEGIES,
     SizePlan,
-    _binomials,
     _gb,
+    _instances_per_target,
     _partitions,
-    _saturating_mul,
-    _sum_binomials,
+    _query_sizes,
+    plan_cost,
+    size_plans,
+    size_work,
+    work_cost,
 )
-from prudence_cli.engine.problem import CountingProblem, QuerySpec
+from prudence_cli.engine.problem import CountingProblem, Support
+from prudence_cli.engine.ranged import RangedProblem
 from prudence_cli.engine.runner import DaskRunner, LocalRunner
 from prudence_cli.engine.sampling import sample_support
 from prudence_cli.engine.shards import Shard, can_shard, shard, shard_ranges
@@ -67,19 +63,13 @@ from prudence_cli.engine.tasks import (
     _whole_task,
     _with_postings,
 )
-from prudence_cli.engine.whole import whole_targets, without_whole
+from prudence_cli.engine.whole import whole_in_keyed, whole_targets, without_whole
 from prudence_cli.errors import BudgetError
 
 _OVERHEAD_PER_ELEMENT = 1.5  # see Engine.overhead
 
-
-@dataclass(frozen=True)
-class Support:
-    """The engine's answer: minimum support per user (0 = no query) and how it was got."""
-
-    minimum: np.ndarray
-    instances: int  # instances enumerated, or checked when sampled (the sample counter)
-    sampled: bool  # True: some supports come from drawn instances (risk: a lower bound)
+# a level: whole here, or held in ranges of users (engine/ranged.py)
+Level = CountingProblem | RangedProblem
 
 
 @dataclass
@@ -102,7 +92,7 @@ class Engine:
     # (prune_from 0: never; see attacks/base.py)
     prune_from: int = 2_000_000
     prune_gain: float = 2.0
-    _last_work: tuple[CountingProblem, Any] | None = field(
+    _last_work: tuple[Level, Any] | None = field(
         default=None, init=False, repr=False, compare=False
     )
 
@@ -114,53 +104,47 @@ class Engine:
     def plan(self, problem: CountingProblem) -> list[SizePlan]:
         """Estimate the work per query size before any enumeration (whole-record queries
         aside: see `whole_targets`)."""
-        spec = problem.queries
-        q = spec.elements
-        member_lengths = problem.members.lengths
-        post_len = np.bincount(problem.members.elements, minlength=_n_elements(problem))
-        rarest = _segment_min(
-            post_len[q.elements] if q.elements.size else q.elements.astype(np.int64), q.offsets
-        )
-        plans = []
-        for s in _query_sizes(spec).tolist():
-            targets, per_target = _per_target(spec, s)
-            queries = int(min(_SATURATE, per_target.astype(float).sum()))
-            members = _sum_binomials(member_lengths, s)
-            posting = int(
-                min(_SATURATE, float(np.dot(per_target.astype(float), rarest[targets] * s)))
-            )
-            keyed = members + (0 if problem.self_queries else queries)
-            strategy = self.strategy
-            if strategy == "auto":
-                strategy = "posting" if posting < keyed else "keyed"
-            plans.append(SizePlan(s, members, queries, posting, strategy, problem.self_queries))
-        return plans
+        holders = np.bincount(problem.members.elements, minlength=_n_elements(problem))
+        sizes = _query_sizes(problem.queries)
+        work = size_work(problem, holders, sizes)
+        return size_plans(sizes, work, problem.self_queries, self.strategy)
 
-    def instances(self, problem: CountingProblem) -> int:
+    def instances(self, problem: Level) -> int:
         """The instances an exact count of `problem` enumerates (what the budget bounds):
         one per whole-record query, and the plan's of the rest."""
+        if isinstance(problem, RangedProblem):
+            return self._ranged_work(problem).total
         return self._work(problem)[3]
 
-    def cost(self, problem: CountingProblem) -> int:
+    def cost(self, problem: Level) -> int:
         """The work of an exact count of `problem` by the strategies `plan` chooses: the
         instances enumerated by keyed sizes, the candidate checks of posting sizes, and the
         elements of the whole-record queries (saturating)."""
+        if isinstance(problem, RangedProblem):
+            planned = self._ranged_work(problem)
+            return work_cost(problem.match, planned.whole_elements, planned.plans)
         whole, _, plans, _ = self._work(problem)
-        return _cost(problem, whole, plans)
+        return plan_cost(problem, whole, plans)
 
-    def overhead(self, problem: CountingProblem) -> int:
+    def overhead(self, problem: Level) -> int:
         """What counting `problem` costs whatever its instances, in the units of `cost`:
         relabelling, start indexes, posting lists and plans over every element of its
         lists — about 1.5 instances' worth per element (measured on 1M people)."""
+        if isinstance(problem, RangedProblem):
+            return int(_OVERHEAD_PER_ELEMENT * self._ranged_work(problem).lists)
         lists = problem.members.elements.shape[0]
         if not problem.self_queries:
             lists += problem.queries.elements.elements.shape[0]
         return int(_OVERHEAD_PER_ELEMENT * lists)
 
-    def samples(self, problem: CountingProblem) -> bool:
+    def samples(self, problem: Level) -> bool:
         """True when counting `problem` would be sampled (some risk a lower bound): it is
         over the budget, `sample` is set, and some target has more than `sample`
         instances, not a whole record."""
+        if isinstance(problem, RangedProblem):
+            planned = self._ranged_work(problem)
+            over = bool(self.sample) and planned.total > self.max_instances
+            return over and bool(planned.plans) and ranged.draws(self, problem)
         _, rest, plans, total = self._work(problem)
         over = bool(self.sample) and total > self.max_instances and bool(plans)
         return over and bool(self._drawn(rest).any())
@@ -186,31 +170,45 @@ class Engine:
         self._last_work = (problem, work)
         return work
 
-    def min_support(self, problem: CountingProblem) -> Support:
-        """Minimum support per user over each user's queries (see problem.py)."""
+    def _ranged_work(self, problem: RangedProblem) -> ranged.Work:
+        """A ranged level's plan (ranged.work), the last one's kept as `_work` does."""
+        if self._last_work is not None and self._last_work[0] is problem:
+            planned: ranged.Work = self._last_work[1]
+            return planned
+        planned = ranged.work(self, problem)
+        self._last_work = (problem, planned)
+        return planned
+
+    def min_support(self, problem: Level) -> Support:
+        """Minimum support per user over each user's queries (see problem.py); of a level
+        held in ranges of users, counted from them (engine/ranged.py)."""
         if self.strategy not in STRATEGIES:
             raise ValueError(f"unknown engine strategy {self.strategy!r}")
+        if isinstance(problem, RangedProblem):
+            planned = self._ranged_work(problem)
+            self._last_work = None
+            self._within_budget(planned.total)
+            return ranged.support(self, problem, planned)
         whole, rest, plans, total = self._work(problem)
         self._last_work = None  # counted now: nothing to keep alive
-        if total > self.max_instances and not self.sample:
-            raise BudgetError(
-                f"would enumerate about {total:,} knowledge instances, more than "
-                f"engine.max_instances = {self.max_instances:,}. Use a smaller h, or set "
-                "engine.sample: N to check N random instances per person (risks are then "
-                "lower bounds, and the catalog says so)"
-            )
+        self._within_budget(total)
         if self.jobs:
             set_threads(self.jobs)
         # as Python, a unit of work counted by bounds costs about four by containment
-        jit.choose(_cost(problem, whole, plans, bounded=4))
-        support = np.full(problem.n_users, compiled.kernels.UNSET, dtype=np.int64)
+        jit.choose(plan_cost(problem, whole, plans, bounded=4))
         sampling = total > self.max_instances and bool(plans)  # whole records never are
+        if not sampling and self.runner.shards > 1 and can_shard(problem):
+            # in ranges of users, one per worker: the level's lists are not kept here
+            self._last_work = None
+            del whole, rest, plans
+            return ranged.support(self, ranged.split(problem, self.runner, self.runner.shards))
+        support = np.full(problem.n_users, compiled.kernels.UNSET, dtype=np.int64)
         if not sampling and any(plan.strategy == "keyed" for plan in plans):
             # only keyed partitions depend on the labels; supports do not
             problem = _by_rarity(problem)
             rest = without_whole(problem, whole) if whole.any() else problem
         if not sampling:
-            whole, rest = _whole_in_keyed(problem, whole, plans)
+            whole, rest = whole_in_keyed(problem, whole, plans)
         indexes = _Indexes(problem)
         if whole.any():
             self._whole(problem, np.flatnonzero(whole), support, indexes)
@@ -227,17 +225,29 @@ class Engine:
         support[support == compiled.kernels.UNSET] = 0
         return Support(support, instances, sampled)
 
+    def _within_budget(self, total: int) -> None:
+        """BudgetError when `total` instances are over the budget and nothing is sampled."""
+        if total > self.max_instances and not self.sample:
+            raise BudgetError(
+                f"would enumerate about {total:,} knowledge instances, more than "
+                f"engine.max_instances = {self.max_instances:,}. Use a smaller h, or set "
+                "engine.sample: N to check N random instances per person (risks are then "
+                "lower bounds, and the catalog says so)"
+            )
+
     # --- strategies: plan partitions here, run them as tasks on the runner -------------
 
     def _partition_budget(self, problem: CountingProblem, s: int, weights: np.ndarray) -> int:
         """Instances per partition: `partition_instances`, or fewer to fit `memory`."""
+        elements = problem.members.elements.shape[0] + problem.queries.elements.elements.shape[0]
+        return self.partition_budget(elements, problem.n_users, s, weights)
+
+    def partition_budget(self, elements: int, users: int, s: int, weights: np.ndarray) -> int:
+        """Instances per partition of a level of `elements` positions (members and queries)
+        and `users`: `partition_instances`, or fewer to fit `memory`."""
         if self.memory is None:
             return self.partition_instances
-        base = (
-            _BYTES_PER_ELEMENT
-            * (problem.members.elements.shape[0] + problem.queries.elements.elements.shape[0])
-            + _BYTES_PER_USER * problem.n_users
-        )
+        base = _BYTES_PER_ELEMENT * elements + _BYTES_PER_USER * users
         per_instance = _BYTES_PER_INSTANCE + _BYTES_PER_KEY_ELEMENT * s
         room = self.memory - base
         if room < per_instance:
@@ -405,83 +415,3 @@ class Engine:
             (self.runner.run, shared, self.worker()),
         )
         return checked, bool(users.size)
-
-
-def _whole_in_keyed(
-    problem: CountingProblem, whole: np.ndarray, plans: list[SizePlan]
-) -> tuple[np.ndarray, CountingProblem]:
-    """A whole record as long as a size the keyed plans enumerate is one more key of that
-    size, counted in its key group with the others, rather than checked against the
-    posting lists (where a short record of popular places costs the length of their
-    lists, for each such person). When queries are the members' own subsets it is one
-    of the subsets counted there already; otherwise the target's one query is its whole
-    record, at that size (containment is monotone: no smaller part of it can have a
-    smaller support, so it is the same one instance either way); not for other targets'
-    ratios, whose smaller sizes stay. The whole targets left, and the problem without
-    them."""
-    spec = problem.queries
-    keyed = [plan.size for plan in plans if plan.strategy == "keyed"]
-    inside = whole & np.isin(spec.elements.lengths, keyed)
-    if (spec.mode == "ratios" and not problem.self_queries) or not inside.any():
-        return whole, without_whole(problem, whole) if whole.any() else problem
-    whole = whole & ~inside
-    if not problem.self_queries:
-        lengths = spec.elements.lengths
-        size_lo = np.where(inside, lengths, spec.size_lo)
-        size_hi = np.where(inside, lengths, spec.size_hi)
-        problem = replace(problem, queries=replace(spec, size_lo=size_lo, size_hi=size_hi))
-    return whole, without_whole(problem, whole) if whole.any() else problem
-
-
-def _cost(
-    problem: CountingProblem, whole: np.ndarray, plans: list[SizePlan], bounded: int = 1
-) -> int:
-    """See `Engine.cost`: what the plans do, and the whole-record queries' elements; an
-    instance counted by bounds (dominance, boxes, ratios) weighs `bounded` instances."""
-    weight = 1 if problem.match == "contains" else bounded
-    lengths = problem.queries.elements.lengths[whole]
-    work = float(lengths.sum()) + sum(
-        float(plan.posting_cost if plan.strategy == "posting" else weight * plan.instances)
-        for plan in plans
-    )
-    return int(min(_SATURATE, work))
-
-
-def _asks(spec: QuerySpec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per user: whether it asks any query, and its smallest and largest query size."""
-    lo = np.maximum(spec.size_lo, 1)
-    hi = np.minimum(spec.size_hi, spec.elements.lengths)
-    return lo <= hi, lo, hi
-
-
-def _query_sizes(spec: QuerySpec) -> np.ndarray:
-    """The query sizes some target asks: s in [max(size_lo, 1), min(size_hi, length)]."""
-    asks, lo, hi = _asks(spec)
-    if not asks.any():
-        return np.zeros(0, dtype=np.int64)
-    cover = np.zeros(int(hi[asks].max()) + 2, dtype=np.int64)
-    np.add.at(cover, lo[asks], 1)
-    np.add.at(cover, hi[asks] + 1, -1)
-    return np.flatnonzero(np.cumsum(cover) > 0)
-
-
-def _per_target(spec: QuerySpec, s: int) -> tuple[np.ndarray, np.ndarray]:
-    """The targets asking queries of size s, and how many each asks (saturating; in
-    compositions mode C(L, s) · C(H_u - 1, s - 1), an upper bound)."""
-    lengths = spec.elements.lengths
-    targets = (spec.size_lo <= s) & (s <= spec.size_hi) & (lengths >= s)
-    per_target = _binomials(lengths[targets], s)
-    if spec.mode == "compositions":
-        totals = _segment_sums(spec.elements.values, spec.elements.offsets)
-        h_u = np.minimum(spec.compose, totals[targets]).astype(np.int64)
-        per_target = _saturating_mul(per_target, _binomials(np.maximum(h_u - 1, 0), s - 1))
-    return targets, per_target
-
-
-def _instances_per_target(spec: QuerySpec) -> tuple[np.ndarray, np.ndarray]:
-    """Targets with any query, and each one's number of queries over every size."""
-    counts = np.zeros(spec.size_hi.shape[0])
-    for s in _query_sizes(spec).tolist():
-        targets, per_target = _per_target(spec, s)
-        counts[targets] += per_target.astype(float)
-    return _asks(spec)[0], counts

@@ -10,7 +10,9 @@ import numpy as np
 
 from prudence_cli.arrays import stable_order
 from prudence_cli.engine import compiled, jit
-from prudence_cli.engine.plan import _SATURATE, _binomials
+from prudence_cli.engine.plan import _segment_min as _segment_min
+from prudence_cli.engine.plan import _segment_sums as _segment_sums
+from prudence_cli.engine.plan import begun_at, first_weights
 from prudence_cli.engine.problem import MATCHES, MODES, CountingProblem, Elements, QuerySpec
 from prudence_cli.engine.vectorized import blocks, queries_by_numpy, subset_positions
 
@@ -41,12 +43,10 @@ class _StartIndex:
         self._subsets: dict[int, np.ndarray] = {}
 
     def subsets(self, s: int) -> np.ndarray:
-        """Per position, how many s-subsets of its list begin there: C(r, s - 1), r the
-        positions after it in its list."""
+        """Per position, how many s-subsets of its list begin there (`begun_at`)."""
         if s not in self._subsets:
-            ends = self.lists.offsets[1:][self.owners]
-            remaining = ends - 1 - np.arange(self.lists.elements.shape[0])
-            self._subsets[s] = _binomials(remaining, s - 1)
+            positions = np.arange(self.lists.elements.shape[0])
+            self._subsets[s] = begun_at(self.lists.offsets, positions, self.owners, s)
         return self._subsets[s]
 
     def starts(self, lo: int, hi: int) -> np.ndarray:
@@ -54,12 +54,8 @@ class _StartIndex:
         return self.order[a:b]
 
     def weights(self, s: int, n_elements: int, users: np.ndarray | None = None) -> np.ndarray:
-        """Number of s-subsets per first element (optionally only for `users`): a subset
-        starting at a position with r positions after it in its list is one of C(r, s-1)."""
-        w = self.subsets(s).astype(float)
-        if users is not None:
-            w *= users[self.owners]
-        return np.bincount(self.lists.elements, weights=w, minlength=n_elements)
+        """Number of s-subsets per first element (optionally only for `users`)."""
+        return first_weights(self.lists, self.owners, self.subsets(s), n_elements, users)
 
 
 class _Postings:
@@ -411,13 +407,28 @@ def _by_rarity(problem: CountingProblem) -> CountingProblem:
     problems (their first element is fixed by the order) nor ratios (their reference
     breaks ties by position).
     """
-    spec = problem.queries
-    if problem.ordered or spec.mode == "ratios" or not problem.members.elements.size:
+    if not relabels(problem.ordered, problem.queries.mode, problem.members.elements.size):
         return problem
-    n = _n_elements(problem)
-    popularity = np.bincount(problem.members.elements, minlength=n)
+    popularity = np.bincount(problem.members.elements, minlength=_n_elements(problem))
+    return relabelled(problem, rarity_rank(popularity))
+
+
+def relabels(ordered: bool, mode: str, elements: int) -> bool:
+    """Whether a problem is relabelled by rarity before keyed counting (`_by_rarity`)."""
+    return not ordered and mode != "ratios" and elements > 0
+
+
+def rarity_rank(popularity: np.ndarray) -> np.ndarray:
+    """Each element's new id: its rank by how few users hold it (`popularity`), ties by id."""
+    n = popularity.shape[0]
     rank = np.empty(n, dtype=np.int32)
     rank[np.argsort(popularity, kind="stable")] = np.arange(n, dtype=np.int32)
+    return rank
+
+
+def relabelled(problem: CountingProblem, rank: np.ndarray) -> CountingProblem:
+    """`problem` with its elements renamed by `rank`, each list sorted again."""
+    spec = problem.queries
     members, _ = _relabel(problem.members, rank, None)
     if problem.self_queries:
         return replace(problem, members=members, queries=replace(spec, elements=members))
@@ -470,17 +481,3 @@ def _key_order(keys: np.ndarray, n_elements: int, owners: np.ndarray | None = No
         return np.lexsort((owners, packed))
     columns = [keys[:, j] for j in range(s - 1, -1, -1)]
     return np.lexsort(([owners] if owners is not None else []) + columns)
-
-
-def _segment_sums(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    cumulative = np.concatenate([[0.0], np.cumsum(values, dtype=float)])
-    return cumulative[offsets[1:]] - cumulative[offsets[:-1]]
-
-
-def _segment_min(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Minimum per CSR segment; _SATURATE for empty segments."""
-    out = np.full(offsets.shape[0] - 1, _SATURATE, dtype=np.int64)
-    nonempty = np.flatnonzero(np.diff(offsets) > 0)
-    if nonempty.size:
-        out[nonempty] = np.minimum.reduceat(values, offsets[nonempty])
-    return out

@@ -1,6 +1,9 @@
 """Work planning of the counting engine: per-size instance counts and strategy, binomial
 counts (decided in log space, saturating, never a table), the memory model of a partition
-and the greedy partitioning of element ranges."""
+and the greedy partitioning of element ranges.
+
+A plan is made of sums over users (`size_work`), so that a level held in ranges of users
+(engine/ranged.py) is planned from each range's sums, as one whole level is from its own."""
 
 from __future__ import annotations
 
@@ -9,6 +12,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
+
+from prudence_cli.engine.problem import CountingProblem, Elements, QuerySpec
 
 STRATEGIES = ("auto", "keyed", "posting")
 _SATURATE = 2**62
@@ -105,3 +110,137 @@ def _gb(n_bytes: float) -> str:
     if n_bytes >= 1e9:
         return f"{n_bytes / 1e9:.2f} GB"
     return f"{n_bytes / 1e6:.1f} MB"
+
+
+def plan_cost(
+    problem: CountingProblem, whole: np.ndarray, plans: list[SizePlan], bounded: int = 1
+) -> int:
+    """See `Engine.cost`: what the plans do, and the whole-record queries' elements."""
+    whole_elements = float(problem.queries.elements.lengths[whole].sum())
+    return work_cost(problem.match, whole_elements, plans, bounded)
+
+
+def work_cost(match: str, whole_elements: float, plans: list[SizePlan], bounded: int = 1) -> int:
+    """The cost of `plans` and of whole-record queries of `whole_elements` elements in all;
+    an instance counted by bounds (dominance, boxes, ratios) weighs `bounded` instances."""
+    weight = 1 if match == "contains" else bounded
+    work = whole_elements + sum(
+        float(plan.posting_cost if plan.strategy == "posting" else weight * plan.instances)
+        for plan in plans
+    )
+    return int(min(_SATURATE, work))
+
+
+def _asks(spec: QuerySpec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per user: whether it asks any query, and its smallest and largest query size."""
+    lo = np.maximum(spec.size_lo, 1)
+    hi = np.minimum(spec.size_hi, spec.elements.lengths)
+    return lo <= hi, lo, hi
+
+
+def _query_sizes(spec: QuerySpec) -> np.ndarray:
+    """The query sizes some target asks: s in [max(size_lo, 1), min(size_hi, length)]."""
+    asks, lo, hi = _asks(spec)
+    if not asks.any():
+        return np.zeros(0, dtype=np.int64)
+    cover = np.zeros(int(hi[asks].max()) + 2, dtype=np.int64)
+    np.add.at(cover, lo[asks], 1)
+    np.add.at(cover, hi[asks] + 1, -1)
+    return np.flatnonzero(np.cumsum(cover) > 0)
+
+
+def _per_target(spec: QuerySpec, s: int) -> tuple[np.ndarray, np.ndarray]:
+    """The targets asking queries of size s, and how many each asks (saturating; in
+    compositions mode C(L, s) · C(H_u - 1, s - 1), an upper bound)."""
+    lengths = spec.elements.lengths
+    targets = (spec.size_lo <= s) & (s <= spec.size_hi) & (lengths >= s)
+    per_target = _binomials(lengths[targets], s)
+    if spec.mode == "compositions":
+        totals = _segment_sums(spec.elements.values, spec.elements.offsets)
+        h_u = np.minimum(spec.compose, totals[targets]).astype(np.int64)
+        per_target = _saturating_mul(per_target, _binomials(np.maximum(h_u - 1, 0), s - 1))
+    return targets, per_target
+
+
+def _instances_per_target(spec: QuerySpec) -> tuple[np.ndarray, np.ndarray]:
+    """Targets with any query, and each one's number of queries over every size."""
+    counts = np.zeros(spec.size_hi.shape[0])
+    for s in _query_sizes(spec).tolist():
+        targets, per_target = _per_target(spec, s)
+        counts[targets] += per_target.astype(float)
+    return _asks(spec)[0], counts
+
+
+def _segment_sums(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    cumulative = np.concatenate([[0.0], np.cumsum(values, dtype=float)])
+    return cumulative[offsets[1:]] - cumulative[offsets[:-1]]
+
+
+def size_work(problem: CountingProblem, holders: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Per query size of `sizes`, the sums over the users of `problem` that its plan is
+    made of (floating point, as counts saturate): the targets' queries, the members'
+    subsets, and the posting strategy's candidate checks, from `holders`, the number of
+    users holding each element in the whole level."""
+    spec = problem.queries
+    q = spec.elements
+    member_lengths = problem.members.lengths
+    held = holders[q.elements] if q.elements.size else q.elements.astype(np.int64)
+    rarest = _segment_min(held, q.offsets)
+    del held
+    work = np.zeros((len(sizes), 3))
+    for i, s in enumerate(np.asarray(sizes).tolist()):
+        targets, per_target = _per_target(spec, s)
+        per_target = per_target.astype(float)
+        work[i, 0] = per_target.sum()
+        work[i, 1] = _sum_binomials(member_lengths, s)
+        work[i, 2] = float(np.dot(per_target, rarest[targets] * s))
+    return work
+
+
+def size_plans(
+    sizes: np.ndarray, work: np.ndarray, self_queries: bool, strategy: str
+) -> list[SizePlan]:
+    """The plan of each query size from the sums of `size_work` (of the whole level, or
+    added up over its ranges): instance counts, and the strategy (`auto`: the cheaper)."""
+    plans = []
+    for s, (queries, members, posting) in zip(
+        np.asarray(sizes).tolist(), work.tolist(), strict=True
+    ):
+        queries, members = int(min(_SATURATE, queries)), int(min(_SATURATE, members))
+        posting = int(min(_SATURATE, posting))
+        keyed = members + (0 if self_queries else queries)
+        chosen = strategy
+        if chosen == "auto":
+            chosen = "posting" if posting < keyed else "keyed"
+        plans.append(SizePlan(s, members, queries, posting, chosen, self_queries))
+    return plans
+
+
+def _segment_min(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Minimum per CSR segment; _SATURATE for empty segments."""
+    out = np.full(offsets.shape[0] - 1, _SATURATE, dtype=np.int64)
+    nonempty = np.flatnonzero(np.diff(offsets) > 0)
+    if nonempty.size:
+        out[nonempty] = np.minimum.reduceat(values, offsets[nonempty])
+    return out
+
+
+def begun_at(offsets: np.ndarray, positions: np.ndarray, owners: np.ndarray, s: int) -> np.ndarray:
+    """How many s-subsets of its list begin at each of `positions` (of lists `owners`, CSR
+    `offsets`): C(r, s - 1), r the positions after it in its list."""
+    return _binomials(offsets[owners + 1] - 1 - positions, s - 1)
+
+
+def first_weights(
+    lists: Elements,
+    owners: np.ndarray,
+    begun: np.ndarray,
+    n_elements: int,
+    users: np.ndarray | None = None,
+) -> np.ndarray:
+    """Number of s-subsets per first element, from those `begun` at each position (of
+    lists `owners`), optionally only for `users` (a weight per user)."""
+    weights = begun.astype(float)
+    if users is not None:
+        weights *= users[owners]
+    return np.bincount(lists.elements, weights=weights, minlength=n_elements)

@@ -122,3 +122,12 @@ class CountingProblem:
             and spec.upper is None
             and self.match in ("dominance", "contains")
         )
+
+
+@dataclass(frozen=True)
+class Support:
+    """The engine's answer: minimum support per user (0 = no query) and how it was got."""
+
+    minimum: np.ndarray
+    instances: int  # instances enumerated, or checked when sampled (the sample counter)
+    sampled: bool  # True: some supports come from drawn instances (risk: a lower bound)

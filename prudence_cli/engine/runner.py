@@ -20,13 +20,25 @@ import itertools
 import logging
 import warnings
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from prudence_cli.errors import PrudenceError
 
 Task = Callable[..., Any]
 # (data shared by a group of tasks, each task's arguments)
 Shards = Iterable[tuple[Any, Iterable[tuple[Any, ...]]]]
+
+
+@dataclass(frozen=True)
+class Joined:
+    """A shard's data made where it goes, by `join` of its `pieces` (results of
+    `each_kept`, each where its range is): the data is never in the planning process."""
+
+    join: Callable[..., Any]
+    pieces: list[Any]
 
 
 class LocalRunner:
@@ -50,7 +62,21 @@ class LocalRunner:
         self, task: Task, shards: Shards, prepare: Callable[[Any], Any] | None = None
     ) -> Iterator[Any]:
         for shared, arguments in shards:
+            if isinstance(shared, Joined):
+                shared = shared.join(*shared.pieces)
             yield from self.run(task, shared if prepare is None else prepare(shared), arguments)
+
+    def place(self, items: Iterable[Any]) -> list[Any]:
+        """Each of `items` kept where ranges of a level are (here: itself)."""
+        return list(items)
+
+    def each(self, task: Task, placed: list[Any], *args: Any) -> list[Any]:
+        """`task(item, *args)` of each item `placed`, in order."""
+        return [task(item, *args) for item in placed]
+
+    def each_kept(self, task: Task, placed: list[Any], *args: Any) -> list[Any]:
+        """As `each`, each result kept where its item is (here: returned)."""
+        return self.each(task, placed, *args)
 
     def explained(self, error: BaseException) -> PrudenceError | None:
         return None  # nothing here fails but the work itself
@@ -142,9 +168,17 @@ class DaskRunner:
         worker, and its tasks take what it gives: what can be derived there is not sent."""
         futures: list[Any] = []
         handles: list[Any] = []
+        from distributed import wait
+
         for k, (shared, arguments) in enumerate(shards):
-            where = [self.addresses[k % len(self.addresses)]] if self.addresses else None
-            handle = self._scattered(shared, where)
+            where = self._where(k)
+            if isinstance(shared, Joined):  # joined there, from the workers of its pieces
+                handle = self.client.submit(
+                    shared.join, *shared.pieces, pure=False, workers=where, allow_other_workers=True
+                )
+                wait([handle])  # its pieces go before the next shard's are cut
+            else:
+                handle = self._scattered(shared, where)
             del shared
             if prepare is not None:  # the shard as sent goes once prepared (a dependency)
                 handle = self.client.submit(
@@ -159,6 +193,44 @@ class DaskRunner:
                     for args in arguments
                 )
         return _gathered(futures, handles)
+
+    def place(self, items: Iterable[Any]) -> list[Any]:
+        """Each of `items` sent to one worker, the k-th to the k-th worker (in turn), and
+        kept there: a future of each (one item here at a time, if `items` makes them)."""
+        return [self._scattered(item, self._where(k)) for k, item in enumerate(items)]
+
+    def each(self, task: Task, placed: list[Any], *args: Any) -> list[Any]:
+        """`task(item, *args)` of each item `placed`, on its worker, the results in order."""
+        futures = self.each_kept(task, placed, *args)
+        try:
+            return list(self.client.gather(futures))
+        finally:
+            for future in futures:
+                future.release()
+
+    def each_kept(self, task: Task, placed: list[Any], *args: Any) -> list[Any]:
+        """As `each`, each result kept on its item's worker: their futures. Large arrays
+        among `args` go to each worker once."""
+        shared = [
+            self._scattered(a) if isinstance(a, np.ndarray) and a.nbytes > _SCATTER_FROM else a
+            for a in args
+        ]
+        with _arrays_as_arguments():
+            return [
+                self.client.submit(
+                    task,
+                    item,
+                    *shared,
+                    pure=False,
+                    workers=self._where(k),
+                    allow_other_workers=True,
+                )
+                for k, item in enumerate(placed)
+            ]
+
+    def _where(self, k: int) -> list[str] | None:
+        """The k-th worker, in turn (None: any)."""
+        return [self.addresses[k % len(self.addresses)]] if self.addresses else None
 
     def explained(self, error: BaseException) -> PrudenceError | None:
         """What a failure of the cluster during a run means for the user (exit code 2);
@@ -208,6 +280,9 @@ def _arrays_as_arguments() -> Iterator[None]:
         warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
         yield
 
+
+# arguments of `each` from this size are sent to each worker once, not with every task
+_SCATTER_FROM = 1 << 20
 
 # tasks submitted and not yet read, per worker thread, when `run` streams its arguments:
 # one running, the next ready to start

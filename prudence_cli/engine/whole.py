@@ -15,7 +15,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from prudence_cli.engine.indexes import _segment_sums
+from prudence_cli.engine.plan import SizePlan, _segment_sums
 from prudence_cli.engine.problem import CountingProblem, QuerySpec
 
 
@@ -45,6 +45,32 @@ def without_whole(problem: CountingProblem, whole: np.ndarray) -> CountingProble
         size_lo = np.where(whole, 0, spec.size_lo)
         size_hi = np.where(whole, 0, spec.size_hi)
     return replace(problem, queries=replace(spec, size_lo=size_lo, size_hi=size_hi))
+
+
+def whole_in_keyed(
+    problem: CountingProblem, whole: np.ndarray, plans: list[SizePlan]
+) -> tuple[np.ndarray, CountingProblem]:
+    """A whole record as long as a size the keyed plans enumerate is one more key of that
+    size, counted in its key group with the others, rather than checked against the
+    posting lists (where a short record of popular places costs the length of their
+    lists, for each such person). When queries are the members' own subsets it is one
+    of the subsets counted there already; otherwise the target's one query is its whole
+    record, at that size (containment is monotone: no smaller part of it can have a
+    smaller support, so it is the same one instance either way); not for other targets'
+    ratios, whose smaller sizes stay. The whole targets left, and the problem without
+    them."""
+    spec = problem.queries
+    keyed = [plan.size for plan in plans if plan.strategy == "keyed"]
+    inside = whole & np.isin(spec.elements.lengths, keyed)
+    if (spec.mode == "ratios" and not problem.self_queries) or not inside.any():
+        return whole, without_whole(problem, whole) if whole.any() else problem
+    whole = whole & ~inside
+    if not problem.self_queries:
+        lengths = spec.elements.lengths
+        size_lo = np.where(inside, lengths, spec.size_lo)
+        size_hi = np.where(inside, lengths, spec.size_hi)
+        problem = replace(problem, queries=replace(spec, size_lo=size_lo, size_hi=size_hi))
+    return whole, without_whole(problem, whole) if whole.any() else problem
 
 
 def whole_queries(

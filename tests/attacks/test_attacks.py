@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from prudence_cli.attacks.base import KnowledgeLevel
 from prudence_cli.attacks.registry import ATTACKS
 from prudence_cli.engine import Engine
+from prudence_cli.engine.runner import LocalRunner
 from tests.conftest import presence_view, probability_view, trajectory_view
 from tests.reference import trajectory_attack_risks, vector_attack_risks
 
@@ -23,6 +24,9 @@ ENGINES = [
     Engine(),
     Engine(strategy="keyed", brute_limit=0, partition_instances=5),
     Engine(strategy="posting"),
+    # levels made in ranges of users and counted shard by shard (attacks/ranged.py)
+    Engine(runner=LocalRunner(shards=3), partition_instances=3),
+    Engine(strategy="posting", runner=LocalRunner(shards=2)),
 ]
 
 

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from prudence_cli.attacks.base import KnowledgeLevel
 from prudence_cli.attacks.presence import PresenceAttack, known_counts
 from prudence_cli.engine import CountingProblem, Elements, Engine, QuerySpec
+from prudence_cli.engine.runner import LocalRunner
 from tests.conftest import presence_view
 from tests.reference import presence_risks
 
@@ -92,12 +93,19 @@ def presence_data(draw):
     st.sampled_from(["exact", "half", "none"]),
     st.sampled_from(["auto", "keyed", "posting"]),
     st.sampled_from([0, 4096]),
+    st.sampled_from([1, 3]),
 )
-def test_engine_equals_reference(case, h, visits, strategy, brute_limit):
+def test_engine_equals_reference(case, h, visits, strategy, brute_limit, shards):
     data, users, frequency = case
     kept = {u: {loc: c for loc, c in d.items() if c >= frequency} for u, d in data.items()}
     view = presence_view(kept, users, frequency)
-    engine = Engine(strategy=strategy, brute_limit=brute_limit, partition_instances=5)
+    # 3 shards: the levels are made in ranges of users and counted from them
+    engine = Engine(
+        strategy=strategy,
+        brute_limit=brute_limit,
+        partition_instances=5,
+        runner=LocalRunner(shards=shards),
+    )
     got = ATTACK.risks(view, level(h, visits), engine).risk
     expected = presence_risks(kept, users, frequency, h, visits)
     np.testing.assert_allclose(got, [expected[u] for u in users])

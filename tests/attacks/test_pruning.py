@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from prudence_cli.attacks.registry import ATTACKS
 from prudence_cli.engine import CountingProblem, Engine, Support
+from prudence_cli.engine.runner import LocalRunner
 from tests.attacks.test_attacks import count_vectors
 from tests.attacks.test_sampled import cases, level, reference, view_of
 from tests.conftest import presence_view, trajectory_view
@@ -45,6 +46,10 @@ def test_pruned_risks_equal_the_full_count_and_the_definition(case, h, strategy)
     full = ATTACKS[attack].risks(view, at, Engine(strategy=strategy, prune_from=0))
     pruned = ATTACKS[attack].risks(view, at, Engine(strategy=strategy, prune_from=1, prune_gain=0))
     np.testing.assert_array_equal(pruned.risk, full.risk)
+    # the same, each level made in ranges of users (attacks/ranged.py)
+    runner = LocalRunner(shards=3)
+    ranged = Engine(strategy=strategy, prune_from=1, prune_gain=0, runner=runner)
+    np.testing.assert_array_equal(ATTACKS[attack].risks(view, at, ranged).risk, full.risk)
     np.testing.assert_allclose(pruned.risk, reference(attack, data, users, h))
     assert not pruned.sampled and not pruned.computed_for_floor and not pruned.floor
 

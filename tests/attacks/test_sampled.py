@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from prudence_cli.attacks.base import KnowledgeLevel
 from prudence_cli.attacks.registry import ATTACKS
 from prudence_cli.engine import CountingProblem, Engine
+from prudence_cli.engine.runner import LocalRunner
 from tests.attacks.test_attacks import count_vectors, trajectories
 from tests.conftest import presence_view, probability_view, trajectory_view
 from tests.reference import trajectory_attack_risks, vector_attack_risks
@@ -86,6 +87,11 @@ def test_a_smaller_h_nobody_asked_for_is_computed_exactly_for_the_floor(case, h,
     assume(instances(attack, view, upper) > budget)
     engine = Engine(max_instances=budget, sample=k, seed=seed)
     got = ATTACKS[attack].risks(view, upper, engine)
+    # the same draws when the levels are made in ranges of users (gathered to sample)
+    ranged = Engine(max_instances=budget, sample=k, seed=seed, runner=LocalRunner(shards=2))
+    again = ATTACKS[attack].risks(view, upper, ranged)
+    np.testing.assert_array_equal(again.risk, got.risk)
+    assert (again.sampled, again.floor, again.instances) == (got.sampled, got.floor, got.instances)
     below = reference(attack, data, users, h - 1)
     assert (got.risk <= reference(attack, data, users, h) + 1e-12).all()
     if got.sampled:

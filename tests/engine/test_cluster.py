@@ -131,7 +131,8 @@ def _tasks_run(address: str) -> tuple[dict[str, int], list[int]]:
             for name, prefix in dask_scheduler.task_prefixes.items()
             if name.endswith("_task")
             or name in ("glimpsed", "read_split", "load", "select_range", "finish_range")
-            or name in ("range_cells", "range_pairs")
+            or name in ("range_cells", "range_pairs", "keyed_part", "census", "cut")
+            or name == "joined_shard"
         }
 
     def transitions(dask_worker) -> int:
@@ -221,8 +222,10 @@ def test_assess_on_a_scheduler_and_two_worker_processes_gives_the_local_catalog(
         )
         assert done.returncode == 0, done.stderr
         tasks, per_worker = _tasks_run(address)
-        # each worker ran the partitions of its shard of the levels
-        assert tasks["keyed_task"] + tasks["keyed_self_task"] > 10 and min(per_worker) > 0
+        # each worker ran the partitions of its shard of the levels, each shard joined
+        # there from the pieces the ranges of users cut where they are kept
+        assert tasks["keyed_part"] > 10 and min(per_worker) > 0
+        assert tasks["census"] > 0 and tasks["cut"] > 0 and tasks["joined_shard"] > 0
         # the workers glimpsed and read every part, cut it by ranges of users, selected
         # each range from the pieces kept on their disks, and finished it there
         assert tasks["glimpsed"] > 0 and tasks["read_split"] > 0 and tasks["load"] > 0

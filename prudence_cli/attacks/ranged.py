@@ -1,0 +1,110 @@
+"""An attack's levels made where they are counted: on an engine of several workers, the
+view's users are cut into ranges (engine/ranged.py), each range's rows sent once to its
+worker, and each level's instances drawn there from the rows of its users — only for
+attacks whose instances of a person are made of that person's rows alone, with the
+view's location codes as elements (`CountingAttack.local`). The planning process holds
+the view, and vectors per person; never a level's lists.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+import numpy as np
+
+from prudence_cli.config.knowledge import KnowledgeLevel
+from prudence_cli.dataviews.base import Dataview
+from prudence_cli.engine import CountingProblem, Elements, QuerySpec
+from prudence_cli.engine.ranged import Part, RangedProblem, of_parts, surveyed, user_ranges
+
+if TYPE_CHECKING:
+    from prudence_cli.engine import Engine
+
+
+class Instances(Protocol):
+    """What makes an attack's levels (attacks/base.CountingAttack)."""
+
+    match: ClassVar[str]
+    ordered: ClassVar[bool]
+    local: ClassVar[bool]
+
+    def instances(self, view: Any, level: KnowledgeLevel) -> tuple[Elements, QuerySpec]: ...
+
+
+def level_problem(
+    members: Elements, spec: QuerySpec, known_ones: np.ndarray | None, match: str, ordered: bool
+) -> CountingProblem:
+    """The counting problem of an attack's instances; `known_ones` users ask nothing."""
+    if known_ones is not None:
+        spec = replace(
+            spec,
+            size_lo=np.where(known_ones, 0, spec.size_lo),
+            size_hi=np.where(known_ones, 0, spec.size_hi),
+        )
+    return CountingProblem(members, spec, match=match, ordered=ordered)
+
+
+@dataclass(frozen=True)
+class ViewRange:
+    """The rows of users [first, last) of a view, as a view of their own (users from 0)."""
+
+    view: Dataview
+    first: int
+    last: int
+
+
+# the views whose ranges are on the workers: (view id, runner id) -> (ranges, first users)
+_PLACED: dict[tuple[int, int], tuple[list[Any], np.ndarray]] = {}
+
+
+def in_ranges(attack: Instances, engine: Engine) -> bool:
+    """Whether `attack`'s levels are made in ranges of users on `engine`'s workers."""
+    return attack.local and engine.runner.shards > 1
+
+
+def placed(view: Dataview, engine: Engine) -> tuple[list[Any], np.ndarray]:
+    """The view's ranges of users kept on the engine's workers, sent once per view (they
+    go with it), and the first user of each range (the number of users last)."""
+    runner = engine.runner
+    key = (id(view), id(runner))
+    if key not in _PLACED:
+        first = user_ranges(view.offsets, runner.shards)
+        pairs = zip(first[:-1].tolist(), first[1:].tolist(), strict=True)
+        ranges = runner.place(ViewRange(view.users(a, b), a, b) for a, b in pairs)
+        _PLACED[key] = (ranges, first)
+        weakref.finalize(view, _PLACED.pop, key, None)
+    return _PLACED[key]
+
+
+def let_go(view: Dataview) -> None:
+    """The view's ranges of users removed from the workers (its levels are counted)."""
+    for key in [key for key in _PLACED if key[0] == id(view)]:
+        del _PLACED[key]
+
+
+def ranged_level(
+    attack: Instances,
+    view: Dataview,
+    level: KnowledgeLevel,
+    known_ones: np.ndarray | None,
+    engine: Engine,
+) -> RangedProblem:
+    """The level's problem in ranges of users, each made on the worker of its rows;
+    `known_ones` ask nothing (`level_problem`)."""
+    ranges, first = placed(view, engine)
+    runner = engine.runner
+    parts = runner.each_kept(_range_level, ranges, attack, level, known_ones)
+    return of_parts(parts, first, runner)
+
+
+def _range_level(
+    rows: ViewRange,
+    attack: Instances,
+    level: KnowledgeLevel,
+    known_ones: np.ndarray | None,
+) -> Part:
+    known = None if known_ones is None else known_ones[rows.first : rows.last]
+    members, spec = attack.instances(rows.view, level)
+    return surveyed(level_problem(members, spec, known, attack.match, attack.ordered))

@@ -1,0 +1,353 @@
+"""A level held in ranges of users, each range where it is kept (on a Dask cluster: a
+worker), counted without the level's lists ever being whole in the planning process.
+
+Users are numbered in range order: range r holds users [first[r], first[r + 1]), as a
+counting problem of its own users (numbered from 0). What the engine decides about a
+level is made of sums over users or of vectors per element, so each range gives its
+share and the planning process adds them up:
+
+- the plan (plan.size_work), from how many users hold each element;
+- the relabelling by rarity (indexes.rarity_rank), from the same counts, applied by
+  each range to its own lists;
+- the partitions, from the number of keys beginning at each element.
+
+A shard of consecutive partitions (elements [L, H)) is cut by each range from its own
+lists — a list's suffix depends on that list alone (engine/shards.py) — and the pieces
+are joined, in range order, on the worker the shard goes to (runner.Joined): the shard's
+users are the level's. That worker also finds each partition's first positions in its
+shard (`Firsts`). The planning process holds vectors per element and per user only: the
+supports, and the plan's sums. A level over the budget is sampled from the whole level,
+gathered (`gather`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import Any, Protocol
+
+import numpy as np
+
+from prudence_cli.engine import compiled, jit
+from prudence_cli.engine.indexes import (
+    rarity_rank,
+    relabelled,
+    relabels,
+)
+from prudence_cli.engine.jit import set_threads
+from prudence_cli.engine.plan import (
+    SizePlan,
+    _instances_per_target,
+    _partitions,
+    _query_sizes,
+    size_plans,
+    size_work,
+    work_cost,
+)
+from prudence_cli.engine.problem import CountingProblem, Elements, Support
+from prudence_cli.engine.ranged_shards import (
+    Part,
+    _cut,
+    _first_weights,
+    _joined_shard,
+    _keyed_part,
+    _posting_part,
+    _whole_part,
+    joined,
+    surveyed,
+)
+from prudence_cli.engine.runner import Joined
+from prudence_cli.engine.shards import shard_ranges
+from prudence_cli.engine.whole import whole_in_keyed
+
+
+class Engine(Protocol):
+    """What a ranged level needs of the engine counting it (core.Engine)."""
+
+    runner: Any
+    max_instances: int
+    sample: int | None
+    jobs: int
+    strategy: str
+    partition_instances: int
+    brute_limit: int
+
+    def worker(self) -> tuple[int | None, bool]: ...
+
+    def partition_budget(self, elements: int, users: int, s: int, weights: np.ndarray) -> int: ...
+
+    def min_support(self, problem: CountingProblem) -> Support: ...
+
+
+@dataclass(frozen=True)
+class RangedProblem:
+    """A level in ranges of users: `parts` (each a `Part`, or where the runner keeps it),
+    `first` the first user of each range and the number of users last."""
+
+    parts: list[Any]
+    first: np.ndarray
+    match: str
+    ordered: bool
+    mode: str
+    self_queries: bool
+
+    @property
+    def n_users(self) -> int:
+        return int(self.first[-1])
+
+
+def split(problem: CountingProblem, runner: Any, count: int) -> RangedProblem:
+    """`problem` in `count` ranges of users of about equal lists, each kept by the runner
+    on its own worker (one range here at a time)."""
+    first = user_ranges(problem.members.offsets, count)
+    ranges = zip(first[:-1].tolist(), first[1:].tolist(), strict=True)
+    placed = runner.place(users_of(problem, a, b) for a, b in ranges)
+    parts = runner.each_kept(surveyed, placed)
+    del placed  # each range is kept as its Part
+    return of_parts(parts, first, runner)
+
+
+def user_ranges(offsets: np.ndarray, count: int) -> np.ndarray:
+    """The first user of each of `count` ranges of consecutive users holding about as many
+    positions of the CSR `offsets` each, and the number of users last (some ranges may be
+    empty)."""
+    users = offsets.shape[0] - 1
+    cuts = np.searchsorted(offsets, np.linspace(0, offsets[-1], count + 1)[1:-1])
+    first = np.r_[0, np.minimum(cuts, users), users].astype(np.int64)
+    return np.maximum.accumulate(first)
+
+
+def of_parts(parts: list[Any], first: np.ndarray, runner: Any) -> RangedProblem:
+    """The ranged level of `parts` (kept by `runner`), users [first[r], first[r + 1]) each:
+    how it counts, as its ranges say (queries are the members' own when every range's
+    are)."""
+    shapes = runner.each(_shape, parts)
+    match, ordered, mode, _ = shapes[0] if shapes else ("contains", False, "subsets", True)
+    own = all(shape[3] for shape in shapes)
+    return RangedProblem(parts, first, match, ordered, mode, own)
+
+
+def _shape(part: Part) -> tuple[str, bool, str, bool]:
+    problem = part.problem
+    return problem.match, problem.ordered, problem.queries.mode, problem.self_queries
+
+
+def asked(ranged: RangedProblem, runner: Any) -> np.ndarray:
+    """Per user: whether it asks any query."""
+    found = runner.each(_asked, ranged.parts)
+    return np.concatenate(found) if found else np.zeros(0, dtype=bool)
+
+
+def _asked(part: Part) -> np.ndarray:
+    return np.asarray(part.problem.queries.size_hi > 0)
+
+
+def draws(engine: Engine, ranged: RangedProblem) -> bool:
+    """Whether a sampled count would draw queries for some target (Engine._drawn)."""
+    return any(engine.runner.each(_draws, ranged.parts, engine.sample or 0))
+
+
+def _draws(part: Part, sample: int) -> bool:
+    targets, counts = _instances_per_target(part.rest.queries)
+    return bool((targets & (counts > sample)).any())
+
+
+def users_of(problem: CountingProblem, a: int, b: int) -> CountingProblem:
+    """The problem of users [a, b), numbered from 0."""
+    spec = problem.queries
+    members = _lists_of(problem.members, a, b)
+    queries = members if spec.elements is problem.members else _lists_of(spec.elements, a, b)
+    upper = None
+    if spec.upper is not None:
+        upper = spec.upper[spec.elements.offsets[a] : spec.elements.offsets[b]]
+    sized = replace(
+        spec, elements=queries, size_lo=spec.size_lo[a:b], size_hi=spec.size_hi[a:b], upper=upper
+    )
+    return replace(problem, members=members, queries=sized)
+
+
+def _lists_of(lists: Elements, a: int, b: int) -> Elements:
+    lo, hi = int(lists.offsets[a]), int(lists.offsets[b])
+    return Elements(lists.offsets[a : b + 1] - lo, lists.elements[lo:hi], lists.values[lo:hi])
+
+
+def gather(ranged: RangedProblem, runner: Any) -> CountingProblem:
+    """The whole level in this process."""
+    return joined(runner.each(_problem_of, ranged.parts))
+
+
+def _problem_of(part: Part) -> CountingProblem:
+    return part.problem
+
+
+# --- the plan, from each range's sums ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Census:
+    """What planning a level needs of one range (of its `rest`)."""
+
+    holders: np.ndarray  # users of the range holding each element
+    top: int  # the largest element id of its lists, -1 for none
+    sizes: np.ndarray  # the query sizes its targets ask
+    whole: int  # whole-record targets
+    whole_elements: float  # their query elements
+    members: int  # positions of the members' lists
+    queries: int  # positions of the queries' lists (the members' again when their own)
+
+
+def census(part: Part) -> Census:
+    problem = part.problem
+    members, queries = problem.members.elements, problem.queries.elements.elements
+    return Census(
+        np.bincount(members),
+        int(max(members.max(initial=-1), queries.max(initial=-1))),
+        _query_sizes(part.rest.queries),
+        int(part.whole.sum()),
+        float(problem.queries.elements.lengths[part.whole].sum()),
+        int(members.shape[0]),
+        int(queries.shape[0]),
+    )
+
+
+@dataclass(frozen=True)
+class Work:
+    """A ranged level's plan: its sizes' plans and what they add up to."""
+
+    holders: np.ndarray
+    plans: list[SizePlan]
+    total: int  # instances, one per whole-record query
+    whole: int
+    whole_elements: float
+    elements: int  # positions of members and of queries (what a partition's budget counts)
+    lists: int  # positions of the lists counted, the members' once when queries are theirs
+    own: bool  # the queries are the members' own subsets (Problem.self_queries)
+
+    @property
+    def n_elements(self) -> int:
+        return int(self.holders.shape[0])
+
+
+def work(engine: Engine, ranged: RangedProblem) -> Work:
+    """The plan of a ranged level, as `Engine.plan` makes it of the whole level."""
+    runner = engine.runner
+    found = runner.each(census, ranged.parts)
+    n = max((c.top for c in found), default=-1) + 1
+    holders = np.zeros(n, dtype=np.int64)
+    for c in found:
+        holders[: c.holders.shape[0]] += c.holders
+    sizes = np.unique(np.concatenate([c.sizes for c in found])) if found else np.zeros(0)
+    sums = sum(runner.each(_size_work, ranged.parts, holders, sizes), np.zeros((sizes.size, 3)))
+    plans = size_plans(sizes, sums, ranged.self_queries, engine.strategy)
+    whole = sum(c.whole for c in found)
+    total = whole + sum(plan.instances for plan in plans)
+    members, queries = sum(c.members for c in found), sum(c.queries for c in found)
+    whole_elements = float(sum(c.whole_elements for c in found))
+    lists = members + (0 if ranged.self_queries else queries)
+    own = ranged.self_queries
+    return Work(holders, plans, total, whole, whole_elements, members + queries, lists, own)
+
+
+def _size_work(part: Part, holders: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    return size_work(part.rest, holders, sizes)
+
+
+# --- counting --------------------------------------------------------------------------
+
+
+def support(engine: Engine, ranged: RangedProblem, planned: Work | None = None) -> Support:
+    """Minimum support per user of a ranged level (`Engine.min_support`), exact, from its
+    plan (`work`, made here when not given); a level over the budget, or whose queries
+    cannot be cut in shards (compositions), is gathered and counted as a whole."""
+    runner = engine.runner
+    planned = planned or work(engine, ranged)
+    if planned.total > engine.max_instances or ranged.mode == "compositions":
+        return engine.min_support(gather(ranged, runner))
+    if engine.jobs:
+        set_threads(engine.jobs)
+    jit.choose(work_cost(ranged.match, planned.whole_elements, planned.plans, bounded=4))
+    rank = None
+    keyed = any(plan.strategy == "keyed" for plan in planned.plans)
+    if keyed and relabels(ranged.ordered, ranged.mode, int(planned.holders.sum())):
+        rank = rarity_rank(planned.holders)
+    parts = runner.each_kept(_prepared, ranged.parts, rank, planned.plans)
+    level = _Level(engine, parts, planned, ranged.n_users)
+    minimum = np.full(ranged.n_users, compiled.kernels.UNSET, dtype=np.int64)
+    level.whole(minimum)
+    for plan in planned.plans:
+        level.count(plan, minimum)
+    minimum[minimum == compiled.kernels.UNSET] = 0
+    return Support(minimum, planned.total, False)
+
+
+def _prepared(part: Part, rank: np.ndarray | None, plans: list[SizePlan]) -> Part:
+    """The range relabelled by `rank` (None: as it is), and its whole records as long as
+    a keyed size counted with the keys (whole.whole_in_keyed)."""
+    problem = part.problem if rank is None else relabelled(part.problem, rank)
+    whole, rest = whole_in_keyed(problem, part.whole, plans)
+    return Part(problem, whole, rest)
+
+
+class _Level:
+    """The partitions of a ranged level, run shard by shard on the engine's runner."""
+
+    def __init__(self, engine: Engine, parts: list[Any], planned: Work, users: int) -> None:
+        self.engine, self.runner, self.parts, self.planned = engine, engine.runner, parts, planned
+        self.n, self.users = planned.n_elements, users
+
+    def whole(self, minimum: np.ndarray) -> None:
+        """Whole-record queries, in partitions by their first element."""
+        weights = self._weights("whole", 0)
+        if not weights.any():
+            return
+        shards = max(self.runner.shards, 1)
+        share = int(np.ceil(weights.sum() / shards))
+        parts = _partitions(weights, max(min(self.engine.partition_instances, share), 1))
+        worker = self.engine.worker()
+        self._fold(minimum, _whole_part, "whole", parts, weights, lambda lo, hi: (lo, hi, worker))
+
+    def count(self, plan: SizePlan, minimum: np.ndarray) -> None:
+        """The partitions of one size: keyed, or checked against the posting lists."""
+        s, engine, worker = plan.size, self.engine, self.engine.worker()
+        elements, users = self.planned.elements, self.users
+        if plan.strategy == "keyed":
+            weights = self._weights("keyed", s)
+            budget = engine.partition_budget(elements, users, s, weights)
+            limit = engine.brute_limit
+            parts = _partitions(weights, budget)
+            self._fold(
+                minimum, _keyed_part, "keyed", parts, weights,
+                lambda lo, hi: (lo, hi, s, limit, worker),
+            )  # fmt: skip
+            return
+        weights = self._weights("posting", s)
+        budget = engine.partition_budget(elements, users, s, weights * s)
+        parts = _partitions(weights, max(budget // max(s, 1), 1))
+        self._fold(
+            minimum, _posting_part, "posting", parts, weights, lambda lo, hi: (lo, hi, s, worker)
+        )
+
+    def _weights(self, kind: str, s: int) -> np.ndarray:
+        own = self.planned.own
+        found = self.runner.each(_first_weights, self.parts, kind, s, self.n, own)
+        return np.sum(found, axis=0) if found else np.zeros(self.n)
+
+    def _fold(
+        self,
+        minimum: np.ndarray,
+        task: Any,
+        kind: str,
+        parts: list[tuple[int, int]],
+        weights: np.ndarray,
+        arguments: Any,
+    ) -> None:
+        def shards() -> Iterator[tuple[Joined, list[tuple[Any, ...]]]]:
+            count = max(self.runner.shards, 1)
+            for (lo, hi), group in shard_ranges(parts, weights, count):
+                pieces = self.runner.each_kept(_cut, self.parts, lo, hi, kind)
+                shared = Joined(partial(_joined_shard, self.n, kind), pieces)
+                yield shared, [arguments(a, b) for a, b in group]
+
+        for users, values in self.runner.run_sharded(task, shards()):
+            compiled.group_kernels.scatter_min(minimum, users, values)

@@ -1,0 +1,101 @@
+"""Levels held in ranges of users (engine/ranged.py): planned from each range's sums as
+the whole level is, and counted shard by shard from the ranges' pieces, they give the
+whole level's supports and instance counts bit for bit — for every match, query mode,
+strategy, ordering, number of ranges and of shards."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from prudence_cli.engine import Elements, Engine, QuerySpec
+from prudence_cli.engine.problem import CountingProblem
+from prudence_cli.engine.ranged import gather, split, support, work
+from prudence_cli.engine.runner import LocalRunner
+from prudence_cli.engine.whole import whole_targets, without_whole
+from tests.engine.test_engine import MATCH_MODES, random_problem
+
+pytestmark = pytest.mark.usefixtures("kernels")
+
+SHARDABLE = [case for case in MATCH_MODES if case[1] != "compositions"]
+
+
+def _same_problem(a: CountingProblem, b: CountingProblem) -> None:
+    for x, y in ((a.members, b.members), (a.queries.elements, b.queries.elements)):
+        np.testing.assert_array_equal(x.offsets, y.offsets)
+        np.testing.assert_array_equal(x.elements, y.elements)
+        np.testing.assert_array_equal(x.values, y.values)
+    np.testing.assert_array_equal(a.queries.size_lo, b.queries.size_lo)
+    np.testing.assert_array_equal(a.queries.size_hi, b.queries.size_hi)
+    assert a.self_queries == b.self_queries
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    case=st.sampled_from(SHARDABLE),
+    strategy=st.sampled_from(["auto", "keyed", "posting"]),
+    partition=st.sampled_from([1, 3, 20, 10_000]),
+    ranges=st.integers(1, 6),
+    shards=st.integers(2, 5),
+    h=st.sampled_from([1, 2, 3, 6]),
+)
+def test_a_ranged_level_counts_as_the_whole_level(
+    seed, case, strategy, partition, ranges, shards, h
+):
+    match, mode = case
+    problem = random_problem(np.random.default_rng(seed), 40, 9, h, match=match, mode=mode)
+    settings_ = dict(strategy=strategy, partition_instances=partition)
+    whole = Engine(**settings_).min_support(problem)
+    engine = Engine(**settings_, runner=LocalRunner(shards=shards))
+    level = split(problem, engine.runner, ranges)
+    assert level.n_users == problem.n_users and len(level.parts) == ranges
+    _same_problem(gather(level, engine.runner), problem)
+    # planned as the whole level is
+    planned = work(engine, level)
+    rest = without_whole(problem, whole_targets(problem))
+    assert planned.plans == Engine(strategy=strategy).plan(rest)
+    assert planned.total == Engine(strategy=strategy).instances(problem)
+    counted = support(engine, level)
+    np.testing.assert_array_equal(counted.minimum, whole.minimum)
+    assert counted.instances == whole.instances and not counted.sampled
+
+
+def test_more_ranges_than_users_leave_some_empty():
+    problem = random_problem(np.random.default_rng(1), 3, 5, 2, match="contains", mode="self")
+    engine = Engine(runner=LocalRunner(shards=3))
+    level = split(problem, engine.runner, 8)
+    assert level.first[0] == 0 and level.first[-1] == 3 and np.all(np.diff(level.first) >= 0)
+    np.testing.assert_array_equal(
+        support(engine, level).minimum, Engine().min_support(problem).minimum
+    )
+
+
+def test_a_level_over_the_budget_is_gathered_and_sampled_as_the_whole_level():
+    problem = random_problem(np.random.default_rng(5), 60, 12, 3, match="dominance")
+    settings_ = dict(max_instances=10, sample=4, seed=7)
+    whole = Engine(**settings_).min_support(problem)
+    engine = Engine(**settings_, runner=LocalRunner(shards=2))
+    counted = support(engine, split(problem, engine.runner, 3))
+    assert counted.sampled and whole.sampled
+    np.testing.assert_array_equal(counted.minimum, whole.minimum)
+    assert counted.instances == whole.instances
+
+
+def test_worked_example_of_two_ranges():
+    # members: u0 {0, 1}, u1 {0, 1, 2}, u2 {1, 2}, u3 {2}; queries: their own pairs
+    # (h = 2; u3 knows its one place). Ranges [u0, u1] and [u2, u3].
+    # supports: u0's {0,1}: u0, u1 -> 2; u1's {0,1}: 2, {0,2}: 1, {1,2}: 2 -> 1;
+    # u2's {1,2}: u1, u2 -> 2; u3's {2}: u1, u2, u3 -> 3.
+    members = Elements.from_rows(
+        4, np.array([0, 0, 1, 1, 1, 2, 2, 3]), np.array([0, 1, 0, 1, 2, 1, 2, 2])
+    )
+    sizes = np.minimum(2, members.lengths)  # h = 2, or all of a shorter record
+    spec = QuerySpec(members, sizes, sizes)
+    problem = CountingProblem(members, spec, match="contains")
+    engine = Engine(runner=LocalRunner(shards=2), partition_instances=1)
+    level = split(problem, engine.runner, 2)
+    assert level.first.tolist() == [0, 2, 4]
+    assert support(engine, level).minimum.tolist() == [2, 1, 2, 3]
