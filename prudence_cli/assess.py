@@ -22,7 +22,6 @@ import pandas as pd
 
 from prudence_cli import __version__
 from prudence_cli.attacks.base import AttackResult
-from prudence_cli.attacks.ranged import let_go
 from prudence_cli.attacks.registry import ATTACKS
 from prudence_cli.catalog import (
     CATALOG_FORMAT,
@@ -320,7 +319,6 @@ def _assess_risks(
                 }
             )
             done += 1
-        let_go(view)  # its levels are counted: its ranges leave the workers
         report(done, total, f"{view.id} {view.shown} mobility measures")
         keys = {"dataview": view.id, **{k: str(v) for k, v in dims.items()}}
         with ThreadPoolExecutor(1, thread_name_prefix="prudence-write") as thread:

@@ -154,7 +154,9 @@ class CountingAttack(Attack[V]):
         below = self.lower_level(level)
         extra: dict[str, AttackResult] = {}
         problem = self.problem(view, level, floor >= 1, engine)
+        # a level held on the workers is let go before the next is made (`del problem`)
         if below is not None and below.key not in computed and engine.samples(problem):
+            del problem
             lower = self.risks(view, below, engine, floor >= 1, computed)
             extra = {below.key: lower, **lower.computed_for_floor}
             floor, keys = np.maximum(floor, lower.risk), (below.key, *lower.floor, *keys)
@@ -164,6 +166,7 @@ class CountingAttack(Attack[V]):
             and below.key not in computed
             and _pays_to_prune(self, view, below, floor >= 1, problem, engine)
         ):
+            del problem
             lower = self.risks(view, below, engine, floor >= 1, computed)
             floor = np.where(lower.risk >= 1.0, 1.0, floor)
             problem = self.problem(view, level, floor >= 1, engine)

@@ -1,6 +1,6 @@
 """An attack's levels made where they are counted: on an engine of several workers, the
-view's users are cut into ranges (engine/ranged.py), each range's rows sent once to its
-worker, and each level's instances drawn there from the rows of its users — only for
+view's users are cut into ranges (engine/ranged.py), each range's rows sent to its
+worker, and the level's instances drawn there from the rows of its users — only for
 attacks whose instances of a person are made of that person's rows alone, with the
 view's location codes as elements (`CountingAttack.local`). The planning process holds
 the view, and vectors per person; never a level's lists.
@@ -8,7 +8,6 @@ the view, and vectors per person; never a level's lists.
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -55,33 +54,9 @@ class ViewRange:
     last: int
 
 
-# the views whose ranges are on the workers: (view id, runner id) -> (ranges, first users)
-_PLACED: dict[tuple[int, int], tuple[list[Any], np.ndarray]] = {}
-
-
 def in_ranges(attack: Instances, engine: Engine) -> bool:
     """Whether `attack`'s levels are made in ranges of users on `engine`'s workers."""
     return attack.local and engine.runner.shards > 1
-
-
-def placed(view: Dataview, engine: Engine) -> tuple[list[Any], np.ndarray]:
-    """The view's ranges of users kept on the engine's workers, sent once per view (they
-    go with it), and the first user of each range (the number of users last)."""
-    runner = engine.runner
-    key = (id(view), id(runner))
-    if key not in _PLACED:
-        first = user_ranges(view.offsets, runner.shards)
-        pairs = zip(first[:-1].tolist(), first[1:].tolist(), strict=True)
-        ranges = runner.place(ViewRange(view.users(a, b), a, b) for a, b in pairs)
-        _PLACED[key] = (ranges, first)
-        weakref.finalize(view, _PLACED.pop, key, None)
-    return _PLACED[key]
-
-
-def let_go(view: Dataview) -> None:
-    """The view's ranges of users removed from the workers (its levels are counted)."""
-    for key in [key for key in _PLACED if key[0] == id(view)]:
-        del _PLACED[key]
 
 
 def ranged_level(
@@ -91,11 +66,15 @@ def ranged_level(
     known_ones: np.ndarray | None,
     engine: Engine,
 ) -> RangedProblem:
-    """The level's problem in ranges of users, each made on the worker of its rows;
+    """The level's problem in ranges of users, each made on the worker its rows are sent
+    to (and let go once it is made: a worker holds a level, not the view besides it);
     `known_ones` ask nothing (`level_problem`)."""
-    ranges, first = placed(view, engine)
     runner = engine.runner
+    first = user_ranges(view.offsets, runner.shards)
+    pairs = zip(first[:-1].tolist(), first[1:].tolist(), strict=True)
+    ranges = runner.place(ViewRange(view.users(a, b), a, b) for a, b in pairs)
     parts = runner.each_kept(_range_level, ranges, attack, level, known_ones)
+    del ranges  # each range's rows go once its level is made
     return of_parts(parts, first, runner)
 
 

@@ -55,6 +55,10 @@ class Elements:
     def n_users(self) -> int:
         return int(self.offsets.shape[0] - 1)
 
+    def __sizeof__(self) -> int:
+        # what a Dask worker counts of it when it decides what to spill to disk
+        return int(self.offsets.nbytes + self.elements.nbytes + self.values.nbytes)
+
     @property
     def lengths(self) -> np.ndarray:
         return np.diff(self.offsets)
@@ -111,6 +115,9 @@ class CountingProblem:
     def n_users(self) -> int:
         return self.members.n_users
 
+    def __sizeof__(self) -> int:
+        return nbytes(self)
+
     @property
     def self_queries(self) -> bool:
         """True when each target's queries are exactly its own member subsets (the same
@@ -131,3 +138,26 @@ class Support:
     minimum: np.ndarray
     instances: int  # instances enumerated, or checked when sampled (the sample counter)
     sampled: bool  # True: some supports come from drawn instances (risk: a lower bound)
+
+
+def nbytes(*held: object) -> int:
+    """The bytes of the arrays `held` hold (problems, their lists and queries, arrays),
+    each array once: what a Dask worker is told they take (`__sizeof__`)."""
+    seen: dict[int, int] = {}
+
+    def walk(item: object) -> None:
+        if isinstance(item, np.ndarray):
+            seen[id(item)] = item.nbytes
+        elif isinstance(item, CountingProblem):
+            walk(item.members)
+            walk(item.queries)
+        elif isinstance(item, QuerySpec):
+            for field in (item.elements, item.size_lo, item.size_hi, item.upper):
+                walk(field)
+        elif isinstance(item, Elements):
+            for array in (item.offsets, item.elements, item.values):
+                walk(array)
+
+    for item in held:
+        walk(item)
+    return sum(seen.values())

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from functools import partial
 from typing import Any, Protocol
 
 import numpy as np
@@ -48,9 +47,9 @@ from prudence_cli.engine.plan import (
 from prudence_cli.engine.problem import CountingProblem, Elements, Support
 from prudence_cli.engine.ranged_shards import (
     Part,
+    ShardJoiner,
     _cut,
     _first_weights,
-    _joined_shard,
     _keyed_part,
     _posting_part,
     _whole_part,
@@ -272,6 +271,9 @@ def support(engine: Engine, ranged: RangedProblem, planned: Work | None = None) 
     if keyed and relabels(ranged.ordered, ranged.mode, int(planned.holders.sum())):
         rank = rarity_rank(planned.holders)
     parts = runner.each_kept(_prepared, ranged.parts, rank, planned.plans)
+    # the level is kept as prepared (relabelled: the same supports, the same queries),
+    # so that the workers do not hold it twice
+    ranged.parts[:] = parts
     level = _Level(engine, parts, planned, ranged.n_users)
     minimum = np.full(ranged.n_users, compiled.kernels.UNSET, dtype=np.int64)
     level.whole(minimum)
@@ -346,7 +348,7 @@ class _Level:
             count = max(self.runner.shards, 1)
             for (lo, hi), group in shard_ranges(parts, weights, count):
                 pieces = self.runner.each_kept(_cut, self.parts, lo, hi, kind)
-                shared = Joined(partial(_joined_shard, self.n, kind), pieces)
+                shared = Joined(ShardJoiner(self.n, kind), pieces)
                 yield shared, [arguments(a, b) for a, b in group]
 
         for users, values in self.runner.run_sharded(task, shards()):

@@ -4,14 +4,15 @@ its worker joins from the pieces, with the partition tasks that read it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from prudence_cli.engine.indexes import _element_order, _Postings, _query_sizes_ok
 from prudence_cli.engine.plan import begun_at, first_weights
-from prudence_cli.engine.problem import CountingProblem, Elements
+from prudence_cli.engine.problem import CountingProblem, Elements, QuerySpec, nbytes
 from prudence_cli.engine.shards import shard
 from prudence_cli.engine.tasks import _keyed_self_task, _keyed_task, _posting_task, _whole_task
 from prudence_cli.engine.whole import whole_targets, without_whole
@@ -26,6 +27,10 @@ class Part:
     whole: np.ndarray
     rest: CountingProblem
 
+    def __sizeof__(self) -> int:
+        # what a Dask worker counts of it when it decides what to spill to disk
+        return nbytes(self.problem, self.whole, self.rest)
+
 
 def surveyed(problem: CountingProblem) -> Part:
     """The range's `Part`: its whole-record targets told apart."""
@@ -35,31 +40,118 @@ def surveyed(problem: CountingProblem) -> Part:
 
 def joined(problems: list[CountingProblem]) -> CountingProblem:
     """One problem of the users of `problems`, one after the other."""
-    first = problems[0]
-    members = _joined_lists([p.members for p in problems])
-    own = all(p.queries.elements is p.members for p in problems)
-    queries = members if own else _joined_lists([p.queries.elements for p in problems])
-    uppers = [p.queries.upper for p in problems if p.queries.upper is not None]
-    upper = np.concatenate(uppers) if uppers else None
-    spec = replace(
-        first.queries,
-        elements=queries,
-        size_lo=np.concatenate([p.queries.size_lo for p in problems]),
-        size_hi=np.concatenate([p.queries.size_hi for p in problems]),
-        upper=upper,
-    )
-    return replace(first, members=members, queries=spec)
+    return joined_pieces([(problem, None) for problem in problems])[0]
 
 
-def _joined_lists(lists: list[Elements]) -> Elements:
-    lengths = np.concatenate([part.lengths for part in lists])
-    offsets = np.zeros(lengths.shape[0] + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    return Elements(
-        offsets,
-        np.concatenate([part.elements for part in lists]),
-        np.concatenate([part.values for part in lists]),
+# a piece of a shard: a range's problem cut to the shard, and which of its targets are
+# whole (None: not the whole-record queries' shard)
+Piece = tuple[CountingProblem, "np.ndarray | None"]
+
+
+@dataclass(frozen=True)
+class PieceSize:
+    """What joining a piece needs to know before reading it (`piece_size`)."""
+
+    users: int
+    members: int  # positions of its members' lists
+    queries: int  # positions of its queries' lists (the members' again when their own)
+    own: bool  # its queries are its members
+    upper: bool
+    flags: bool
+
+
+def piece_size(piece: Piece) -> PieceSize:
+    problem, flags = piece
+    spec = problem.queries
+    return PieceSize(
+        problem.n_users,
+        int(problem.members.elements.shape[0]),
+        int(spec.elements.elements.shape[0]),
+        spec.elements is problem.members,
+        spec.upper is not None,
+        flags is not None,
     )
+
+
+def joined_pieces(pieces: Sequence[Piece]) -> Piece:
+    """The pieces' users one after the other, as one piece."""
+    joining = _Joining([piece_size(piece) for piece in pieces])
+    for k, piece in enumerate(pieces):
+        joining.put(*piece, k)
+    return joining.joined()
+
+
+class _Joining:
+    """The arrays of a joined piece, filled piece by piece (the k-th at the positions the
+    sizes before it leave), made when the first piece comes (of its types)."""
+
+    def __init__(self, sizes: list[PieceSize]) -> None:
+        self.sizes = sizes
+        self.own = all(size.own for size in sizes)
+        self.users = np.cumsum([0] + [size.users for size in sizes]).tolist()
+        self.members = np.cumsum([0] + [size.members for size in sizes]).tolist()
+        self.queries = np.cumsum([0] + [size.queries for size in sizes]).tolist()
+        if len({size.upper for size in sizes}) > 1:
+            raise ValueError("the pieces of a shard disagree on their queries' bounds")
+        self.made = False
+
+    def _make(self, first: CountingProblem) -> None:
+        users, spec = self.users[-1], first.queries
+        self.made = True
+        self.settings = (first.match, first.ordered, spec.mode, spec.compose, spec.delta)
+        self.member_lists = _empty_lists(first.members, users, self.members[-1])
+        self.query_lists = self.member_lists
+        if not self.own:
+            self.query_lists = _empty_lists(spec.elements, users, self.queries[-1])
+        self.size_lo = np.empty(users, dtype=spec.size_lo.dtype)
+        self.size_hi = np.empty(users, dtype=spec.size_hi.dtype)
+        self.upper = np.empty(self.queries[-1]) if self.sizes[0].upper else None
+        self.flags = np.zeros(users, dtype=bool) if self.sizes[0].flags else None
+
+    def put(self, problem: CountingProblem, flags: np.ndarray | None, k: int) -> None:
+        """The k-th piece, in its place."""
+        if not self.made:
+            self._make(problem)
+        spec = problem.queries
+        u, n = self.users[k], problem.n_users
+        _put_lists(self.member_lists, problem.members, u, self.members[k])
+        if not self.own:
+            _put_lists(self.query_lists, spec.elements, u, self.queries[k])
+        self.size_lo[u : u + n] = spec.size_lo
+        self.size_hi[u : u + n] = spec.size_hi
+        if self.upper is not None and spec.upper is not None:
+            q = self.queries[k]
+            self.upper[q : q + spec.upper.shape[0]] = spec.upper
+        if self.flags is not None and flags is not None:
+            self.flags[u : u + n] = flags
+
+    def __sizeof__(self) -> int:
+        if not self.made:
+            return 0
+        held = (self.member_lists, self.query_lists, self.size_lo, self.size_hi, self.upper)
+        return nbytes(*held, self.flags)
+
+    def joined(self) -> Piece:
+        if not self.made:
+            raise ValueError("a shard is joined from one piece at least")
+        match, ordered, mode, compose, delta = self.settings
+        spec = QuerySpec(
+            self.query_lists, self.size_lo, self.size_hi, self.upper, mode, compose, delta
+        )
+        return CountingProblem(self.member_lists, spec, match, ordered), self.flags
+
+
+def _empty_lists(like: Elements, users: int, positions: int) -> Elements:
+    offsets = np.zeros(users + 1, dtype=np.int64)
+    elements = np.empty(positions, dtype=like.elements.dtype)
+    return Elements(offsets, elements, np.empty(positions, dtype=like.values.dtype))
+
+
+def _put_lists(into: Elements, lists: Elements, u: int, at: int) -> None:
+    n, size = lists.n_users, lists.elements.shape[0]
+    into.offsets[u + 1 : u + n + 1] = lists.offsets[1:] + at
+    into.elements[at : at + size] = lists.elements
+    into.values[at : at + size] = lists.values
 
 
 def _first_weights(part: Part, kind: str, s: int, n: int, own: bool) -> np.ndarray:
@@ -129,26 +221,55 @@ class ShardData:
     whole: np.ndarray | None = None  # whole-record targets, by first query element
     whole_first: np.ndarray | None = None
 
+    def __sizeof__(self) -> int:
+        held: list[object] = [self.problem, self.whole, self.whole_first]
+        for firsts in (self.members, self.queries):
+            if firsts is not None:
+                held += [firsts.order, firsts.bounds]
+        if self.postings is not None:
+            held += [self.postings.users, self.postings.offsets]
+        return nbytes(*held)
 
-def _joined_shard(n: int, kind: str, *pieces: tuple[CountingProblem, Any]) -> ShardData:
-    """The shard of `kind` from its ranges' `pieces`, with what its tasks read."""
-    problem = joined([piece for piece, _ in pieces])
-    data = ShardData(problem, n)
-    if kind == "keyed":
-        data.members = Firsts(problem.members, n)
-        if not problem.self_queries:
+
+@dataclass(frozen=True)
+class ShardJoiner:
+    """Joins the shard of `kind` (runner.Joiner), from its ranges' pieces, on its worker:
+    with what its tasks read (`ShardData`)."""
+
+    n: int  # elements of the level
+    kind: str
+
+    def piece_size(self, piece: Piece) -> PieceSize:
+        return piece_size(piece)
+
+    def join_start(self, sizes: list[PieceSize]) -> _Joining:
+        return _Joining(sizes)
+
+    def join_piece(self, joining: _Joining, piece: Piece, k: int) -> _Joining:
+        joining.put(*piece, k)
+        return joining
+
+    def join_finish(self, joining: _Joining) -> ShardData:
+        problem, flags = joining.joined()
+        del joining
+        n = self.n
+        data = ShardData(problem, n)
+        if self.kind == "keyed":
+            data.members = Firsts(problem.members, n)
+            if not problem.self_queries:
+                data.queries = Firsts(problem.queries.elements, n)
+            return data
+        data.postings = _Postings(problem.members, n, not problem.ordered)
+        if self.kind == "posting":
             data.queries = Firsts(problem.queries.elements, n)
+            return data
+        assert flags is not None
+        whole = np.flatnonzero(flags)
+        q = problem.queries.elements
+        first = q.elements[q.offsets[whole]]
+        order = np.argsort(first, kind="stable")
+        data.whole, data.whole_first = whole[order], first[order]
         return data
-    data.postings = _Postings(problem.members, n, not problem.ordered)
-    if kind == "posting":
-        data.queries = Firsts(problem.queries.elements, n)
-        return data
-    whole = np.flatnonzero(np.concatenate([flags for _, flags in pieces]))
-    q = problem.queries.elements
-    first = q.elements[q.offsets[whole]]
-    order = np.argsort(first, kind="stable")
-    data.whole, data.whole_first = whole[order], first[order]
-    return data
 
 
 def _keyed_part(

@@ -21,7 +21,7 @@ import logging
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -32,13 +32,38 @@ Task = Callable[..., Any]
 Shards = Iterable[tuple[Any, Iterable[tuple[Any, ...]]]]
 
 
+class Joiner(Protocol):
+    """How a shard's data is joined from its pieces, one piece at a time: `join_start`
+    makes the (empty) join of pieces of the sizes `piece_size` gives, `join_piece` adds
+    the k-th piece to it (in place, returning it), `join_finish` makes what the shard's
+    tasks take of it."""
+
+    def piece_size(self, piece: Any) -> Any: ...
+
+    def join_start(self, sizes: list[Any]) -> Any: ...
+
+    def join_piece(self, joining: Any, piece: Any, k: int) -> Any: ...
+
+    def join_finish(self, joining: Any) -> Any: ...
+
+
 @dataclass(frozen=True)
 class Joined:
-    """A shard's data made where it goes, by `join` of its `pieces` (results of
-    `each_kept`, each where its range is): the data is never in the planning process."""
+    """A shard's data made where it goes, by `joiner` from its `pieces` (results of
+    `each_kept`, each where its range is): never in the planning process, and on the
+    shard's worker one piece at a time besides the join (each `join_piece` is a task of
+    its own, whose piece arrives as its argument and goes once it is joined)."""
 
-    join: Callable[..., Any]
+    joiner: Joiner
     pieces: list[Any]
+
+    def here(self) -> Any:
+        """The shard's data joined in this process (the pieces are here)."""
+        joiner = self.joiner
+        joining = joiner.join_start([joiner.piece_size(piece) for piece in self.pieces])
+        for k, piece in enumerate(self.pieces):
+            joining = joiner.join_piece(joining, piece, k)
+        return joiner.join_finish(joining)
 
 
 class LocalRunner:
@@ -63,7 +88,7 @@ class LocalRunner:
     ) -> Iterator[Any]:
         for shared, arguments in shards:
             if isinstance(shared, Joined):
-                shared = shared.join(*shared.pieces)
+                shared = shared.here()
             yield from self.run(task, shared if prepare is None else prepare(shared), arguments)
 
     def place(self, items: Iterable[Any]) -> list[Any]:
@@ -173,9 +198,7 @@ class DaskRunner:
         for k, (shared, arguments) in enumerate(shards):
             where = self._where(k)
             if isinstance(shared, Joined):  # joined there, from the workers of its pieces
-                handle = self.client.submit(
-                    shared.join, *shared.pieces, pure=False, workers=where, allow_other_workers=True
-                )
+                handle = self._joined(shared, where)
                 wait([handle])  # its pieces go before the next shard's are cut
             else:
                 handle = self._scattered(shared, where)
@@ -193,6 +216,28 @@ class DaskRunner:
                     for args in arguments
                 )
         return _gathered(futures, handles)
+
+    def _joined(self, shared: Joined, where: list[str] | None) -> Any:
+        """A future of the shard's data joined on `where` from its pieces, a task per
+        piece (Joined)."""
+        joiner, client = shared.joiner, self.client
+        sizes = self.each(joiner.piece_size, shared.pieces)
+        joining = client.submit(
+            joiner.join_start, sizes, pure=False, workers=where, allow_other_workers=True
+        )
+        for k, piece in enumerate(shared.pieces):
+            joining = client.submit(
+                joiner.join_piece,
+                joining,
+                piece,
+                k,
+                pure=False,
+                workers=where,
+                allow_other_workers=True,
+            )
+        return client.submit(
+            joiner.join_finish, joining, pure=False, workers=where, allow_other_workers=True
+        )
 
     def place(self, items: Iterable[Any]) -> list[Any]:
         """Each of `items` sent to one worker, the k-th to the k-th worker (in turn), and

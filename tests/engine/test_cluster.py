@@ -132,7 +132,7 @@ def _tasks_run(address: str) -> tuple[dict[str, int], list[int]]:
             if name.endswith("_task")
             or name in ("glimpsed", "read_split", "load", "select_range", "finish_range")
             or name in ("range_cells", "range_pairs", "keyed_part", "census", "cut")
-            or name == "joined_shard"
+            or name == "join_piece"
         }
 
     def transitions(dask_worker) -> int:
@@ -225,7 +225,7 @@ def test_assess_on_a_scheduler_and_two_worker_processes_gives_the_local_catalog(
         # each worker ran the partitions of its shard of the levels, each shard joined
         # there from the pieces the ranges of users cut where they are kept
         assert tasks["keyed_part"] > 10 and min(per_worker) > 0
-        assert tasks["census"] > 0 and tasks["cut"] > 0 and tasks["joined_shard"] > 0
+        assert tasks["census"] > 0 and tasks["cut"] > 0 and tasks["join_piece"] > 0
         # the workers glimpsed and read every part, cut it by ranges of users, selected
         # each range from the pieces kept on their disks, and finished it there
         assert tasks["glimpsed"] > 0 and tasks["read_split"] > 0 and tasks["load"] > 0
