@@ -14,8 +14,9 @@ files are read without them.
 
 from __future__ import annotations
 
+import contextlib
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,6 +27,9 @@ if TYPE_CHECKING:
 PARQUET = ".parquet"
 CSV_GZ = ".csv.gz"  # catalogs of format version 1
 _COMPRESSION = "zstd"
+# rows per row group (pyarrow's default, fixed here): a table written in parts is cut
+# where a whole one is, and gives the same bytes (`write_parts`)
+ROW_GROUP = 1 << 20
 _LOCATIONS = {PARQUET: ".locations.parquet", CSV_GZ: ".locations.csv"}
 
 
@@ -40,9 +44,48 @@ def write_table(frame: pd.DataFrame, path: Path, text: Sequence[str]) -> None:
     import pyarrow.parquet as pq
 
     columns = {name: _column(frame[name], name in text) for name in frame.columns}
+    with _named(path):
+        pq.write_table(pa.table(columns), path, compression=_COMPRESSION, row_group_size=ROW_GROUP)
+
+
+def write_parts(frames: Iterable[pd.DataFrame], path: Path, text: Sequence[str]) -> None:
+    """`write_table` of the `frames` one after the other (at least one), the same bytes
+    as of their concatenation, holding a row group and a frame at a time, not the whole
+    table: each row group is cut where a whole table's is."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    writer: pq.ParquetWriter | None = None
+    carry: pa.Table | None = None
+    written = 0
+    with _named(path):
+        try:
+            for frame in frames:
+                table = pa.table({name: _column(frame[name], name in text) for name in frame})
+                if carry is not None:
+                    table = pa.concat_tables([carry, table.cast(carry.schema)]).combine_chunks()
+                if writer is None:
+                    writer = pq.ParquetWriter(path, table.schema, compression=_COMPRESSION)
+                whole = table.num_rows // ROW_GROUP * ROW_GROUP
+                if whole:
+                    writer.write_table(table.slice(0, whole), row_group_size=ROW_GROUP)
+                    written += whole
+                carry = table.slice(whole)
+            if writer is None or carry is None:
+                raise ValueError("a table is written from one part at least")
+            if carry.num_rows or not written:  # as write_table ends
+                writer.write_table(carry, row_group_size=ROW_GROUP)
+        finally:
+            if writer is not None:
+                writer.close()
+
+
+@contextlib.contextmanager
+def _named(path: Path) -> Iterator[None]:
+    """Arrow's errors name no file: named, as open() would."""
     try:
-        pq.write_table(pa.table(columns), path, compression=_COMPRESSION)
-    except OSError as exc:  # Arrow's errors name no file: name it, as open() would
+        yield
+    except OSError as exc:
         if exc.filename is not None:
             raise
         raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None

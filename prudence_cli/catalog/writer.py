@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +23,13 @@ from prudence_cli.catalog.folder import (
     places_name,
 )
 from prudence_cli.catalog.records import DataviewEntry, Manifest
-from prudence_cli.catalog.tables import PARQUET, locations_name, write_table
+from prudence_cli.catalog.tables import (
+    PARQUET,
+    ROW_GROUP,
+    locations_name,
+    write_parts,
+    write_table,
+)
 from prudence_cli.config.knowledge import KnowledgeLevel
 from prudence_cli.io.atomic import write_text_atomic
 from prudence_cli.io.checksums import sha256_file
@@ -45,11 +52,14 @@ class CatalogWriter:
         for sub in ("curves", "risks", "dataviews"):
             (self.folder / sub).mkdir(parents=True, exist_ok=True)
 
-    def write_dataview(self, view_id: str, table: pd.DataFrame, locations: pd.DataFrame) -> str:
-        """The dataview's table (user ids and location labels as text) and its locations;
-        returns the table's name in the catalog."""
+    def write_dataview(
+        self, view_id: str, table: Iterable[pd.DataFrame], locations: pd.DataFrame
+    ) -> str:
+        """The dataview's table (user ids and location labels as text), from its parts in
+        order (Dataview.table_parts), and its locations; returns the table's name in the
+        catalog."""
         path = f"dataviews/{view_id}{PARQUET}"
-        write_table(table, self.folder / path, text=VIEW_TEXT)
+        write_parts(table, self.folder / path, text=VIEW_TEXT)
         write_table(locations, self.folder / locations_name(path), text=LOCATIONS_TEXT)
         return path
 
@@ -71,7 +81,7 @@ class CatalogWriter:
             locations=len(locations),
             rows=int(view.user.shape[0]),
             visits=int(view.coverage("visits").sum()),
-            file=self.write_dataview(view.id, view.table(user_ids), locations),
+            file=self.write_dataview(view.id, view.table_parts(user_ids, ROW_GROUP), locations),
             risks=self.write_risks(view.id, user_ids, risks),
             **entry,
         )

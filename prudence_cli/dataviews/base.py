@@ -10,7 +10,7 @@ recipient). The data dimensions of a format live in config/dimensions.py.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
@@ -170,6 +170,17 @@ class Dataview:
     def table(self, user_ids: np.ndarray) -> pd.DataFrame:
         """The dataview's rows with the original user ids (what the catalog keeps)."""
         raise NotImplementedError
+
+    def table_parts(self, user_ids: np.ndarray, rows: int) -> Iterator[pd.DataFrame]:
+        """`table` in parts of whole users, about `rows` rows each (one at least): one
+        after the other, they are the table, whose text is never all held at once."""
+        offsets = self.offsets
+        cuts = np.searchsorted(offsets, np.arange(rows, int(offsets[-1]), rows))
+        bounds = np.unique(np.r_[0, cuts, self.n_users]).tolist()
+        if len(bounds) < 2:
+            yield self.table(user_ids)
+        for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+            yield self.users(a, b).table(user_ids[a:b])
 
     def release_table(self, user_ids: np.ndarray) -> pd.DataFrame:
         """What a release of this dataview shares: its rows, unless the format shares an

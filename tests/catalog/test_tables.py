@@ -10,7 +10,10 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from prudence_cli.catalog import tables
 from prudence_cli.catalog.tables import TableFileError, locations_name, read_table, write_table
 
 VIEW = pd.DataFrame(
@@ -103,3 +106,56 @@ def test_a_failed_write_names_the_file(tmp_path):
     with pytest.raises(OSError) as raised:
         write_table(VIEW, path, TEXT)
     assert (raised.value.errno, raised.value.filename) == (errno.ENOENT, str(path))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    rows=st.integers(0, 60),
+    cuts=st.lists(st.integers(0, 60), max_size=6),
+    group=st.sampled_from([1, 7, 10, 1000]),
+    seed=st.integers(0, 1000),
+)
+def test_a_table_written_in_parts_is_the_table_written_whole(
+    rows, cuts, group, seed, tmp_path_factory
+):
+    """The same bytes, wherever the parts are cut: row groups are cut where a whole
+    table's are (tables.ROW_GROUP)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tables, "ROW_GROUP", group)
+        _same_bytes_in_parts(rows, cuts, seed, tmp_path_factory.mktemp("parts"))
+
+
+def _same_bytes_in_parts(rows, cuts, seed, folder):
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame(
+        {
+            "user": np.char.add("u", rng.integers(0, 9, rows).astype(str)),
+            "location": rng.integers(0, 5, rows),  # numbers, written as text
+            "count": rng.integers(1, 9, rows),
+            "share": rng.random(rows),
+        }
+    )
+    write_table(frame, folder / "whole.parquet", ("user", "location"))
+    bounds = sorted({0, rows, *(c for c in cuts if c <= rows)})
+    parts = [frame.iloc[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)] or [frame]
+    tables.write_parts(iter(parts), folder / "parts.parquet", ("user", "location"))
+    assert (folder / "parts.parquet").read_bytes() == (folder / "whole.parquet").read_bytes()
+
+
+@pytest.mark.parametrize("rows", [1, 2, 3, 100])
+def test_a_dataviews_table_in_parts_is_its_table(rows):
+    from tests.conftest import presence_view, probability_view, trajectory_view
+
+    counts = {"a": {0: 5, 1: 2}, "b": {0: 3, 1: 3, 2: 1}, "c": {}, "d": {0: 5, 3: 1}}
+    people = ["a", "b", "c", "d", "e"]
+    ids = np.array(people, dtype=object)
+    trips = {"a": [(0, 8), (1, 9), (0, 10)], "b": [(2, 8)], "d": [(1, 8), (0, 9)]}
+    for view in (
+        presence_view(counts, people),
+        probability_view(counts, people),  # shares of each person's visits
+        trajectory_view(trips, people),  # order within each person
+    ):
+        parts = list(view.table_parts(ids, rows))
+        assert len(parts) >= min(3, 8 // rows)
+        joined = pd.concat(parts, ignore_index=True)
+        pd.testing.assert_frame_equal(joined, view.table(ids))
