@@ -82,8 +82,8 @@ def utility(
     can keep far fewer people: catalog best --utility ks:MEASURE gives what it keeps."""
     from prudence_cli.catalog import find_catalog, open_catalog
     from prudence_cli.catalog.query import catalog_policy, counted_levels, numeric_columns
+    from prudence_cli.config.mobility import LOCATION_MEASURES, PERSON_MEASURES, THRESHOLDS
     from prudence_cli.explore.mobility import catalog_mobility
-    from prudence_cli.measures.mobility import LOCATION_MEASURES, PERSON_MEASURES, THRESHOLDS
 
     for t in thresholds:
         check_share("--threshold", t, zero=False)

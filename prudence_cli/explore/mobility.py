@@ -22,16 +22,9 @@ import pandas as pd
 from prudence_cli.catalog import Catalog, CatalogWriter
 from prudence_cli.catalog.query import Levels, dataview_entries
 from prudence_cli.catalog.records import DataviewEntry, MobilityEntry
-from prudence_cli.config.mobility import MobilityConfig
+from prudence_cli.config.mobility import MEASURES, PERSON_MEASURES, THRESHOLDS, MobilityConfig
 from prudence_cli.errors import CatalogError
-from prudence_cli.measures.mobility import (
-    MEASURES,
-    PERSON_MEASURES,
-    THRESHOLDS,
-    Profile,
-    measures_for,
-    visits_of,
-)
+from prudence_cli.measures.mobility import Profile, measures_for, visits_of
 
 if TYPE_CHECKING:
     from prudence_cli.dataviews.base import Dataview

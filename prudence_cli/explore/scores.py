@@ -108,7 +108,7 @@ DISTORTIONS = ("ks", "wasserstein")  # --utility ks:MEASURE: lower is better
 
 def _distortion(utility: str) -> tuple[str, str] | None:
     """(statistic, measure) of a distortion utility `ks:radius_of_gyration`, else None."""
-    from prudence_cli.measures.mobility import LOCATION_MEASURES, PERSON_MEASURES
+    from prudence_cli.config.mobility import LOCATION_MEASURES, PERSON_MEASURES
 
     if ":" not in utility:
         return None

@@ -47,13 +47,10 @@ import numpy as np
 import pandas as pd
 
 from prudence_cli.config.mobility import (
-    LOCATION_MEASURES,
-    MEASURES,
     ORDERED_FORMATS,
     PERSON_MEASURES,
     PLACE_FORMATS,
     THRESHOLDS,
-    TRAJECTORY_ONLY,
 )
 from prudence_cli.measures.distributions import (
     QUANTILES,
@@ -64,6 +61,7 @@ from prudence_cli.measures.distributions import (
     risk_correlation,
     sorted_quantiles,
 )
+from prudence_cli.measures.places import Tables, _normalised_entropy, _pairs, measures_for
 
 if TYPE_CHECKING:
     from prudence_cli.dataviews.base import Dataview
@@ -129,16 +127,6 @@ def visits_of(view: Dataview, crs: str, trips: bool) -> Visits | None:
     return Visits(view.offsets, view.location, weight, x, y, ordered, ordered and trips)
 
 
-def measures_for(trips: bool, chosen: Sequence[str] | None = None) -> tuple[str, ...]:
-    """The measures of visits (the trip measures need `trips`, see `visits_of`), in the
-    order of `chosen` (default: all of them)."""
-    wanted = tuple(chosen) if chosen is not None else MEASURES
-    unknown = [m for m in wanted if m not in MEASURES]
-    if unknown:
-        raise ValueError(f"unknown mobility measures: {', '.join(unknown)}")
-    return tuple(m for m in wanted if trips or m not in TRAJECTORY_ONLY)
-
-
 def person_measures(
     visits: Visits,
     chosen: Sequence[str] | None = None,
@@ -191,126 +179,13 @@ def person_measures(
 def location_measures(visits: Visits, chosen: Sequence[str] | None = None) -> pd.DataFrame:
     """One row per location visited by anyone (column `location`: its code), one column
     per location measure."""
-    return _Tables.of(visits).locations(chosen)
+    return _tables(visits).locations(chosen)
 
 
-@dataclass(frozen=True)
-class _Tables:
-    """What the location measures need, computed once: the distinct (person, location)
-    pairs (sorted by person, then location) with their visits, and the moves (trips
-    between two different locations) with their person."""
-
-    pair_person: np.ndarray
-    pair_location: np.ndarray
-    pair_weight: np.ndarray
-    move_person: np.ndarray
-    origin: np.ndarray
-    destination: np.ndarray
-    n_locations: int
-    trips: bool  # see Visits
-
-    @classmethod
-    def of(cls, visits: Visits) -> _Tables:
-        person = visits.person
-        n_locations = visits.x.shape[0]
-        pairs = _pairs(person, visits.location, visits.weight.astype(float), n_locations)
-        same = person[1:] == person[:-1]
-        here, there = visits.location[:-1][same], visits.location[1:][same]
-        moved = here != there
-        move_person = person[1:][same][moved]
-        return cls(*pairs, move_person, here[moved], there[moved], n_locations, visits.trips)
-
-    def keep(self, people: np.ndarray) -> _Tables:
-        """Only the pairs and moves of the people where `people` is True."""
-        pairs, moves = people[self.pair_person], people[self.move_person]
-        return _Tables(
-            self.pair_person[pairs],
-            self.pair_location[pairs],
-            self.pair_weight[pairs],
-            self.move_person[moves],
-            self.origin[moves],
-            self.destination[moves],
-            self.n_locations,
-            self.trips,
-        )
-
-    def locations(self, chosen: Sequence[str] | None = None) -> pd.DataFrame:
-        visited = np.flatnonzero(np.bincount(self.pair_location, minlength=self.n_locations))
-        return pd.DataFrame({"location": visited, **self.measured(chosen, visited)})
-
-    def measured(
-        self, chosen: Sequence[str] | None = None, visited: np.ndarray | None = None
-    ) -> dict[str, np.ndarray]:
-        """Per location measure, its value at each location `visited` (default: every
-        location visited by anyone here), as floats."""
-        names = [m for m in measures_for(self.trips, chosen) if m in LOCATION_MEASURES]
-        n = self.n_locations
-        if visited is None:
-            visited = np.flatnonzero(np.bincount(self.pair_location, minlength=n))
-        out: dict[str, np.ndarray] = {}
-        if "location_entropy" in names:
-            entropy = _normalised_entropy(self.pair_location, self.pair_weight, n)
-            out["location_entropy"] = entropy[visited]
-        if "location_density" in names:
-            out["location_density"] = np.bincount(self._top(), minlength=n)[visited].astype(float)
-        if "flow" in names:
-            flow = np.bincount(self.origin, minlength=n) + np.bincount(
-                self.destination, minlength=n
-            )
-            out["flow"] = flow[visited].astype(float)
-        return out
-
-    def _top(self) -> np.ndarray:
-        """Per person with visits, their most visited location; a tie goes to the lowest
-        location code (pairs are sorted by person, then location)."""
-        person, weight = self.pair_person, self.pair_weight
-        if person.size == 0:
-            return np.zeros(0, dtype=np.int64)
-        starts = np.flatnonzero(np.r_[True, person[1:] != person[:-1]])
-        highest = np.maximum.reduceat(weight, starts)
-        at_top = np.flatnonzero(weight == np.repeat(highest, np.diff(np.r_[starts, person.size])))
-        first = np.r_[True, person[at_top][1:] != person[at_top][:-1]]
-        top: np.ndarray = self.pair_location[at_top[first]]
-        return top
-
-
-def _pairs(
-    person: np.ndarray, location: np.ndarray, weight: np.ndarray, n_locations: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The distinct (person, location) pairs sorted by person then location, with their
-    summed weight."""
-    key = person.astype(np.int64) * max(n_locations, 1) + location.astype(np.int64)
-    if (key[1:] > key[:-1]).all():  # distinct and sorted already (a presence view's rows)
-        return _codes(person), _codes(location), weight
-    pairs, inverse = np.unique(key, return_inverse=True)
-    summed = np.bincount(inverse.ravel(), weights=weight, minlength=pairs.shape[0])
-    return _codes(pairs // max(n_locations, 1)), _codes(pairs % max(n_locations, 1)), summed
-
-
-def _codes(values: np.ndarray) -> np.ndarray:
-    """Person or location codes in 4 bytes each (both are int32 codes in a dataview)."""
-    return values.astype(np.int32, copy=False)
-
-
-def _normalised_entropy(group: np.ndarray, weight: np.ndarray, n: int) -> np.ndarray:
-    """Per group (`group`: one entry per member, with its weight): the Shannon
-    entropy of the members' shares over ln(members); 0 with one member, NaN with none."""
-    total = np.bincount(group, weights=weight, minlength=n)
-    members = np.bincount(group, minlength=n)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        # in place: two arrays of a float per member (a pair per member at 10M people)
-        share = np.take(total, group).astype(float, copy=False)  # no member: int64 zeros
-        np.divide(weight, share, out=share)
-        positive = share > 0
-        terms = np.zeros_like(share)
-        np.log(share, out=terms, where=positive)
-        np.multiply(terms, share, out=terms)
-        np.negative(terms, out=terms)
-        np.copyto(terms, 0.0, where=~positive)  # as -share·ln(share) is taken at 0: +0
-        del share, positive
-        entropy = np.bincount(group, weights=terms, minlength=n)
-        normalised = np.where(members > 1, entropy / np.log(np.maximum(members, 2)), 0.0)
-    return np.where(members > 0, normalised, np.nan)
+def _tables(visits: Visits) -> Tables:
+    """The (person, location) pairs and the moves of `visits` (measures/places.py)."""
+    weight = visits.weight.astype(float)
+    return Tables.of(visits.person, visits.location, weight, visits.x.shape[0], visits.trips)
 
 
 def _trips(visits: Visits, person: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -328,7 +203,7 @@ class Profile:
 
     def __init__(self, visits: Visits, chosen: Sequence[str] | None = None) -> None:
         self.chosen = chosen
-        self.tables = _Tables.of(visits)
+        self.tables = _tables(visits)
         pairs = (self.tables.pair_person, self.tables.pair_location, self.tables.pair_weight)
         self.people = person_measures(visits, chosen, pairs)
         self.places = self.tables.locations(chosen)
@@ -381,14 +256,14 @@ class Profile:
                     **sorted_quantiles(full[kept]),
                 }
             )
-        places = self.tables.keep(people).measured(self.chosen)
+        places = self.tables.measured(self.chosen, people=people)
         return rows + self._rows({}, places)
 
     def values_at(self, people: np.ndarray) -> dict[str, np.ndarray]:
         """Each measure's values on the people where `people` is True, the location
         measures as they visit the locations."""
         kept = {name: values[people] for name, values in self._columns.items()}
-        return {**kept, **self.tables.keep(people).measured(self.chosen)}
+        return {**kept, **self.tables.measured(self.chosen, people=people)}
 
     def against(self, released: Visits) -> pd.DataFrame:
         """The same comparison with the measures recomputed on a release's visits (a
