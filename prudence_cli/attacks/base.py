@@ -157,6 +157,7 @@ class CountingAttack(Attack[V]):
         # a level held on the workers is let go before the next is made (`del problem`)
         if below is not None and below.key not in computed and engine.samples(problem):
             del problem
+            engine.forget()
             lower = self.risks(view, below, engine, floor >= 1, computed)
             extra = {below.key: lower, **lower.computed_for_floor}
             floor, keys = np.maximum(floor, lower.risk), (below.key, *lower.floor, *keys)
@@ -167,6 +168,7 @@ class CountingAttack(Attack[V]):
             and _pays_to_prune(self, view, below, floor >= 1, problem, engine)
         ):
             del problem
+            engine.forget()
             lower = self.risks(view, below, engine, floor >= 1, computed)
             floor = np.where(lower.risk >= 1.0, 1.0, floor)
             problem = self.problem(view, level, floor >= 1, engine)
@@ -214,7 +216,9 @@ def _pays_to_prune(
     lower = attack.problem(view, below, known_ones, engine)
     overhead = engine.overhead(problem)
     pays = (engine.cost(lower) + overhead) * engine.prune_gain <= cost + overhead
-    return pays and not engine.samples(lower)
+    pays = pays and not engine.samples(lower)
+    engine.forget()  # the smaller level is made again if it pays: not held meanwhile
+    return pays
 
 
 def _floor_of(

@@ -170,6 +170,11 @@ class Engine:
         self._last_work = (problem, work)
         return work
 
+    def forget(self) -> None:
+        """Keeps no plan of the last level asked about (`_work`): of a level held on the
+        workers, that would keep it there."""
+        self._last_work = None
+
     def _ranged_work(self, problem: RangedProblem) -> ranged.Work:
         """A ranged level's plan (ranged.work), the last one's kept as `_work` does."""
         if self._last_work is not None and self._last_work[0] is problem:

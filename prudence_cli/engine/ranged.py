@@ -261,7 +261,10 @@ def support(engine: Engine, ranged: RangedProblem, planned: Work | None = None) 
     cannot be cut in shards (compositions), is gathered and counted as a whole."""
     runner = engine.runner
     planned = planned or work(engine, ranged)
-    if planned.total > engine.max_instances or ranged.mode == "compositions":
+    # sampled (over the budget, with sizes to draw from: whole records never are), or not
+    # to be cut in shards: counted as a whole level, gathered
+    sampled = planned.total > engine.max_instances and bool(planned.plans)
+    if sampled or ranged.mode == "compositions":
         return engine.min_support(gather(ranged, runner))
     if engine.jobs:
         set_threads(engine.jobs)
@@ -350,6 +353,7 @@ class _Level:
                 pieces = self.runner.each_kept(_cut, self.parts, lo, hi, kind)
                 shared = Joined(ShardJoiner(self.n, kind), pieces)
                 yield shared, [arguments(a, b) for a, b in group]
+                del shared, pieces  # joined: the pieces go before the next shard's are cut
 
         for users, values in self.runner.run_sharded(task, shards()):
             compiled.group_kernels.scatter_min(minimum, users, values)

@@ -280,7 +280,7 @@ def _keyed_part(
     m_starts = data.members.starts(lo, hi)
     if problem.self_queries:
         members = problem.members
-        owners = np.searchsorted(members.offsets, m_starts, side="right") - 1
+        owners = _owners(members.offsets, m_starts)
         per_start = begun_at(members.offsets, m_starts, owners, s)
         return _keyed_self_task(
             problem, m_starts, per_start, s, data.n_elements, brute_limit, worker
@@ -288,6 +288,16 @@ def _keyed_part(
     assert data.queries is not None
     q_starts = data.queries.starts(lo, hi)
     return _keyed_task(problem, m_starts, q_starts, s, data.n_elements, brute_limit, worker)
+
+
+def _owners(offsets: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """The list of each of `positions` (CSR `offsets`), searched in position order: a
+    partition's starts come in element order, and a search per start in that order costs
+    the offsets in cache misses (several times longer, measured at 10M people)."""
+    order = np.argsort(positions)
+    found = np.empty(positions.shape[0], dtype=np.int64)
+    found[order] = np.searchsorted(offsets, positions[order], side="right") - 1
+    return found
 
 
 def _posting_part(

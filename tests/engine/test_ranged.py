@@ -99,3 +99,34 @@ def test_worked_example_of_two_ranges():
     level = split(problem, engine.runner, 2)
     assert level.first.tolist() == [0, 2, 4]
     assert support(engine, level).minimum.tolist() == [2, 1, 2, 3]
+
+
+@pytest.mark.parametrize("case", SHARDABLE)
+def test_a_level_of_whole_records_over_the_budget_is_counted_exactly_not_gathered(case):
+    """Whole records are never sampled: a level made only of them, over the budget with
+    `sample` set, is counted exactly from its ranges (it was gathered, then split again,
+    until the recursion limit)."""
+    match, mode = case
+    problem = random_problem(np.random.default_rng(4), 30, 8, 6, match=match, mode=mode)
+    settings_ = dict(max_instances=1, sample=1, seed=3)
+    whole = Engine(**settings_).min_support(problem)
+    engine = Engine(**settings_, runner=LocalRunner(shards=2))
+    counted = engine.min_support(split(problem, engine.runner, 3))
+    np.testing.assert_array_equal(counted.minimum, whole.minimum)
+    assert (counted.instances, counted.sampled) == (whole.instances, whole.sampled)
+
+
+def test_home_work_sampled_on_ranges_is_the_local_result():
+    from prudence_cli.attacks.base import KnowledgeLevel
+    from prudence_cli.attacks.registry import ATTACKS
+    from tests.conftest import presence_view
+
+    counts = {"a": {0: 5, 1: 2}, "b": {0: 3, 1: 3, 2: 1}, "c": {0: 5, 1: 2, 3: 1}}
+    view = presence_view(counts, ["a", "b", "c", "d"])
+    level = KnowledgeLevel("home_work", ())
+    settings_ = dict(max_instances=1, sample=1)
+    here = ATTACKS["home_work"].risks(view, level, Engine(**settings_))
+    ranged = Engine(**settings_, runner=LocalRunner(shards=2))
+    there = ATTACKS["home_work"].risks(view, level, ranged)
+    np.testing.assert_array_equal(there.risk, here.risk)
+    assert there.risk.tolist() == [0.5, 1.0, 0.5, 0.0]
