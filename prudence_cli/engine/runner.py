@@ -8,9 +8,11 @@ is the same, bit for bit, wherever the tasks ran (DESIGN.md section 6).
 
 The Dask runner scatters the shared data to every worker once per level, submits one
 future per partition, a few per worker at a time, and folds results in as they complete;
-no dataframe shuffle. On
-several workers the engine gives it shards instead (engine/shards.py): each worker
-receives only the part of the level its partitions read, and runs those partitions.
+no dataframe shuffle. On several workers the engine gives it shards instead
+(engine/shards.py): each worker receives only the part of the level its partitions
+read, and runs those partitions. A level held in ranges of users on the workers
+(engine/ranged.py) is kept there by `place`, worked on by `each` and `each_kept`, and
+each of its shards joined on its worker from the ranges' pieces (`Joined`).
 """
 
 from __future__ import annotations
@@ -189,7 +191,8 @@ class DaskRunner:
         """Each shard's data sent to one worker (in turn) and its tasks run there, where
         the data is: no worker holds another's shard (elsewhere only when that worker is
         gone: a restarted worker has another address). One shard is built at a time
-        here, and dropped once sent. `prepare` (of a shard's data) runs once on its
+        here, and dropped once sent; a `Joined` one is joined there from its pieces, and
+        they go before the next shard's are cut. `prepare` (of a shard's data) runs once on its
         worker, and its tasks take what it gives: what can be derived there is not sent."""
         futures: list[Any] = []
         handles: list[Any] = []

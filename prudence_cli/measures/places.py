@@ -124,23 +124,20 @@ class Tables:
 
     @cached_property
     def _tops(self) -> tuple[np.ndarray, np.ndarray]:
-        """Each person's most visited location (`_top`), and the people who have one."""
-        person = self.pair_person
-        starts = np.flatnonzero(np.r_[True, person[1:] != person[:-1]]) if person.size else person
-        return self._top(), person[starts]
-
-    def _top(self) -> np.ndarray:
         """Per person with visits, their most visited location; a tie goes to the lowest
-        location code (pairs are sorted by person, then location)."""
+        location code (pairs are sorted by person, then location); and those people."""
         person, weight = self.pair_person, self.pair_weight
         if person.size == 0:
-            return np.zeros(0, dtype=np.int64)
+            return np.zeros(0, dtype=np.int64), person
         starts = np.flatnonzero(np.r_[True, person[1:] != person[:-1]])
         highest = np.maximum.reduceat(weight, starts)
         at_top = np.flatnonzero(weight == np.repeat(highest, np.diff(np.r_[starts, person.size])))
-        first = np.r_[True, person[at_top][1:] != person[at_top][:-1]]
-        top: np.ndarray = self.pair_location[at_top[first]]
-        return top
+        first = at_top[np.r_[True, person[at_top][1:] != person[at_top][:-1]]]
+        return self.pair_location[first], person[first]
+
+    def _top(self) -> np.ndarray:
+        """Per person with visits, their most visited location (`_tops`)."""
+        return self._tops[0]
 
 
 def _pairs(
