@@ -22,6 +22,7 @@ import pandas as pd
 
 from prudence_cli import __version__
 from prudence_cli.attacks.base import AttackResult
+from prudence_cli.attacks.ranged import Held
 from prudence_cli.attacks.registry import ATTACKS
 from prudence_cli.catalog import (
     CATALOG_FORMAT,
@@ -287,7 +288,9 @@ def _assess_risks(
             views.close()  # every view is built: the points placed in cells can go,
             selection.drop_points()  # and the points (the utility aggregate reads them);
             measurer.start(view)  # in their room, its measures while the attacks run
+            # (not of a view kept on the workers: see Measurer.start)
         dims = view.labels
+        held = Held(view)
         risks: dict[str, np.ndarray] = {}
         for level_index, (attack, level) in enumerate(levels):
             report(done, total, f"{view.id} {view.shown} {level.key}")
@@ -295,7 +298,9 @@ def _assess_risks(
             known_ones = risks[lower.key] >= 1.0 if lower and lower.key in risks else None
             engine.seed_key = (view_index, level_index)
             try:
-                result = attack.risks(view, level, engine, known_ones, computed=risks)
+                subject = held.view_for(attack, engine)
+                result = attack.risks(subject, level, engine, known_ones, computed=risks)
+                del subject
             except BudgetError as exc:
                 raise BudgetError(f"{view.id} {view.shown} {level.key}: {exc}") from None
             risk = result.risk

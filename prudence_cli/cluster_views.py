@@ -1,7 +1,8 @@
 """Presence and probability dataviews built where the points are: on a Dask cluster,
 the selected points stay on the workers that selected them (cluster_input, `keep`),
-and each range of users gives the (user, location) pairs of its points with their
-visits; the assessing process receives the pairs, 12 bytes each, never the points.
+and each range of users builds its view of the (user, location) pairs of its points,
+kept on the worker's disk (dataviews/on_workers.py holds what the assessing process
+keeps of it): the assessing process never receives the points, nor the views' rows.
 
 For a grid, each range first tells which cells its points fall in; the assessing
 process numbers the cells of all ranges in the order of their ids and places their
@@ -14,15 +15,20 @@ so the ranges' pairs, one after the other, are the pairs of a local run, in its 
 
 from __future__ import annotations
 
+import contextlib
+import os
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from prudence_cli.cluster_input import Kept, pinned, read_and_select, windowed
-from prudence_cli.cluster_select import range_cells, range_nearest, range_pairs
+from prudence_cli.cluster_scratch import Scratch
+from prudence_cli.cluster_select import Told, range_cells, range_nearest, range_pairs, read_back
 from prudence_cli.config import Config
 from prudence_cli.io.points import ReadProgress
 from prudence_cli.select import Selection
@@ -68,37 +74,48 @@ def read_on_workers(
 
 @dataclass
 class PointsOnWorkers:
-    """The selected points of a run, kept on the workers: the pairs a grid (or the
-    towers) makes of them, counted there."""
+    """The selected points of a run, kept on the workers: the views of the pairs a grid
+    (or the towers) makes of them, built and kept there."""
 
     kept: Kept
     crs: str
     locations: pd.DataFrame | None  # towers or segments, numbered
     closed: bool = False
+    grid_made: tuple[float | None, ...] = ()  # the grid whose pairs the ranges keep (`views`)
 
-    def pairs(self, grid: float | None) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, np.ndarray]:
-        """The locations table and the (user, location, visits) pairs of the points on
-        the grid of side `grid` (None: on their towers or segments)."""
-        told = [t for t in self.kept.told if t.points]
+    def views(
+        self, grid: float | None, build: Build, name: str
+    ) -> tuple[pd.DataFrame, list[Built]]:
+        """The locations table of the grid of side `grid` (None: the towers or segments),
+        and each range's view, made by `build` of the range's pairs on the worker that
+        holds its points and kept on that worker's disk as `name` (what is left of it
+        here: `Built`), in user order. A range's pairs on a grid are made once, and kept
+        beside its points for the next view on the same grid."""
+        told = self.kept.told
+        if self.grid_made and self.grid_made[0] != grid:  # the last grid's pairs go
+            made = self.grid_made[0]
+            self.remove([(t.worker, f"{t.path}.pairs-{made}") for t in told if t.points])
+        self.grid_made = (grid,)
+        starts = np.cumsum([0] + [t.users for t in told]).tolist()
+        first = {t.k: int(starts[i]) for i, t in enumerate(told)}
+        holding = [t for t in told if t.points]
         if grid is None:
             if self.locations is None:
                 raise ValueError("a dataview without grid needs raw locations (towers, segments)")
             table, keys = self.locations, None
         else:
-            table, keys = self._cells(told, grid)
+            table, keys = self._cells(holding, grid)
+        client = self.kept.client
+        (space,) = client.scatter([(table, keys)], broadcast=True, hash=False)
 
         def submit(i: int) -> Any:
-            return self._pinned(range_pairs, told[i], grid, keys, len(table))
+            t = holding[i]
+            return self._pinned(
+                range_view, t, first[t.k], grid, space, build, self.kept.scratch, name
+            )
 
-        found = {}
-        for k, *pairs in self._each(told, submit):
-            found[k] = pairs
-        parts = [found[t.k] for t in told]  # in user order
-        if not parts:
-            empty = np.zeros(0, dtype=np.int32)
-            return table, empty, empty, empty
-        user, location, count = (np.concatenate([part[i] for part in parts]) for i in range(3))
-        return table, user, location, count
+        found = dict(self._each(holding, submit))
+        return table, [found[t.k] for t in holding]
 
     def _cells(self, told: list[Any], side: float) -> tuple[pd.DataFrame, np.ndarray]:
         """The cells of every range's points on the grid of `side`: the table of a local
@@ -138,8 +155,79 @@ class PointsOnWorkers:
         holders = {t.worker for t in told}
         return windowed(self.kept.client, range(len(told)), submit, holders)
 
+    def remove(self, files: list[tuple[str, str]]) -> None:
+        """Each (worker, path) of `files` the run kept removed from that worker's disk."""
+        client = self.kept.client
+
+        def submit(i: int) -> Any:
+            worker, path = files[i]
+            return pinned(client, worker, _removed, path)
+
+        for _ in windowed(client, range(len(files)), submit, {w for w, _ in files}):
+            pass
+
     def close(self) -> None:
         """The points removed from the workers (once; later calls do nothing)."""
         if not self.closed:
             self.closed = True
             self.kept.close()
+
+
+# a view of a range's pairs: (user from 0, location, visits, users, locations) -> view
+Build = Callable[[np.ndarray, np.ndarray, np.ndarray, int, pd.DataFrame], Any]
+
+
+@dataclass(frozen=True)
+class Built:
+    """A range's view kept on a worker's disk (`PointsOnWorkers.views`): where, the
+    users it holds ([first, last) among all), and what the assessing process keeps of
+    it — per user its rows and visits, and the locations it holds."""
+
+    worker: str
+    path: str
+    first: int
+    last: int
+    rows: np.ndarray  # int32 per user
+    visits: np.ndarray  # float per user (the visits coverage)
+    used: np.ndarray  # the location codes it holds, ascending
+
+
+def range_view(
+    told: Told,
+    first: int,
+    side: float | None,
+    space: tuple[pd.DataFrame, np.ndarray | None],
+    build: Build,
+    scratch: Scratch,
+    name: str,
+) -> tuple[int, Built]:
+    """Range `told.k`'s view (`PointsOnWorkers.views`), its users numbered from 0."""
+    from distributed import get_worker
+
+    table, keys = space
+    made = f"{told.path}.pairs-{side}"
+    if os.path.exists(made):
+        user, location, count = read_back(made)
+    else:
+        _, user, location, count = range_pairs(told, side, keys, len(table))
+        scratch.written(Path(made).name, (user, location, count))
+    view = build((user - first).astype(np.int32), location, count, told.users, table)
+    del user, location, count
+    path = scratch.written(f"range-{told.k}.{name}", view)
+    held = np.bincount(view.location, minlength=len(table))
+    rows = np.diff(view.offsets).astype(np.int32)
+    built = Built(
+        get_worker().address,
+        path,
+        first,
+        first + told.users,
+        rows,
+        view.coverage("visits"),
+        np.flatnonzero(held),
+    )
+    return told.k, built
+
+
+def _removed(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(path)

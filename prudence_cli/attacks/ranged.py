@@ -8,17 +8,18 @@ the view, and vectors per person; never a level's lists.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
 
 import numpy as np
 
 from prudence_cli.config.knowledge import KnowledgeLevel
-from prudence_cli.dataviews.base import Dataview
+from prudence_cli.dataviews.base import Dataview, ViewRange
 from prudence_cli.engine import CountingProblem, Elements, QuerySpec
 from prudence_cli.engine.ranged import Part, RangedProblem, of_parts, surveyed, user_ranges
 
 if TYPE_CHECKING:
+    from prudence_cli.dataviews.on_workers import KeptView
     from prudence_cli.engine import Engine
 
 
@@ -45,15 +46,6 @@ def level_problem(
     return CountingProblem(members, spec, match=match, ordered=ordered)
 
 
-@dataclass(frozen=True)
-class ViewRange:
-    """The rows of users [first, last) of a view, as a view of their own (users from 0)."""
-
-    view: Dataview
-    first: int
-    last: int
-
-
 def in_ranges(attack: Instances, engine: Engine) -> bool:
     """Whether `attack`'s levels are made in ranges of users on `engine`'s workers."""
     return attack.local and engine.runner.shards > 1
@@ -70,9 +62,12 @@ def ranged_level(
     to (and let go once it is made: a worker holds a level, not the view besides it);
     `known_ones` ask nothing (`level_problem`)."""
     runner = engine.runner
-    first = user_ranges(view.offsets, runner.shards)
-    pairs = zip(first[:-1].tolist(), first[1:].tolist(), strict=True)
-    ranges = runner.place(ViewRange(view.users(a, b), a, b) for a, b in pairs)
+    if view.on_workers:  # its ranges are there already
+        first, ranges = cast("KeptView", view).kept_ranges(runner)
+    else:
+        first = user_ranges(view.offsets, runner.shards)
+        pairs = zip(first[:-1].tolist(), first[1:].tolist(), strict=True)
+        ranges = runner.place(ViewRange(view.users(a, b), a, b) for a, b in pairs)
     parts = runner.each_kept(_range_level, ranges, attack, level, known_ones)
     del ranges  # each range's rows go once its level is made
     return of_parts(parts, first, runner)
@@ -87,3 +82,26 @@ def _range_level(
     known = None if known_ones is None else known_ones[rows.first : rows.last]
     members, spec = attack.instances(rows.view, level)
     return surveyed(level_problem(members, spec, known, attack.match, attack.ordered))
+
+
+class Held:
+    """A dataview as a run's attacks see it. A view kept on the workers (KeptView)
+    serves the attacks whose levels are made in its ranges (`in_ranges`); the others see
+    it gathered here (`whole`), once."""
+
+    def __init__(self, view: Dataview) -> None:
+        self.view = view
+        self._whole: Dataview | None = None
+
+    def view_for(self, attack: Any, engine: Engine) -> Dataview:
+        """The view `attack` reads on `engine`."""
+        serves = self.view.on_workers and getattr(attack, "local", False)
+        return self.view if serves and in_ranges(attack, engine) else self.whole()
+
+    def whole(self) -> Dataview:
+        """The view with its rows here."""
+        if not self.view.on_workers:
+            return self.view
+        if self._whole is None:
+            self._whole = cast("KeptView", self.view).whole()
+        return self._whole

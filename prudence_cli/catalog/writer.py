@@ -79,7 +79,7 @@ class CatalogWriter:
             dimensions=view.labels,
             users_in_view=view.users_in_view,
             locations=len(locations),
-            rows=int(view.user.shape[0]),
+            rows=view.rows,
             visits=int(view.coverage("visits").sum()),
             file=self.write_dataview(view.id, view.table_parts(user_ids, ROW_GROUP), locations),
             risks=self.write_risks(view.id, user_ids, risks),

@@ -51,6 +51,15 @@ class Located:
 
 
 @dataclass(frozen=True)
+class ViewRange:
+    """The rows of users [first, last) of a view, as a view of their own (users from 0)."""
+
+    view: Dataview
+    first: int
+    last: int
+
+
+@dataclass(frozen=True)
 class BuildSettings:
     """What a build needs besides the points: the local clock of time bins, and where
     profiles split their period (UTC ns; None: the middle of the selected time span)."""
@@ -91,6 +100,7 @@ class Dataview:
     format = "dataview"
     row_fields: ClassVar[tuple[str, ...]] = ("user", "location")  # per-row arrays
     additive: ClassVar[bool] = True  # the data of a group of people = the sum of theirs
+    on_workers: ClassVar[bool] = False  # rows kept on Dask workers (on_workers.KeptView)
 
     @cached_property
     def offsets(self) -> np.ndarray:
@@ -137,6 +147,10 @@ class Dataview:
         }
         rows["user"] = (self.user[lo:hi] - first).astype(self.user.dtype)
         return replace(self, n_users=last - first, **rows)
+
+    @property
+    def rows(self) -> int:
+        return int(self.user.shape[0])
 
     def used_locations(self) -> pd.DataFrame:
         """The locations table restricted to the locations the view holds."""

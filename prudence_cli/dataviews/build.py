@@ -7,7 +7,7 @@ import itertools
 import math
 from collections.abc import Generator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -32,10 +32,6 @@ def view_ids(config: DataviewConfig) -> Iterator[str]:
 
 
 def locate(selection: Selection, grid: float | None) -> Located:
-    if selection.placed is not None:  # the points are on Dask workers: their pairs only
-        locations, user, location, count = selection.placed.pairs(grid)
-        nothing = np.zeros(0, dtype=np.int64)
-        return Located(nothing.astype(np.int32), locations, nothing, Pairs(user, location, count))
     points = selection.points
     if grid is None:
         if selection.locations is None:
@@ -82,10 +78,23 @@ def build_dataviews(
     names = config.dimension_names
     ids = view_ids(config)
     located: Located | None = None
+    kept: Any = None  # the last view kept on the workers
     space_of_located: Any = object()
     layers = dict(config.layers)
     for combo in itertools.product(*(values for _, values in config.dimensions)):
         values = dict(zip(names, combo, strict=True))
+        if selection.placed is not None:  # the points are on Dask workers: so is the view
+            from prudence_cli.dataviews.on_workers import kept_view  # (only then: Dask's)
+
+            if kept is not None:  # assessed: its ranges leave the workers' disks
+                kept.close()
+            dims = tuple(values.items())
+            grid = values.get("grid")
+            kept = kept_view(
+                selection.placed, selection.n_users, grid, view_class, next(ids), dims, settings
+            )
+            yield cast(Dataview, kept)  # serves as one (on_workers.py): what does not, asks
+            continue
         space = ("regions", values["regions"]) if "regions" in values else values.get("grid")
         if located is None or space != space_of_located:
             if "regions" in values:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
+import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from prudence_cli.engine.connect import connected
 from prudence_cli.errors import PrudenceError
 
 Task = Callable[..., Any]
@@ -134,7 +136,7 @@ class DaskRunner:
         if scheduler:
             # dask's own setting, e.g. DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT=60s
             timeout = dask.config.get("distributed.comm.timeouts.connect")
-            self.client = _connected(scheduler, timeout)
+            self.client = connected(scheduler, timeout)
         else:
             try:
                 self.cluster = LocalCluster(
@@ -158,6 +160,11 @@ class DaskRunner:
         self.threads = sum(nthreads.values())  # tasks the workers run at once
         self.shards = self.workers  # a shard of each level per worker
         self.scheduler = scheduler or "LocalCluster"
+        # where futures kept by `pinned` and `each_kept` are, by key (a few per level)
+        self._homes: dict[str, list[str] | None] = {}
+        self._watched: set[str] = set()  # the workers tasks are pinned to (`_watch`)
+        self._watcher: threading.Thread | None = None
+        self._stopped = threading.Event()
 
     def run(self, task: Task, shared: Any, arguments: Iterable[tuple[Any, ...]]) -> Iterator[Any]:
         """Each task on some worker, `shared` sent to every worker once (not again when
@@ -254,6 +261,7 @@ class DaskRunner:
             return list(self.client.gather(futures))
         finally:
             for future in futures:
+                self._homes.pop(future.key, None)
                 future.release()
 
     def each_kept(self, task: Task, placed: list[Any], *args: Any) -> list[Any]:
@@ -263,18 +271,68 @@ class DaskRunner:
             self._scattered(a) if isinstance(a, np.ndarray) and a.nbytes > _SCATTER_FROM else a
             for a in args
         ]
+        kept = []
         with _arrays_as_arguments():
-            return [
-                self.client.submit(
-                    task,
-                    item,
-                    *shared,
-                    pure=False,
-                    workers=self._where(k),
-                    allow_other_workers=True,
+            for k, item in enumerate(placed):
+                where = self._home(item, k)
+                future = self.client.submit(
+                    task, item, *shared, pure=False, workers=where, allow_other_workers=True
                 )
-                for k, item in enumerate(placed)
-            ]
+                self._homes[future.key] = where
+                kept.append(future)
+        return kept
+
+    def pinned(self, task: Task, calls: Iterable[tuple[str, tuple[Any, ...]]]) -> list[Any]:
+        """`task(*args)` for each (worker, args) of `calls`, run on that worker only (it
+        holds what the task reads on its disk), its result kept there: their futures,
+        whose results `each` and `each_kept` then take where they are."""
+        futures = []
+        for worker, args in calls:
+            self._watch(worker)
+            future = self.client.submit(
+                task, *args, pure=False, workers=[worker], allow_other_workers=False
+            )
+            self._homes[future.key] = [worker]
+            futures.append(future)
+        return futures
+
+    def _watch(self, worker: str) -> None:
+        """Watch that `worker` stays: a task pinned to a worker that left would wait for
+        it forever (and so would every task using its result, which Dask would make again
+        there). Once one has left, every future of the run is cancelled: what waits for
+        one raises CancelledError, which `explained` tells the user."""
+        self._watched.add(worker)
+        if self._watcher is not None:
+            return
+
+        def watch() -> None:  # a thread's loop
+            while not self._stopped.wait(_WATCH_SECONDS):
+                try:
+                    gone = self._watched - set(self.client.nthreads())
+                except Exception:  # noqa: BLE001 - a closed client: the run has ended
+                    return
+                if gone:
+                    self._cancel_all(
+                        f"the worker {sorted(gone)[0]} left, with this run's files on its disk"
+                    )
+                    return
+
+        self._watcher = threading.Thread(target=watch, name="prudence-watch", daemon=True)
+        self._watcher.start()
+
+    def _cancel_all(self, reason: str) -> None:
+        """Every future of this client cancelled, for `reason`."""
+        from distributed import Future
+
+        with contextlib.suppress(Exception):  # a client closing meanwhile: nothing waits
+            keys = list(self.client.futures)
+            self.client.cancel([Future(key, self.client) for key in keys], reason=reason)
+
+    def _home(self, item: Any, k: int) -> list[str] | None:
+        """Where the task of the k-th item runs: where the item was kept (`pinned`, or
+        the result of `each_kept` of such an item), else the k-th worker in turn."""
+        key = getattr(item, "key", None)
+        return (self._homes.get(key) if isinstance(key, str) else None) or self._where(k)
 
     def _where(self, k: int) -> list[str] | None:
         """The k-th worker, in turn (None: any)."""
@@ -305,6 +363,7 @@ class DaskRunner:
         return None
 
     def close(self) -> None:
+        self._stopped.set()
         self.client.close()
         if self.cluster is not None:
             self.cluster.close()
@@ -368,6 +427,10 @@ def _streamed(
         handles.clear()
 
 
+# how often a runner whose tasks are pinned to workers checks that they are still there
+_WATCH_SECONDS = 2.0
+
+
 def _gathered(futures: list[Any], handles: list[Any]) -> Iterator[Any]:
     """The futures' results as they complete, each released once read; whatever is not
     done is cancelled if the caller stops early, and the data they shared let go."""
@@ -381,83 +444,3 @@ def _gathered(futures: list[Any], handles: list[Any]) -> Iterator[Any]:
         for future in futures:
             future.cancel()
         handles.clear()
-
-
-# how long a scheduler that accepts the connection may take to answer as one, and how
-# long to wait for a first worker
-ANSWER_SECONDS = 10.0
-WORKER_SECONDS = 30.0
-
-
-async def _identity(address: str, seconds: float) -> str:
-    """What answers at `address`: "Scheduler" for a Dask scheduler."""
-    from distributed.comm import connect
-
-    comm = await connect(address, timeout=seconds)
-    try:
-        await comm.write({"op": "identity", "reply": True})
-        reply = await comm.read()
-    finally:
-        await comm.close()
-    return str(reply.get("type", "")) if isinstance(reply, dict) else ""
-
-
-def _connected(address: str, timeout: object) -> Any:
-    """A client of the Dask scheduler at `address`, with a worker, running this version
-    of Prudence; PrudenceError saying what to do otherwise (exit code 2)."""
-    import asyncio
-
-    import dask.utils
-    from distributed import Client
-
-    from prudence_cli import __version__
-
-    seconds = dask.utils.parse_timedelta(str(timeout), default="s") or 30.0
-    where = f"the Dask scheduler {address}"
-    try:  # asked first, on its own: a client would wait forever on what is not a scheduler
-        kind = asyncio.run(asyncio.wait_for(_identity(address, seconds), seconds + ANSWER_SECONDS))
-    except (TimeoutError, asyncio.TimeoutError):
-        raise PrudenceError(
-            f"{where} accepted the connection but did not answer as a Dask scheduler within "
-            f"{seconds + ANSWER_SECONDS:.0f} s: give the scheduler's own address (tcp://HOST:8786 "
-            "by default), not its dashboard's (port 8787)"
-        ) from None
-    except OSError as error:
-        raise PrudenceError(
-            f"cannot reach {where}: {error}; check that it runs and that this machine reaches "
-            "it, or wait longer with DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT=60s"
-        ) from None
-    except (ValueError, TypeError) as error:
-        raise PrudenceError(
-            f"{address!r} is not the address of a Dask scheduler ({error}): give "
-            "tcp://HOST:PORT, e.g. tcp://10.0.0.5:8786"
-        ) from None
-    if kind != "Scheduler":
-        raise PrudenceError(f"{address} is a Dask {kind}, not a scheduler: give the scheduler's")
-    client = Client(address, timeout=timeout)
-    try:
-        client.wait_for_workers(1, timeout=WORKER_SECONDS)
-    except (OSError, TimeoutError):
-        client.close()
-        raise PrudenceError(
-            f"{where} has no worker (none joined within {WORKER_SECONDS:.0f} s): start "
-            f"workers with `dask worker {address} --nworkers 1 --nthreads 1`"
-        ) from None
-
-    def version() -> str:  # sent by value: a worker without Prudence answers too
-        try:
-            from prudence_cli import __version__ as theirs
-        except ImportError:
-            return "none"
-        return str(theirs)
-
-    versions = client.run(version)
-    other = {worker: v for worker, v in versions.items() if v != __version__}
-    if other:
-        client.close()
-        shown = ", ".join(f"{w} has {v}" for w, v in sorted(other.items()))
-        raise PrudenceError(
-            f"the workers of {where} run another Prudence than this one ({__version__}): "
-            f"{shown}; install the same version on every machine"
-        )
-    return client

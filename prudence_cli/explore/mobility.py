@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
@@ -28,6 +28,7 @@ from prudence_cli.measures.mobility import Profile, measures_for, visits_of
 
 if TYPE_CHECKING:
     from prudence_cli.dataviews.base import Dataview
+    from prudence_cli.dataviews.on_workers import KeptView
 
 # rows of a dataview from which `assess` measures it while its attacks run (Measurer)
 BACKGROUND_ROWS = 200_000
@@ -71,6 +72,10 @@ def view_profile(
 ) -> Profile | None:
     """A dataview's measures, which no risk changes (None when its format holds no
     places)."""
+    if view.on_workers:  # measured where its rows are
+        from prudence_cli.measures.kept_mobility import kept_profile  # Dask's: only then
+
+        return kept_profile(cast("KeptView", view), crs, measures)
     visits = visits_of(view, crs, trips)
     return None if visits is None else Profile(visits, measures)
 
@@ -264,8 +269,8 @@ class Measurer:
 
     def start(self, view: Dataview) -> None:
         """Begin measuring `view` in a thread, when it is large enough to gain."""
-        if not self.enabled or view.user.shape[0] < BACKGROUND_ROWS:
-            return
+        if not self.enabled or view.rows < BACKGROUND_ROWS or view.on_workers:
+            return  # (a view kept on the workers is measured once gathered, in `add`)
         assert self.crs is not None
         measuring = _Measuring(view, self.crs, self.setting.trips, self.setting.measures)
         measuring.start()

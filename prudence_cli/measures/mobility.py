@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -65,6 +65,21 @@ from prudence_cli.measures.places import Tables, _normalised_entropy, _pairs, me
 
 if TYPE_CHECKING:
     from prudence_cli.dataviews.base import Dataview
+
+
+class Places(Protocol):
+    """What a Profile reads of the places (measures/places.Tables, or the same computed
+    on the workers)."""
+
+    def locations(self, chosen: Sequence[str] | None = None) -> pd.DataFrame: ...
+
+    def measured(
+        self,
+        chosen: Sequence[str] | None = None,
+        visited: np.ndarray | None = None,
+        people: np.ndarray | None = None,
+    ) -> dict[str, np.ndarray]: ...
+
 
 # the columns of a comparison (Profile.compare), per measure
 COMPARED = (
@@ -107,16 +122,10 @@ def visits_of(view: Dataview, crs: str, trips: bool) -> Visits | None:
     whose locations are not places. `trips`: whether its consecutive visits are trips
     between stays (config/mobility.py, `trips_between_stays`: a trajectory of call
     records or of trip ends), which the trip measures need."""
-    locations = view.locations
-    if view.format not in PLACE_FORMATS or not {"lon", "lat"} <= set(locations.columns):
+    places = places_xy(view.format, view.locations, crs)
+    if places is None:
         return None
-    lon = locations["lon"].to_numpy(dtype=float)
-    lat = locations["lat"].to_numpy(dtype=float)
-    if np.isnan(lon).any() or np.isnan(lat).any():
-        return None
-    from prudence_cli.space import project  # pyproj: only when something is measured
-
-    x, y = project(lon, lat, crs)
+    x, y = places
     ordered = view.format in ORDERED_FORMATS
     count = getattr(view, "count", None)
     weight = (
@@ -125,6 +134,23 @@ def visits_of(view: Dataview, crs: str, trips: bool) -> Visits | None:
         else np.ones(view.location.shape[0])
     )
     return Visits(view.offsets, view.location, weight, x, y, ordered, ordered and trips)
+
+
+def places_xy(
+    view_format: str, locations: pd.DataFrame, crs: str
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The locations of a dataview of `view_format` projected to `crs` (metres); None
+    for a format whose locations are not places, or locations without coordinates."""
+    if view_format not in PLACE_FORMATS or not {"lon", "lat"} <= set(locations.columns):
+        return None
+    lon = locations["lon"].to_numpy(dtype=float)
+    lat = locations["lat"].to_numpy(dtype=float)
+    if np.isnan(lon).any() or np.isnan(lat).any():
+        return None
+    from prudence_cli.space import project  # pyproj: only when something is measured
+
+    x, y = project(lon, lat, crs)
+    return x, y
 
 
 def person_measures(
@@ -202,11 +228,23 @@ class Profile:
     people: by risk threshold (`by_threshold`) or as a release keeps them (`against`)."""
 
     def __init__(self, visits: Visits, chosen: Sequence[str] | None = None) -> None:
+        tables = _tables(visits)
+        pairs = (tables.pair_person, tables.pair_location, tables.pair_weight)
+        self._measured(tables, person_measures(visits, chosen, pairs), chosen)
+
+    @classmethod
+    def of(cls, tables: Places, people: pd.DataFrame, chosen: Sequence[str] | None) -> Profile:
+        """The profile of measures computed elsewhere: `people` (`person_measures`) and
+        the places' `tables` (measures/kept_mobility.py: on the workers)."""
+        profile = cls.__new__(cls)
+        profile._measured(tables, people, chosen)
+        return profile
+
+    def _measured(self, tables: Places, people: pd.DataFrame, chosen: Sequence[str] | None) -> None:
         self.chosen = chosen
-        self.tables = _tables(visits)
-        pairs = (self.tables.pair_person, self.tables.pair_location, self.tables.pair_weight)
-        self.people = person_measures(visits, chosen, pairs)
-        self.places = self.tables.locations(chosen)
+        self.tables = tables
+        self.people = people
+        self.places = tables.locations(chosen)
         self._kept: dict[bytes, list[dict[str, Any]]] = {}
         self._columns = {name: self.people[name].to_numpy(dtype=float) for name in self.people}
         # per person measure, the people with a value in the order of their values

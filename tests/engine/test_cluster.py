@@ -131,8 +131,9 @@ def _tasks_run(address: str) -> tuple[dict[str, int], list[int]]:
             for name, prefix in dask_scheduler.task_prefixes.items()
             if name.endswith("_task")
             or name in ("glimpsed", "read_split", "load", "select_range", "finish_range")
-            or name in ("range_cells", "range_pairs", "keyed_part", "census", "cut")
-            or name == "join_piece"
+            or name in ("range_cells", "range_view", "keyed_part", "census", "cut")
+            or name in ("join_piece", "range_of", "range_table", "range_whole")
+            or name in ("range_measured", "shard_measured")
         }
 
     def transitions(dask_worker) -> int:
@@ -230,8 +231,12 @@ def test_assess_on_a_scheduler_and_two_worker_processes_gives_the_local_catalog(
         # each range from the pieces kept on their disks, and finished it there
         assert tasks["glimpsed"] > 0 and tasks["read_split"] > 0 and tasks["load"] > 0
         assert tasks["select_range"] > 0 and tasks["finish_range"] > 0
-        # and counted the presence views' cells and pairs where the points stayed
-        assert tasks["range_cells"] > 0 and tasks["range_pairs"] > 0
+        # and built the presence views where the points stayed, kept them there: the
+        # levels made, the tables written and the mobility measured from their ranges
+        assert tasks["range_cells"] > 0 and tasks["range_view"] > 0
+        assert tasks["range_of"] > 0 and tasks["range_table"] > 0
+        assert tasks["range_measured"] > 0 and tasks["shard_measured"] > 0
+        assert tasks.get("range_whole", 0) == 0  # never gathered
         stored = _config(tmp_path, parts, url, {"endpoint_url": endpoint})
         done = subprocess.run(
             [str(PRUDENCE), "assess", str(stored), "--out", str(tmp_path / "store")]

@@ -36,6 +36,16 @@ def _parts(source: Path, folder: Path) -> None:
     rows.iloc[half:].to_parquet(folder / "b.parquet", index=False)
 
 
+def _files(cluster) -> list[str]:
+    """The names of the files the run keeps on the workers' disks."""
+
+    def held(dask_worker) -> list[str]:
+        folders = Path(dask_worker.local_directory).glob("prudence-*")
+        return [p.name for folder in folders for p in folder.iterdir()]
+
+    return [name for names in cluster.client.run(held).values() for name in names]
+
+
 def _left(cluster) -> list[str]:
     def left(dask_worker) -> list[str]:
         return [str(p) for p in Path(dask_worker.local_directory).glob("prudence-*")]
@@ -49,38 +59,115 @@ def _left(cluster) -> list[str]:
     [
         ("demo", [250.0, 750.0, 4e7]),  # 40,000 km: a cell whose centre is off the map
         ("demo_cdr", [None, 1000.0]),  # the towers, and a grid over them
+        ("probability", None),  # its own dimensions
     ],
 )
-def test_pairs_and_cells_counted_on_the_workers_are_the_local_ones(
+def test_views_kept_on_the_workers_are_the_local_ones(
     name, grids, ranges, cluster, tmp_path, monkeypatch
 ):
+    """Each view built in ranges where the points stayed (dataviews/on_workers.py) is a
+    local run's: gathered row for row, its coverage, locations, offsets and table (made
+    part by part on the workers), and its ranges are the rows of their users."""
     from prudence_cli import cluster_input
-    from prudence_cli.dataviews.build import locate
+    from prudence_cli.dataviews.build import build_dataviews
     from prudence_cli.prepare import prepare
 
     monkeypatch.setattr(cluster_input, "_ranges", lambda client, rows: ranges)
     config = load_config(CONFIGS / f"{name}.yaml")
     _parts(config.input.path, tmp_path / "parts")
+    dims = config.dataview.dimensions
+    if grids is not None:
+        dims = tuple((n, grids if n == "grid" else v) for n, v in dims)
     config = dataclasses.replace(
-        config, input=dataclasses.replace(config.input, path=tmp_path / "parts")
+        config,
+        input=dataclasses.replace(config.input, path=tmp_path / "parts"),
+        dataview=dataclasses.replace(config.dataview, dimensions=dims),
     )
     here = prepare(config).selection
     there = prepare(config, client=cluster.client).selection
     try:
         assert there.placed is not None and len(there.points) == 0  # the points stayed there
         assert list(there.user_ids) == list(here.user_ids) and there.stats == here.stats
-        for grid in grids:
-            a, b = locate(here, grid), locate(there, grid)
-            pd.testing.assert_frame_equal(a.locations, b.locations, check_exact=True)
-            assert a.pairs is not None and b.pairs is not None
-            for field in ("user", "location", "count"):
-                x, y = getattr(a.pairs, field), getattr(b.pairs, field)
-                assert x.dtype == y.dtype and np.array_equal(x, y), (grid, field)
-        if 4e7 in grids:  # the off-map cell was placed at a point, as here
-            assert np.isfinite(locate(there, 4e7).locations[["lon", "lat"]].to_numpy()).all()
+        ids = here.user_ids
+        views = build_dataviews(here, config.dataview), build_dataviews(there, config.dataview)
+        for local, kept in zip(*views, strict=True):
+            assert kept.on_workers and not local.on_workers
+            whole = kept.whole()
+            assert type(whole) is type(local) and whole.n_users == local.n_users
+            pd.testing.assert_frame_equal(whole.locations, local.locations, check_exact=True)
+            for field in local.row_fields:
+                x, y = getattr(local, field), getattr(whole, field)
+                assert (x is None) == (y is None), field
+                if x is not None:
+                    assert x.dtype == y.dtype and np.array_equal(x, y), (local.id, field)
+            assert np.array_equal(kept.offsets, local.offsets) and kept.rows == local.rows
+            for kind in ("locations", "visits", "records"):
+                assert np.array_equal(kept.coverage(kind), local.coverage(kind)), kind
+            assert kept.users_in_view == local.users_in_view
+            pd.testing.assert_frame_equal(kept.used_locations(), local.used_locations())
+            for rows in (500, 1 << 20):
+                parts = list(kept.table_parts(ids, rows))
+                assert all(len(part) > 0 for part in parts[:-1])
+                pd.testing.assert_frame_equal(
+                    pd.concat(parts, ignore_index=True), local.table(ids), check_exact=True
+                )
+            first, futures = kept.kept_ranges(cluster)
+            assert first[0] == 0 and first[-1] == local.n_users
+            for (a, b), future in zip(
+                zip(first[:-1], first[1:], strict=True), futures, strict=True
+            ):
+                piece = future.result()
+                assert (piece.first, piece.last) == (a, b)
+                assert np.array_equal(piece.view.location, local.users(a, b).location)
+                assert np.array_equal(piece.view.user, local.users(a, b).user)
+            # beside the points, only this view's ranges and its grid's pairs are kept
+            grid = dict(kept.dimensions).get("grid")
+            kinds = {"pickle", "pickle.placed", f"pickle.pairs-{grid}", kept.id}
+            assert {name.split(".", 1)[1] for name in _files(cluster)} <= kinds
+        if grids is not None and 4e7 in grids:  # the off-map cell was placed at a point
+            assert np.isfinite(local.locations[["lon", "lat"]].to_numpy()).all()
     finally:
         if there.placed is not None:
             there.placed.close()
+    assert _left(cluster) == []
+
+
+def test_mobility_measured_on_the_workers_is_the_local_one(cluster, tmp_path, monkeypatch):
+    """People measured in their ranges and places in shards of locations give a local
+    run's profile, to the bit: every measure, at every mask of people."""
+    from prudence_cli import cluster_input
+    from prudence_cli.dataviews.build import build_dataviews
+    from prudence_cli.explore.mobility import view_profile
+    from prudence_cli.prepare import prepare
+
+    monkeypatch.setattr(cluster_input, "_ranges", lambda client, rows: 5)
+    config = load_config(CONFIGS / "demo.yaml")
+    _parts(config.input.path, tmp_path / "parts")
+    config = dataclasses.replace(
+        config, input=dataclasses.replace(config.input, path=tmp_path / "parts")
+    )
+    here = prepare(config).selection
+    there = prepare(config, client=cluster.client).selection
+    rng = np.random.default_rng(5)
+    try:
+        local = next(build_dataviews(here, config.dataview))
+        kept = next(build_dataviews(there, config.dataview))
+        a = view_profile(local, here.crs, False)
+        b = view_profile(kept, there.crs, False)
+        assert a is not None and b is not None
+        pd.testing.assert_frame_equal(a.people, b.people, check_exact=True)
+        pd.testing.assert_frame_equal(a.places, b.places, check_exact=True)
+        for share in (0.0, 0.3, 0.9, 1.0):
+            people = rng.random(local.n_users) < share
+            x, y = a.tables.measured(people=people), b.tables.measured(people=people)
+            assert x.keys() == y.keys()
+            for measure in x:
+                assert np.array_equal(x[measure], y[measure], equal_nan=True), measure
+            risk = rng.random(local.n_users)
+            pd.testing.assert_frame_equal(a.by_threshold(risk), b.by_threshold(risk))
+            pd.testing.assert_frame_equal(a.correlation(risk), b.correlation(risk))
+    finally:
+        there.placed.close()
     assert _left(cluster) == []
 
 
@@ -244,7 +331,7 @@ def test_a_worker_restarted_on_its_address_is_said_lost(cluster, tmp_path):
     to do), not that a file is missing."""
     from concurrent.futures import CancelledError
 
-    from prudence_cli.dataviews.build import locate
+    from prudence_cli.dataviews.build import build_dataviews
     from prudence_cli.prepare import prepare
 
     config = load_config(CONFIGS / "demo.yaml")
@@ -252,23 +339,30 @@ def test_a_worker_restarted_on_its_address_is_said_lost(cluster, tmp_path):
     config = dataclasses.replace(
         config, input=dataclasses.replace(config.input, path=tmp_path / "parts")
     )
-    there = prepare(config, client=cluster.client).selection
-    try:
 
-        def restarted(dask_worker) -> None:  # what a new process finds: an empty directory
-            import shutil
+    def restarted(dask_worker) -> None:  # what a new process finds: an empty directory
+        import shutil
 
-            for run in Path(dask_worker.local_directory).glob("prudence-*"):
-                shutil.rmtree(run)
+        for run in Path(dask_worker.local_directory).glob("prudence-*"):
+            shutil.rmtree(run)
 
-        cluster.client.run(restarted)
-        with pytest.raises(CancelledError, match="no longer holds the files of this run") as lost:
-            locate(there, 250.0)
-        explained = cluster.explained(lost.value)
-        assert explained is not None and "was lost during the run" in str(explained)
-    finally:
-        there.placed.close()
-    assert _left(cluster) == []
+    for when in ("building the views", "reading a view kept there"):
+        there = prepare(config, client=cluster.client).selection
+        try:
+            views = build_dataviews(there, config.dataview)
+            kept = next(views) if when != "building the views" else None
+            cluster.client.run(restarted)
+            gone = "no longer holds the files of this run"
+            with pytest.raises(CancelledError, match=gone) as lost:
+                _ = next(views) if kept is None else kept.whole()
+            if kept is not None:  # and its table, made on the workers
+                with pytest.raises(CancelledError, match=gone):
+                    next(iter(kept.table_parts(there.user_ids, 100)))
+            explained = cluster.explained(lost.value)
+            assert explained is not None and "was lost during the run" in str(explained), when
+        finally:
+            there.placed.close()
+        assert _left(cluster) == []
 
 
 def test_the_ranges_of_a_single_file_are_selected_on_every_worker(cluster, monkeypatch):

@@ -384,7 +384,7 @@ def test_an_address_that_answers_but_not_as_a_scheduler_stops_with_what_to_do(mo
     import socket
     import threading
 
-    from prudence_cli.engine import runner as runners
+    from prudence_cli.engine import connect as runners
     from prudence_cli.errors import PrudenceError
 
     server = socket.create_server(("127.0.0.1", 0))
@@ -405,7 +405,7 @@ def test_an_address_that_answers_but_not_as_a_scheduler_stops_with_what_to_do(mo
 def test_a_scheduler_without_workers_stops_with_what_to_do(monkeypatch):
     from distributed import LocalCluster
 
-    from prudence_cli.engine import runner as runners
+    from prudence_cli.engine import connect as runners
     from prudence_cli.errors import PrudenceError
 
     monkeypatch.setattr(runners, "WORKER_SECONDS", 1.0)
@@ -597,3 +597,38 @@ def test_a_bad_row_on_a_local_cluster_is_said_once(tmp_path):
         f"Error: {tmp_path / 'bad.csv'}:502: time is not ISO-8601 or epoch seconds (got "
         "'soon'); fix the row, or set input.on_invalid: drop to skip invalid rows"
     ]
+
+
+def test_a_task_pinned_to_a_worker_that_left_stops_the_run():
+    """The ranges of a view kept on the workers are read by tasks pinned to the worker
+    whose disk holds them (DaskRunner.pinned), and so is every task using their results:
+    once that worker leaves, they would wait for it forever. The runner cancels the
+    run's futures instead, which a lost worker explains (exit 2, what to do)."""
+    import contextlib
+    import os
+    import threading
+    import time
+    from concurrent.futures import CancelledError
+
+    runner = DaskRunner(workers=2)
+    try:
+        holder = runner.addresses[0]
+        (held,) = runner.pinned(time.sleep, [(holder, (60,))])
+        using = runner.each_kept(_identity, [held])
+
+        def lose() -> None:
+            with contextlib.suppress(Exception):  # the worker dies while it answers
+                runner.client.run(os._exit, 1, workers=[holder])
+
+        threading.Timer(1.0, lose).start()
+        started = time.monotonic()
+        with pytest.raises(CancelledError) as lost:
+            using[0].result()
+        assert time.monotonic() - started < 30
+        assert "was lost during the run" in str(runner.explained(lost.value))
+    finally:
+        runner.close()
+
+
+def _identity(value):
+    return value

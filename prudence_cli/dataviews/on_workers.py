@@ -1,0 +1,262 @@
+"""Presence and probability dataviews kept where their people's points are. On a Dask
+cluster whose workers keep the selected points (cluster_views.PointsOnWorkers), the
+view of each range of users is built on the worker that holds the range's points and
+kept on that worker's disk; the assessing process holds a `KeptView`: vectors per
+person (the rows and visits of each) and per place (the locations the view holds),
+never the view's rows.
+
+The attacks whose levels are made in ranges of users (attacks/ranged.py) make them from
+these ranges where they are; the dataview's table is written from them a row group at a
+time. What needs the whole view (another attack, the mobility measures of people and
+places together) gathers it (`whole`): the same view a local run builds, row for row.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+import pandas as pd
+
+from prudence_cli.cluster_input import pinned, windowed
+from prudence_cli.cluster_select import read_back
+from prudence_cli.cluster_views import Built, PointsOnWorkers
+from prudence_cli.dataviews import coverage as covered
+from prudence_cli.dataviews.base import (
+    BuildSettings,
+    Dataview,
+    Dimensions,
+    Located,
+    Pairs,
+    ViewRange,
+)
+
+if TYPE_CHECKING:
+    from prudence_cli.select import Selection
+
+
+@dataclass(frozen=True)
+class _Users:
+    """What a pair format's `build` reads of the Selection: how many users."""
+
+    n_users: int
+
+
+@dataclass(frozen=True)
+class _Builder:
+    """A view of the format `view_class` of one range's pairs (cluster_views.Build)."""
+
+    view_class: type[Dataview]
+    view_id: str
+    dimensions: Dimensions
+    settings: BuildSettings
+
+    def __call__(
+        self,
+        user: np.ndarray,
+        location: np.ndarray,
+        count: np.ndarray,
+        n_users: int,
+        locations: pd.DataFrame,
+    ) -> Dataview:
+        nothing = np.zeros(0, dtype=np.int64)
+        located = Located(
+            nothing.astype(np.int32), locations, nothing, Pairs(user, location, count)
+        )
+        selection = cast("Selection", _Users(n_users))
+        return self.view_class.build(
+            selection, located, self.view_id, self.dimensions, self.settings
+        )
+
+
+def kept_view(
+    placed: PointsOnWorkers,
+    n_users: int,
+    grid: float | None,
+    view_class: type[Dataview],
+    view_id: str,
+    dimensions: Dimensions,
+    settings: BuildSettings,
+) -> KeptView:
+    """The view `view_id` of the points `placed` on the grid of side `grid` (None: their
+    towers or segments), built in ranges on the workers and kept there."""
+    build = _Builder(view_class, view_id, dimensions, settings)
+    locations, built = placed.views(grid, build, view_id)
+    return KeptView(view_id, dimensions, view_class, n_users, locations, built, placed)
+
+
+@dataclass(eq=False)
+class KeptView:
+    """A presence or probability view whose rows are on the workers, a range of users on
+    each worker's disk (`Built`); as a Dataview for what reads a view's people (its
+    coverage, who is in it), the locations it holds, and its ranges."""
+
+    id: str
+    dimensions: Dimensions
+    view_class: type[Dataview]
+    n_users: int  # |U|
+    locations: pd.DataFrame
+    built: list[Built]
+    placed: PointsOnWorkers
+
+    additive = True
+    on_workers = True
+    labels = Dataview.labels
+    shown = Dataview.shown
+    users_in_view = Dataview.users_in_view
+    data_of = Dataview.data_of
+    share_of = Dataview.share_of
+    used_locations = Dataview.used_locations
+    n_locations_used = Dataview.n_locations_used
+
+    @property
+    def format(self) -> str:
+        return self.view_class.format
+
+    @property
+    def ranges(self) -> list[Built]:
+        return self.built
+
+    @cached_property
+    def rows_per_user(self) -> np.ndarray:
+        found = [b.rows for b in self.ranges]
+        return np.concatenate(found) if found else np.zeros(0, dtype=np.int32)
+
+    @cached_property
+    def offsets(self) -> np.ndarray:
+        """As a Dataview's: user u's rows are [offsets[u], offsets[u + 1])."""
+        out = np.zeros(self.n_users + 1, dtype=np.int64)
+        np.cumsum(self._per_user(self.rows_per_user), out=out[1:])
+        return out
+
+    @property
+    def rows(self) -> int:
+        return int(self.offsets[-1])
+
+    @cached_property
+    def _used(self) -> np.ndarray:
+        found = [b.used for b in self.ranges]
+        return np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
+
+    def coverage(self, kind: str) -> np.ndarray:
+        """c({u}, D) per user, as the view's own (dataviews/coverage.py `counted`)."""
+        covered.check_coverage(kind)
+        if kind == "visits":
+            found = [b.visits for b in self.ranges]
+            return self._per_user(np.concatenate(found) if found else np.zeros(0))
+        return self._per_user(self.rows_per_user).astype(float)
+
+    def _per_user(self, values: np.ndarray) -> np.ndarray:
+        """Values of the ranges' users, for every user of U (the ranges hold them all;
+        users of no range, if any, hold nothing)."""
+        out = np.zeros(self.n_users, dtype=values.dtype)
+        at = 0
+        for b in self.ranges:
+            out[b.first : b.last] = values[at : at + b.last - b.first]
+            at += b.last - b.first
+        return out
+
+    def kept_ranges(self, runner: Any) -> tuple[np.ndarray, list[Any]]:
+        """The first user of each range (and |U| last), and each range's rows as a
+        ViewRange, loaded on the worker whose disk holds them: futures of `runner`."""
+        held = [b for b in self.ranges if b.last > b.first]
+        first = np.array([b.first for b in held] + [self.n_users], dtype=np.int64)
+        calls = [(b.worker, (b.path, b.first, b.last)) for b in held]
+        return first, runner.pinned(_range_of, calls)
+
+    def table_parts(self, user_ids: np.ndarray, rows: int) -> Iterator[pd.DataFrame]:
+        """`Dataview.table_parts`: the table in parts of whole users, about `rows` rows
+        each, each made on the worker holding its users (a few at a time, in order)."""
+        cuts: list[tuple[Built, int, int]] = []
+        for b in self.ranges:
+            offsets = np.r_[0, np.cumsum(b.rows, dtype=np.int64)]
+            inner = np.searchsorted(offsets, np.arange(rows, int(offsets[-1]), rows))
+            bounds = np.unique(np.r_[0, inner, b.last - b.first]).tolist()
+            cuts += [(b, lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
+        if not cuts:
+            yield self.whole().table(user_ids)
+            return
+        client = self.placed.kept.client
+
+        def submit(i: int) -> Any:
+            b, lo, hi = cuts[i]
+            ids = user_ids[b.first + lo : b.first + hi]
+            return pinned(client, b.worker, _range_table, b.path, lo, hi, ids, i)
+
+        waiting: dict[int, pd.DataFrame] = {}
+        following = 0
+        for i, part in windowed(client, range(len(cuts)), submit, _holders(self.ranges)):
+            waiting[i] = part
+            while following in waiting:
+                yield waiting.pop(following)
+                following += 1
+
+    def close(self) -> None:
+        """The view's ranges removed from the workers' disks (the run's folder goes at its
+        end in any case: this keeps a run of many views from filling the disks)."""
+        self.placed.remove([(b.worker, b.path) for b in self.ranges])
+
+    def whole(self) -> Dataview:
+        """The view gathered here: the view a local run builds, row for row."""
+        client = self.placed.kept.client
+        held = self.ranges
+
+        def submit(i: int) -> Any:
+            return pinned(client, held[i].worker, _range_whole, held[i].path, i)
+
+        found = dict(windowed(client, range(len(held)), submit, _holders(held)))
+        parts = [found[i] for i in range(len(held))]
+        first = parts[0]
+        rows: dict[str, np.ndarray] = {}
+        for name in first.row_fields:
+            if getattr(first, name) is None:
+                continue
+            values = [getattr(p, name) for p in parts]
+            if name == "user":
+                values = [v + b.first for v, b in zip(values, held, strict=True)]
+            rows[name] = np.concatenate(values).astype(getattr(first, name).dtype, copy=False)
+        return replace(first, n_users=self.n_users, locations=self.locations, **rows)
+
+
+def _holders(ranges: list[Built]) -> set[str]:
+    return {b.worker for b in ranges}
+
+
+_loaded = threading.local()  # the range view a worker's thread read last
+
+
+def _view_at(path: str) -> Dataview:
+    """The range view kept at `path` on this worker, read once for the tasks that follow
+    on the same range (a table written part after part)."""
+    last = getattr(_loaded, "last", None)
+    if last is None or last[0] != path:
+        _loaded.last = None  # the previous one goes before the next is read
+        _loaded.last = (path, read_back(path))
+    view: Dataview = _loaded.last[1]
+    return view
+
+
+def _forget() -> None:
+    _loaded.last = None
+
+
+def _range_of(path: str, first: int, last: int) -> ViewRange:
+    view: Dataview = read_back(path)
+    return ViewRange(view, first, last)
+
+
+def _range_table(path: str, lo: int, hi: int, user_ids: np.ndarray, i: int) -> tuple[int, Any]:
+    view = _view_at(path)
+    table = view.users(lo, hi).table(user_ids)
+    if hi == view.n_users:
+        _forget()
+    return i, table
+
+
+def _range_whole(path: str, i: int) -> tuple[int, Dataview]:
+    view: Dataview = read_back(path)
+    return i, view

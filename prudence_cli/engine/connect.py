@@ -1,0 +1,88 @@
+"""Connecting to a Dask scheduler for the Dask runner (engine/runner.py): what answers at
+the address is asked first, then the client waits for a worker and checks that every
+worker runs this Prudence — each failure a PrudenceError saying what to do (exit 2)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prudence_cli.errors import PrudenceError
+
+# how long a scheduler that accepts the connection may take to answer as one, and how
+# long to wait for a first worker
+ANSWER_SECONDS = 10.0
+WORKER_SECONDS = 30.0
+
+
+async def _identity(address: str, seconds: float) -> str:
+    """What answers at `address`: "Scheduler" for a Dask scheduler."""
+    from distributed.comm import connect
+
+    comm = await connect(address, timeout=seconds)
+    try:
+        await comm.write({"op": "identity", "reply": True})
+        reply = await comm.read()
+    finally:
+        await comm.close()
+    return str(reply.get("type", "")) if isinstance(reply, dict) else ""
+
+
+def connected(address: str, timeout: object) -> Any:
+    """A client of the Dask scheduler at `address`, with a worker, running this version
+    of Prudence; PrudenceError saying what to do otherwise (exit code 2)."""
+    import asyncio
+
+    import dask.utils
+    from distributed import Client
+
+    from prudence_cli import __version__
+
+    seconds = dask.utils.parse_timedelta(str(timeout), default="s") or 30.0
+    where = f"the Dask scheduler {address}"
+    try:  # asked first, on its own: a client would wait forever on what is not a scheduler
+        kind = asyncio.run(asyncio.wait_for(_identity(address, seconds), seconds + ANSWER_SECONDS))
+    except (TimeoutError, asyncio.TimeoutError):
+        raise PrudenceError(
+            f"{where} accepted the connection but did not answer as a Dask scheduler within "
+            f"{seconds + ANSWER_SECONDS:.0f} s: give the scheduler's own address (tcp://HOST:8786 "
+            "by default), not its dashboard's (port 8787)"
+        ) from None
+    except OSError as error:
+        raise PrudenceError(
+            f"cannot reach {where}: {error}; check that it runs and that this machine reaches "
+            "it, or wait longer with DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT=60s"
+        ) from None
+    except (ValueError, TypeError) as error:
+        raise PrudenceError(
+            f"{address!r} is not the address of a Dask scheduler ({error}): give "
+            "tcp://HOST:PORT, e.g. tcp://10.0.0.5:8786"
+        ) from None
+    if kind != "Scheduler":
+        raise PrudenceError(f"{address} is a Dask {kind}, not a scheduler: give the scheduler's")
+    client = Client(address, timeout=timeout)
+    try:
+        client.wait_for_workers(1, timeout=WORKER_SECONDS)
+    except (OSError, TimeoutError):
+        client.close()
+        raise PrudenceError(
+            f"{where} has no worker (none joined within {WORKER_SECONDS:.0f} s): start "
+            f"workers with `dask worker {address} --nworkers 1 --nthreads 1`"
+        ) from None
+
+    def version() -> str:  # sent by value: a worker without Prudence answers too
+        try:
+            from prudence_cli import __version__ as theirs
+        except ImportError:
+            return "none"
+        return str(theirs)
+
+    versions = client.run(version)
+    other = {worker: v for worker, v in versions.items() if v != __version__}
+    if other:
+        client.close()
+        shown = ", ".join(f"{w} has {v}" for w, v in sorted(other.items()))
+        raise PrudenceError(
+            f"the workers of {where} run another Prudence than this one ({__version__}): "
+            f"{shown}; install the same version on every machine"
+        )
+    return client

@@ -1,0 +1,209 @@
+"""The mobility measures (measures/mobility.py) of a dataview kept on the Dask workers
+(dataviews/on_workers.py), computed there: the assessing process receives per-person
+measures and per-place values, never the view's rows.
+
+- A person's measures are of their rows alone: each range of users is measured on the
+  worker whose disk holds it, and the ranges' tables, one after the other, are the
+  people's table of a local run.
+- A place's entropy sums over the people visiting it: the (person, location) pairs are
+  sent to shards by location (a location's pairs all to one shard, in person order), and
+  each shard sums its locations' pairs in the order a local run sums them (places.Tables,
+  whose sums run in pair order): the same numbers, to the bit. Each person's most
+  visited place (for the density) is found in their range.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from prudence_cli.config.mobility import LOCATION_MEASURES
+from prudence_cli.measures.mobility import Profile, Visits, person_measures, places_xy
+from prudence_cli.measures.places import Tables, measures_for
+
+if TYPE_CHECKING:
+    from prudence_cli.dataviews.on_workers import KeptView
+
+
+def kept_profile(view: KeptView, crs: str, chosen: Sequence[str] | None = None) -> Profile | None:
+    """The Profile of a view kept on the workers (None when its locations are not
+    places); a presence or probability view: no trips."""
+    from prudence_cli.cluster_input import pinned, windowed  # Dask's: only then
+
+    xy = places_xy(view.format, view.locations, crs)
+    if xy is None:
+        return None
+    client = view.placed.kept.client
+    ranges = view.ranges
+    holders = {b.worker for b in ranges}
+    workers = sorted(client.nthreads())
+    n_locations = len(view.locations)
+    (places,) = client.scatter([xy], broadcast=True, hash=False)
+    measured = [
+        pinned(client, b.worker, _range_measured, b.path, b.first, places, chosen, len(workers))
+        for b in ranges
+    ]
+
+    def small(i: int) -> Any:
+        return pinned(client, ranges[i].worker, _small, measured[i], i)
+
+    found = dict(windowed(client, range(len(ranges)), small, holders))
+    people = [found[i][0] for i in range(len(ranges))]
+    tops = [found[i][1] for i in range(len(ranges))]
+    shards = [
+        client.submit(
+            _shard,
+            n_locations,
+            *(
+                pinned(client, b.worker, _piece, m, j)
+                for b, m in zip(ranges, measured, strict=True)
+            ),
+            pure=False,
+            workers=[worker],
+            allow_other_workers=True,
+        )
+        for j, worker in enumerate(workers)
+    ]
+    measured.clear()  # each range's pieces go once joined in their shards
+    top = (
+        np.concatenate([t[0] for t in tops]) if tops else np.zeros(0, np.int32),
+        np.concatenate([t[1] for t in tops]) if tops else np.zeros(0, np.int32),
+    )
+    frame = (
+        pd.concat(people, ignore_index=True)
+        if people
+        else person_measures(_no_visits(view.n_users, xy), chosen)
+    )
+    tables = KeptPlaces(client, shards, top, n_locations, holders | set(workers))
+    return Profile.of(tables, frame, chosen)
+
+
+@dataclass
+class KeptPlaces:
+    """The places' side of a Profile (mobility.Places) from the shards of a view kept
+    on the workers: location l's pairs are in shard l mod the number of shards."""
+
+    client: Any
+    shards: list[Any]  # futures of places.Tables
+    tops: tuple[np.ndarray, np.ndarray]  # per person with visits: top location, person
+    n_locations: int
+    holders: set[str]  # the workers the shards are made from and on
+
+    def locations(self, chosen: Sequence[str] | None = None) -> pd.DataFrame:
+        visited, measured = self._measured(chosen, None, None)
+        return pd.DataFrame({"location": visited, **measured})
+
+    def measured(
+        self,
+        chosen: Sequence[str] | None = None,
+        visited: np.ndarray | None = None,
+        people: np.ndarray | None = None,
+    ) -> dict[str, np.ndarray]:
+        """As places.Tables.measured: the same numbers."""
+        return self._measured(chosen, visited, people)[1]
+
+    def _measured(
+        self, chosen: Sequence[str] | None, visited: np.ndarray | None, people: np.ndarray | None
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        from prudence_cli.cluster_input import windowed  # Dask's: only here
+
+        names = [m for m in measures_for(False, chosen) if m in LOCATION_MEASURES]
+        entropy = "location_entropy" in names
+        packed = None if people is None else np.packbits(people)
+        count = 0 if people is None else int(people.shape[0])
+        shards = self.shards
+
+        def submit(j: int) -> Any:
+            return self.client.submit(
+                _shard_measured, shards[j], packed, count, entropy, j, pure=False
+            )
+
+        found = dict(windowed(self.client, range(len(shards)), submit, self.holders))
+        n = self.n_locations
+        members = np.zeros(n, dtype=np.int64)
+        for j in range(len(shards)):
+            members += found[j][0]
+        if visited is None:
+            visited = np.flatnonzero(members)
+        out: dict[str, np.ndarray] = {}
+        if entropy:
+            values = np.empty(n)
+            for j in range(len(shards)):  # each location's from its own shard
+                own = np.arange(j, n, len(shards))
+                values[own] = found[j][1][own]
+            out["location_entropy"] = values[visited]
+        if "location_density" in names:
+            tops, top_people = self.tops
+            if people is not None:
+                tops = tops[people[top_people]]
+            out["location_density"] = np.bincount(tops, minlength=n)[visited].astype(float)
+        return visited, out
+
+
+def _no_visits(n_users: int, xy: tuple[np.ndarray, np.ndarray]) -> Visits:
+    offsets = np.zeros(n_users + 1, dtype=np.int64)
+    nothing = np.zeros(0, dtype=np.int32)
+    return Visits(offsets, nothing, nothing.astype(float), xy[0], xy[1], False)
+
+
+def _range_measured(
+    path: str, first: int, xy: tuple[np.ndarray, np.ndarray], chosen: Any, shards: int
+) -> tuple[pd.DataFrame, tuple[np.ndarray, np.ndarray], list[tuple[np.ndarray, ...]]]:
+    """A range's people measures, each person's most visited place (persons among all),
+    and its pairs cut into the shards of their locations (in pair order)."""
+    from prudence_cli.cluster_select import read_back
+
+    view = read_back(path)
+    weight = np.asarray(view.count, dtype=float)
+    visits = Visits(view.offsets, view.location, weight, xy[0], xy[1], False)
+    n_locations = xy[0].shape[0]
+    tables = Tables.of(visits.person, view.location, weight, n_locations, False)
+    del view
+    pairs = (tables.pair_person, tables.pair_location, tables.pair_weight)
+    people = person_measures(visits, chosen, pairs)
+    top, top_person = tables._tops
+    person = tables.pair_person.astype(np.int32) + np.int32(first)
+    shard = tables.pair_location % shards
+    pieces: list[tuple[np.ndarray, ...]] = [
+        (person[at], tables.pair_location[at], tables.pair_weight[at])
+        for at in (shard == j for j in range(shards))
+    ]
+    return people, (top, (top_person + first).astype(np.int32)), pieces
+
+
+def _small(
+    measured: tuple[pd.DataFrame, tuple[np.ndarray, np.ndarray], Any], i: int
+) -> tuple[int, tuple[pd.DataFrame, tuple[np.ndarray, np.ndarray]]]:
+    return i, (measured[0], measured[1])
+
+
+def _piece(
+    measured: tuple[Any, Any, list[tuple[np.ndarray, ...]]], j: int
+) -> tuple[np.ndarray, ...]:
+    return measured[2][j]
+
+
+def _shard(n_locations: int, *pieces: tuple[np.ndarray, ...]) -> Tables:
+    """A shard's pairs: the ranges' pieces one after the other (in person order)."""
+    empty = (np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0))
+    person, location, weight = (
+        np.concatenate([piece[i] for piece in pieces]) if pieces else empty[i] for i in range(3)
+    )
+    nothing = np.zeros(0, dtype=np.int32)
+    return Tables(person, location, weight, nothing, nothing, nothing, n_locations, False)
+
+
+def _shard_measured(
+    shard: Tables, packed: np.ndarray | None, count: int, entropy: bool, j: int
+) -> tuple[int, tuple[np.ndarray, np.ndarray | None]]:
+    """A shard's visitors per location, and its locations' entropy (places.Tables)."""
+    people = None if packed is None else np.unpackbits(packed, count=count).astype(bool)
+    n = shard.n_locations
+    members = np.zeros(n, dtype=np.int64)
+    for group, _ in shard._pairs_of(people):
+        members += np.bincount(group, minlength=n)
+    return j, (members, shard._entropy(people, members) if entropy else None)
