@@ -143,6 +143,8 @@ class Catalog:
                 f"{self.path}: {MANIFEST} records no checksums of the catalog's files, so "
                 "nothing read from it can be trusted; run prudence assess again"
             )
+        if name.endswith(PARQUET) and path.is_dir():  # a table the workers wrote in parts
+            return self._parts(name, files)
         recorded = files.get(name)
         if not isinstance(recorded, str):
             raise CatalogError(
@@ -157,6 +159,23 @@ class Catalog:
                 f"the one {MANIFEST} records), so nothing can be certified from it; run "
                 "prudence assess again to rebuild the catalog"
             )
+        self._verified.add(name)
+        return path
+
+    def _parts(self, name: str, files: dict[str, Any]) -> Path:
+        """`file` of a table written as a folder of parts: each part checked, and the
+        folder holding exactly the parts catalog.json lists."""
+        path = self.path / name
+        listed = sorted(k for k in files if k.startswith(f"{name}/"))
+        held = sorted(f"{name}/{p.name}" for p in path.iterdir())
+        if not listed or held != listed:
+            raise CatalogError(
+                f"{path}: its parts are not the ones {MANIFEST} lists (changed since prudence "
+                "assess wrote them), so nothing can be certified from it; run prudence "
+                "assess again to rebuild the catalog"
+            )
+        for part in listed:
+            self.file(part)
         self._verified.add(name)
         return path
 
@@ -271,7 +290,7 @@ class Catalog:
     def require_files(self, entry: DataviewEntry) -> None:
         """CatalogError unless the dataview's risks and rows files are there."""
         for key, name in (("risks", entry.risks), ("file", entry.file)):
-            if not name or not (self.path / name).is_file():
+            if not name or not (self.path / name).exists():
                 raise CatalogError(
                     f"{self.path}: dataview {entry.id} has no {key} file; this catalog cannot "
                     "be used for it: run prudence assess again"

@@ -100,6 +100,8 @@ def read_table(path: Path, text: Sequence[str]) -> pd.DataFrame:
 
     try:
         if path.name.endswith(PARQUET):
+            if path.is_dir():  # written in parts by the workers
+                return _read_parts(path).to_pandas()
             # the file alone: pq.read_table would load Arrow's dataset layer for it
             with pq.ParquetFile(path) as parquet:
                 return parquet.read().to_pandas()
@@ -119,12 +121,37 @@ def read_arrow(path: Path) -> pa.Table | None:
     if not path.name.endswith(PARQUET):
         return None
     try:
+        if path.is_dir():  # written in parts by the workers
+            return _read_parts(path)
         with pq.ParquetFile(path) as parquet:
             return parquet.read()
     except (OSError, EOFError, ValueError) as exc:
         raise TableFileError(str(exc)) from None
     except pa.ArrowException as exc:
         raise TableFileError(str(exc)) from None
+
+
+# the name of the k-th part of a table written in parts by the workers
+PART = "part-{:05d}.parquet"
+
+
+def parts_of(path: Path) -> list[Path]:
+    """The parts of the table written as the folder `path`, in order."""
+    return sorted(path.glob(PART.replace("{:05d}", "*")))
+
+
+def _read_parts(path: Path) -> pa.Table:
+    """The table of a folder of parts: the parts one after the other."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    tables = []
+    for part in parts_of(path):
+        with pq.ParquetFile(part) as parquet:
+            tables.append(parquet.read())
+    if not tables:
+        raise TableFileError(f"{path}: a folder of table parts holds no part")
+    return pa.concat_tables(tables)
 
 
 def locations_name(dataview_name: str) -> str:

@@ -8,7 +8,7 @@ import json
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from prudence_cli.catalog.folder import (
     IRAC,
@@ -25,6 +25,7 @@ from prudence_cli.catalog.folder import (
 from prudence_cli.catalog.records import DataviewEntry, Manifest
 from prudence_cli.catalog.tables import (
     PARQUET,
+    PART,
     ROW_GROUP,
     locations_name,
     write_parts,
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from prudence_cli.dataviews.base import Dataview
+    from prudence_cli.dataviews.on_workers import KeptView
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9=,._-]+")  # characters a file name made of labels avoids
 
@@ -63,6 +65,17 @@ class CatalogWriter:
         write_table(locations, self.folder / locations_name(path), text=LOCATIONS_TEXT)
         return path
 
+    def write_kept(self, view: KeptView, user_ids: np.ndarray, locations: pd.DataFrame) -> str:
+        """A dataview kept on the workers: its table written by them as a folder of parts
+        (catalog/tables.py) when every worker holding its people sees the catalog's
+        folder, else in parts made there and written here (`write_dataview`); its
+        locations; returns the table's name in the catalog."""
+        path = f"dataviews/{view.id}{PARQUET}"
+        if not view.written(self.folder / path, user_ids, PART, write_view_part):
+            return self.write_dataview(view.id, view.table_parts(user_ids, ROW_GROUP), locations)
+        write_table(locations, self.folder / locations_name(path), text=LOCATIONS_TEXT)
+        return path
+
     def write_view(
         self,
         view: Dataview,
@@ -81,7 +94,9 @@ class CatalogWriter:
             locations=len(locations),
             rows=view.rows,
             visits=int(view.coverage("visits").sum()),
-            file=self.write_dataview(view.id, view.table_parts(user_ids, ROW_GROUP), locations),
+            file=self.write_kept(cast("KeptView", view), user_ids, locations)
+            if view.on_workers
+            else self.write_dataview(view.id, view.table_parts(user_ids, ROW_GROUP), locations),
             risks=self.write_risks(view.id, user_ids, risks),
             **entry,
         )
@@ -154,3 +169,9 @@ class CatalogWriter:
             self.folder / MANIFEST, json.dumps(manifest.to_json(), indent=2, default=str) + "\n"
         )
         return manifest
+
+
+def write_view_part(view: Dataview, user_ids: np.ndarray, path: str) -> None:
+    """A part of a dataview's table — `view`'s rows, `user_ids` the ids of its users —
+    written by the worker holding them (KeptView.written), as `write_dataview` writes it."""
+    write_parts(view.table_parts(user_ids, ROW_GROUP), Path(path), text=VIEW_TEXT)

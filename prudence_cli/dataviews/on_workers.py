@@ -13,10 +13,13 @@ places together) gathers it (`whole`): the same view a local run builds, row for
 
 from __future__ import annotations
 
+import os
 import threading
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -37,6 +40,10 @@ from prudence_cli.dataviews.base import (
 
 if TYPE_CHECKING:
     from prudence_cli.select import Selection
+
+
+# writes a view's table, with the ids of its users, to a path (catalog/writer.py)
+Write = Callable[[Dataview, np.ndarray, str], None]
 
 
 @dataclass(frozen=True)
@@ -195,6 +202,38 @@ class KeptView:
                 yield waiting.pop(following)
                 following += 1
 
+    def written(self, target: Path, user_ids: np.ndarray, part: str, write: Write) -> bool:
+        """Whether the workers holding the view's people see the folder of `target`; if
+        so, the table written by them as the folder `target` of parts, the k-th range's
+        by `write(view of its rows, their user ids, path)` at `part.format(k)`."""
+        client = self.placed.kept.client
+        held = self.ranges
+        holders = _holders(held)
+        probe = target.parent / f".probe-{uuid.uuid4().hex}"
+        probe.touch()
+        try:
+            workers = sorted(holders)
+
+            def seen(i: int) -> Any:
+                return pinned(client, workers[i], _sees, str(probe), i)
+
+            sees = dict(windowed(client, range(len(workers)), seen, holders))
+        finally:
+            probe.unlink()
+        if not all(sees.values()):
+            return False
+        target.mkdir()
+
+        def submit(i: int) -> Any:
+            b = held[i]
+            path = str(target / part.format(i))
+            ids = user_ids[b.first : b.last]
+            return pinned(client, b.worker, _range_written, b.path, ids, path, write, i)
+
+        for _ in windowed(client, range(len(held)), submit, holders):
+            pass
+        return True
+
     def close(self) -> None:
         """The view's ranges removed from the workers' disks (the run's folder goes at its
         end in any case: this keeps a run of many views from filling the disks)."""
@@ -260,3 +299,14 @@ def _range_table(path: str, lo: int, hi: int, user_ids: np.ndarray, i: int) -> t
 def _range_whole(path: str, i: int) -> tuple[int, Dataview]:
     view: Dataview = read_back(path)
     return i, view
+
+
+def _sees(path: str, i: int) -> tuple[int, bool]:
+    return i, os.path.exists(path)
+
+
+def _range_written(
+    path: str, user_ids: np.ndarray, target: str, write: Write, i: int
+) -> tuple[int, None]:
+    write(read_back(path), user_ids, target)
+    return i, None

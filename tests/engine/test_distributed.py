@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from prudence_cli.assess import run_assessment
+from prudence_cli.catalog import open_catalog
 from prudence_cli.cli import main
 from prudence_cli.config import load_config
 from prudence_cli.engine import CountingProblem, Engine, QuerySpec
@@ -69,13 +70,29 @@ def _engine(config, runner=None, **extra):
     return engine
 
 
-def _same_catalog(a: Path, b: Path) -> None:
+def _same_catalog(a: Path, b: Path) -> int:
+    """The catalog `b` is `a`, file for file; a dataview's table that the workers of `b`
+    wrote as a folder of parts, row for row (`a` is the local engine's). Returns how many
+    tables `b` holds in parts."""
+    from prudence_cli.catalog.folder import VIEW_TEXT
+    from prudence_cli.catalog.tables import parts_of, read_table
+
     pd.testing.assert_frame_equal(pd.read_csv(a / "irac.csv"), pd.read_csv(b / "irac.csv"))
     names = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
-    assert names == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
+    folders = {name for name in names if (b / name).is_dir()}
+    parted = {p.relative_to(b) for name in folders for p in parts_of(b / name)}
+    assert [n for n in names if n not in folders] == sorted(
+        p.relative_to(b) for p in b.rglob("*") if p.is_file() and p.relative_to(b) not in parted
+    )
     for name in names:
-        if name.name != "catalog.json":
+        if name in folders:
+            pd.testing.assert_frame_equal(
+                read_table(a / name, VIEW_TEXT), read_table(b / name, VIEW_TEXT), check_exact=True
+            )
+        elif name.name != "catalog.json":
             assert filecmp.cmp(a / name, b / name, shallow=False), name
+    assert all(str(n).startswith("dataviews/") for n in folders)
+    return len(folders)
 
 
 @pytest.mark.parametrize("name", ASSESSED)
@@ -85,7 +102,45 @@ def test_dask_catalog_equals_local(name, cluster, tmp_path):
     spread = run_assessment(config, tmp_path / "dask", _engine(config, cluster), None)
     assert spread.manifest["engine"]["backend"] == "dask"
     assert spread.manifest["engine"]["workers"] == 2
-    _same_catalog(local.output, spread.output)
+    parted = _same_catalog(local.output, spread.output)
+    # presence and probability views stay on the workers, which write their tables
+    pairs = config.dataview.format in ("presence", "probability")
+    assert parted == (len(spread.manifest["dataviews"]) if pairs else 0)
+    if parted:  # read back through the catalog, every part checked
+        for view in spread.manifest["dataviews"]:
+            pd.testing.assert_frame_equal(
+                open_catalog(spread.output).dataview_table(view["id"]),
+                open_catalog(local.output).dataview_table(view["id"]),
+            )
+
+
+def test_a_table_in_parts_is_checked_part_by_part(cluster, tmp_path):
+    """A changed, missing or added part of a dataview's table written by the workers is
+    refused, as a changed file is."""
+    import shutil
+
+    from prudence_cli.catalog.tables import parts_of
+    from prudence_cli.errors import CatalogError
+
+    config = _small("demo")
+    spread = run_assessment(config, tmp_path / "dask", _engine(config, cluster), None)
+    view = spread.manifest["dataviews"][0]["id"]
+    table = spread.output / "dataviews" / f"{view}.parquet"
+    assert table.is_dir() and parts_of(table)
+    assert len(open_catalog(spread.output).dataview_table(view)) > 0
+    first = parts_of(table)[0]
+    for change in ("added", "missing", "changed"):
+        damaged = tmp_path / change
+        shutil.copytree(spread.output, damaged)
+        part = damaged / first.relative_to(spread.output)
+        if change == "added":
+            shutil.copy(part, part.with_name("part-99999.parquet"))
+        elif change == "missing":
+            part.unlink()
+        else:
+            part.write_bytes(part.read_bytes()[:-1] + b"x")
+        with pytest.raises(CatalogError, match="run prudence assess again"):
+            open_catalog(damaged).dataview_table(view)
 
 
 @pytest.mark.parametrize(("match", "mode"), MATCH_MODES)
@@ -632,3 +687,19 @@ def test_a_task_pinned_to_a_worker_that_left_stops_the_run():
 
 def _identity(value):
     return value
+
+
+def test_workers_that_do_not_see_the_catalog_folder_send_their_tables(
+    cluster, tmp_path, monkeypatch
+):
+    """Workers on machines that do not share the catalog's folder cannot write into it:
+    each part of the table is then made on its worker and written here, as one file —
+    the local engine's, byte for byte."""
+    from prudence_cli.dataviews import on_workers
+
+    assert on_workers._sees(str(tmp_path / "nowhere"), 3) == (3, False)
+    monkeypatch.setattr(on_workers.KeptView, "written", lambda *args: False)
+    config = _small("demo")
+    local = run_assessment(config, tmp_path / "local", _engine(config), None)
+    spread = run_assessment(config, tmp_path / "dask", _engine(config, cluster), None)
+    assert _same_catalog(local.output, spread.output) == 0  # every file the same bytes
