@@ -173,6 +173,7 @@ def run_assessment(
     finally:
         if selection.placed is not None:
             selection.placed.close()
+            engine.runner.unpin()
     report(stage.steps, stage.steps, "done")
     projection = selection.projection
     warning = projection.warning() if projection is not None else None

@@ -107,6 +107,9 @@ class LocalRunner:
         """As `each`, each result kept where its item is (here: returned)."""
         return self.each(task, placed, *args)
 
+    def unpin(self) -> None:
+        """Nothing is pinned here (DaskRunner.unpin)."""
+
     def explained(self, error: BaseException) -> PrudenceError | None:
         return None  # nothing here fails but the work itself
 
@@ -296,6 +299,12 @@ class DaskRunner:
             futures.append(future)
         return futures
 
+    def unpin(self) -> None:
+        """The run whose tasks were pinned to workers has ended (its files there are
+        gone): those workers are no longer watched, nor its futures' homes kept."""
+        self._watched.clear()
+        self._homes.clear()
+
     def _watch(self, worker: str) -> None:
         """Watch that `worker` stays: a task pinned to a worker that left would wait for
         it forever (and so would every task using its result, which Dask would make again
@@ -312,10 +321,10 @@ class DaskRunner:
                 except Exception:  # noqa: BLE001 - a closed client: the run has ended
                     return
                 if gone:
+                    self._watched.clear()  # a next run pins and watches afresh
                     self._cancel_all(
                         f"the worker {sorted(gone)[0]} left, with this run's files on its disk"
                     )
-                    return
 
         self._watcher = threading.Thread(target=watch, name="prudence-watch", daemon=True)
         self._watcher.start()

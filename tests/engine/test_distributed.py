@@ -703,3 +703,24 @@ def test_workers_that_do_not_see_the_catalog_folder_send_their_tables(
     local = run_assessment(config, tmp_path / "local", _engine(config), None)
     spread = run_assessment(config, tmp_path / "dask", _engine(config, cluster), None)
     assert _same_catalog(local.output, spread.output) == 0  # every file the same bytes
+
+
+def test_a_worker_leaving_after_the_run_that_pinned_tasks_to_it_stops_nothing():
+    """Once the run whose tasks were pinned to a worker has ended (DaskRunner.unpin),
+    that worker may leave: the runner's next work goes on."""
+    import contextlib
+    import os
+    import time
+
+    runner = DaskRunner(workers=2)
+    try:
+        holder, other = runner.addresses
+        (done,) = runner.pinned(_identity, [(holder, (1,))])
+        assert done.result() == 1
+        runner.unpin()
+        later = runner.client.submit(time.sleep, 6, workers=[other], pure=False)
+        with contextlib.suppress(Exception):  # the worker dies while it answers
+            runner.client.run(os._exit, 1, workers=[holder])
+        assert later.result() is None and not later.cancelled()
+    finally:
+        runner.close()
