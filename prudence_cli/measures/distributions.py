@@ -1,7 +1,9 @@
 """How far a distribution moves: the Kolmogorov–Smirnov statistic and the 1-Wasserstein
 distance between two samples, their quantiles, and the Pearson and Spearman correlation of
 per-person values with risk — computed once from sorted samples, as scipy.stats defines
-them (the tests compare the two), without importing scipy."""
+them (the tests compare the two), without importing scipy. Every sum over people or
+values is exact, rounded once (measures/exact.py): the same bits however the people are
+split, e.g. over Dask workers (measures/kept_compare.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+
+from prudence_cli.measures.exact import sum_of
 
 QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
 
@@ -57,7 +61,7 @@ def compare_sorted(full: np.ndarray, kept: np.ndarray) -> dict[str, float]:
     )
     return {
         "ks": float(gap.max()),
-        "wasserstein": float(np.sum(gap[:-1] * np.diff(values))),
+        "wasserstein": sum_of(gap[:-1] * np.diff(values)),
         "n_full": int(full.size),
         "n_kept": int(kept.size),
         "median_full": median,
@@ -67,8 +71,8 @@ def compare_sorted(full: np.ndarray, kept: np.ndarray) -> dict[str, float]:
 def compare_subset(full: np.ndarray, kept: np.ndarray) -> dict[str, float]:
     """`compare_sorted` of a sorted sample `full` without NaN and the part of it where
     `kept` (a mask in `full`'s order) is True, in one pass: both CDFs step only at the
-    distinct values of `full`, where counting gives them — the same KS, and the same
-    Wasserstein up to the order of summation (the tests compare the two)."""
+    distinct values of `full`, where counting gives them — the same KS and Wasserstein
+    (the tests compare the two)."""
     n, k = full.size, int(np.count_nonzero(kept))
     if n == 0 or k == 0:
         return compare_sorted(full, full[kept])
@@ -76,7 +80,7 @@ def compare_subset(full: np.ndarray, kept: np.ndarray) -> dict[str, float]:
     gap = np.abs((last + 1) / n - np.cumsum(kept)[last] / k)
     return {
         "ks": float(gap.max()),
-        "wasserstein": float(np.sum(gap[:-1] * np.diff(full[last]))),
+        "wasserstein": sum_of(gap[:-1] * np.diff(full[last])),
         "n_full": int(n),
         "n_kept": k,
         "median_full": _median(full),
@@ -85,10 +89,15 @@ def compare_subset(full: np.ndarray, kept: np.ndarray) -> dict[str, float]:
 
 def _median(ordered: np.ndarray) -> float:
     """The median of sorted values, as np.median gives it; NaN without values."""
-    half = ordered.size // 2
-    if ordered.size == 0:
+    return median_of(ordered.size, lambda at: float(ordered[at]))
+
+
+def median_of(size: int, value: Callable[[int], float]) -> float:
+    """The median of `size` sorted values, `value(i)` the i-th: np.median's."""
+    half = size // 2
+    if size == 0:
         return np.nan
-    return float(ordered[half] if ordered.size % 2 else (ordered[half - 1] + ordered[half]) / 2)
+    return float(value(half) if size % 2 else (value(half - 1) + value(half)) / 2)
 
 
 def quantiles(values: np.ndarray, at: Sequence[float] = QUANTILES) -> dict[str, float]:
@@ -99,13 +108,31 @@ def quantiles(values: np.ndarray, at: Sequence[float] = QUANTILES) -> dict[str, 
 def sorted_quantiles(ordered: np.ndarray, at: Sequence[float] = QUANTILES) -> dict[str, float]:
     """`quantiles` of sorted values without NaN: numpy's linear interpolation between the
     two values around q × (n − 1), without sorting again (the tests compare the two)."""
-    names = [f"q{round(q * 100)}" for q in at]
-    if ordered.size == 0:
-        return dict.fromkeys(names, np.nan)
-    index = np.asarray(at, dtype=float) * (ordered.size - 1)
+    below, above, _ = quantile_positions(ordered.size, at)
+    return interpolated(ordered[below], ordered[above], ordered.size, at)
+
+
+def quantile_positions(
+    size: int, at: Sequence[float] = QUANTILES
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where the quantiles `at` of `size` sorted values fall: the positions of the values
+    below and above each (empty without values), and how far between them."""
+    if size == 0:
+        nothing = np.zeros(0, dtype=np.int64)
+        return nothing, nothing, np.zeros(0)
+    index = np.asarray(at, dtype=float) * (size - 1)
     below = np.floor(index).astype(np.int64)
-    above = np.minimum(below + 1, ordered.size - 1)
-    a, b, t = ordered[below], ordered[above], index - below
+    return below, np.minimum(below + 1, size - 1), index - below
+
+
+def interpolated(
+    a: np.ndarray, b: np.ndarray, size: int, at: Sequence[float] = QUANTILES
+) -> dict[str, float]:
+    """The quantiles `at` from the values `a` and `b` at `quantile_positions`."""
+    names = [f"q{round(q * 100)}" for q in at]
+    if size == 0:
+        return dict.fromkeys(names, np.nan)
+    t = quantile_positions(size, at)[2]
     with np.errstate(invalid="ignore"):  # inf − inf between two infinite values
         points = np.where(t >= 0.5, b - (b - a) * (1 - t), a + (b - a) * t)
     return {name: float(v) for name, v in zip(names, points, strict=True)}
@@ -139,10 +166,15 @@ def risk_correlation(
 
 
 def _pearson(x: np.ndarray, y: np.ndarray) -> float:
-    dx, dy = x - x.mean(), y - y.mean()
+    dx, dy = x - sum_of(x) / x.size, y - sum_of(y) / y.size
     # each side scaled by its largest deviation first: no overflow on large values
     dx, dy = dx / np.abs(dx).max(), dy / np.abs(dy).max()
-    r = float(np.dot(dx, dy) / np.sqrt(np.dot(dx, dx) * np.dot(dy, dy)))
+    return pearson_of(sum_of(dx * dy), sum_of(dx * dx), sum_of(dy * dy))
+
+
+def pearson_of(xy: float, xx: float, yy: float) -> float:
+    """Pearson's r from the sums of the scaled deviations' products, within [-1, 1]."""
+    r = float(xy / np.sqrt(xx * yy))
     return max(-1.0, min(1.0, r))
 
 
