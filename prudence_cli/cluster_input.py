@@ -27,16 +27,14 @@ the raw points, only what the selection keeps.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import itertools
 import os
 import tempfile
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import CancelledError, ThreadPoolExecutor
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -63,6 +61,7 @@ from prudence_cli.cluster_select import (
     read_back,
     select_range,
 )
+from prudence_cli.cluster_tasks import WATCH_SECONDS, pinned, still_there, windowed
 from prudence_cli.config import Config
 from prudence_cli.errors import InputError
 from prudence_cli.io.checksums import remember, sha256_fresh
@@ -197,7 +196,7 @@ def _selected(
 
     holders = {s.worker for s in split}
     told: list[Told] = sorted(windowed(client, range(ranges), select, holders), key=lambda t: t.k)
-    assembly = Assembly(told, config)
+    assembly = Assembly(told, config, client if keep else None)
     if assembly.points == 0:
         return assembly.selection(None, rows_read, segments), told
     numbers, assembly.locations = numbering(told, config)
@@ -210,61 +209,9 @@ def _selected(
     return assembly.selection(numbers[0].projection, rows_read, segments), told
 
 
-def pinned(client: Any, worker: str, task: Callable[..., Any], *args: Any) -> Any:
-    """`task(*args)` run on `worker` only: the one that holds the run's files it reads
-    (`windowed` stops the run when that worker is gone)."""
-    return client.submit(task, *args, pure=False, workers=[worker], allow_other_workers=False)
-
-
-def windowed(
-    client: Any, ranges: Iterable[int], submit: Callable[[int], Any], needed: set[str]
-) -> Iterator[Any]:
-    """The results of `submit(k)` for each of `ranges`, as they complete, with at most
-    `in_flight` submitted and not yet read at once (each released once read). Raises
-    CancelledError (a lost worker, for the user) when one of the `needed` workers is
-    gone: the tasks are pinned to the workers that hold the run's files on their disks,
-    and would wait for it forever."""
-    from distributed import wait
-
-    following = iter(ranges)
-    running = {submit(k) for k in itertools.islice(following, in_flight(len(client.nthreads())))}
-    while running:
-        try:
-            done, _ = wait(list(running), timeout=WATCH_SECONDS, return_when="FIRST_COMPLETED")
-        except (TimeoutError, asyncio.TimeoutError):  # nothing done yet (3.10: not the same)
-            _still_there(client, needed)
-            continue
-        for future in done:
-            running.discard(future)
-            result = future.result()
-            future.release()
-            running.update(submit(k) for k in itertools.islice(following, 1))
-            yield result
-
-
 def _holders(told: list[Told]) -> set[str]:
     """The workers holding ranges' selections."""
     return {t.worker for t in told if t.path}
-
-
-def _still_there(client: Any, workers: set[str]) -> None:
-    """CancelledError when one of `workers` has left the cluster (stopped, or restarted
-    by Dask past its memory limit, with another address): its files went with it."""
-    gone = workers - set(client.nthreads())  # every worker (scheduler_info: only 5, at times)
-    if gone:
-        raise CancelledError(
-            f"the worker {sorted(gone)[0]} left, and with it the files of this run on its disk"
-        )
-
-
-# how often a run whose tasks are pinned to workers checks that they are still there
-WATCH_SECONDS = 2.0
-
-
-def in_flight(workers: int) -> int:
-    """Ranges worked on at once: two per worker, so that a worker loads the pieces of
-    its next range while it selects one."""
-    return 2 * max(workers, 1)
 
 
 @dataclass(frozen=True)
@@ -293,7 +240,7 @@ def _heard(
     watched = time.monotonic()
     while True:
         if needed and time.monotonic() - watched > WATCH_SECONDS:
-            _still_there(client, needed)
+            still_there(client, needed)
             watched = time.monotonic()
         done = sum(size for future, size in zip(futures, sizes, strict=True) if future.done())
         if done != told and progress is not None:

@@ -14,7 +14,8 @@ as the compact columns of the Selection (28 bytes a point), and nothing else of 
    projected (each point's own bits, as a local run gives them), locations and trips
    numbered across the ranges; the columns are written into the Selection's arrays, or,
    for dataviews counted on the workers, kept there (`Placed`: `range_cells`,
-   `range_nearest` and `range_pairs` read them for cluster_views).
+   `range_nearest` and `range_pairs` read them for cluster_views), with the range's user
+   ids (`KeptIds`): the assessing process then holds no id.
 """
 
 from __future__ import annotations
@@ -168,13 +169,71 @@ def numbering(told: list[Told], config: Config) -> tuple[list[Numbering], pd.Dat
 
 @dataclass(frozen=True)
 class Finished:
-    """A range's part of the Selection: its columns, its kept users' ids, and the points
-    the projection cannot place (how many, the first one's lon and lat)."""
+    """A range's part of the Selection: its columns, its kept users' ids (None: kept on
+    the worker, `ids_path`), and the points the projection cannot place (how many, the
+    first one's lon and lat)."""
 
     k: int
     columns: dict[str, np.ndarray]
-    ids: pa.Array
+    ids: pa.Array | None
     lost: tuple[int, float, float]
+
+
+@dataclass(frozen=True)
+class IdsRange:
+    """The ids of users [first, last), kept on `worker` at `path`."""
+
+    worker: str
+    path: str
+    first: int
+    last: int
+
+
+@dataclass(frozen=True)
+class KeptIds:
+    """The user ids of a run whose points stay on the workers: each range's on the
+    worker that selected it (`ranges`, in user order). What reads ids there (the tables
+    of the catalog, dataviews/on_workers.py) reads them where they are; `gathered` brings
+    them all here, for what needs them all."""
+
+    client: Any
+    ranges: tuple[IdsRange, ...]
+    count: int
+
+    def __len__(self) -> int:
+        return self.count
+
+    def gathered(self) -> np.ndarray:
+        """Every id, in user order (an object array, as a local run's Selection holds)."""
+        from prudence_cli.cluster_tasks import pinned, windowed  # Dask's: only here
+
+        ranges = self.ranges
+
+        def submit(i: int) -> Any:
+            return pinned(self.client, ranges[i].worker, _ids_at, ranges[i].path, i)
+
+        needed = {r.worker for r in ranges}
+        found = dict(windowed(self.client, range(len(ranges)), submit, needed))
+        parts = [found[i] for i in range(len(ranges)) if len(found[i])]
+        if not parts:
+            return np.zeros(0, dtype=object)
+        return pa.concat_arrays(parts).to_numpy(zero_copy_only=False)
+
+
+def ids_path(told: Told) -> str:
+    """Where a range kept on its worker keeps its users' ids."""
+    return told.path + ".ids"
+
+
+def read_ids(path: str) -> np.ndarray:
+    """The ids kept at `path` on this worker, as an object array."""
+    ids: pa.Array = read_back(path)
+    return ids.to_numpy(zero_copy_only=False)
+
+
+def _ids_at(path: str, i: int) -> tuple[int, pa.Array]:
+    ids: pa.Array = read_back(path)
+    return i, ids
 
 
 def finish_range(told: Told, numbers: Numbering, config: Config, keep: bool = False) -> Finished:
@@ -201,12 +260,14 @@ def finish_range(told: Told, numbers: Numbering, config: Config, keep: bool = Fa
     if lost.any():
         first = int(np.argmax(lost))
         missed = (int(lost.sum()), float(lon[first]), float(lat[first]))
-    if keep:
-        placed = Placed(columns[C.USER], x, y, columns.get(C.LOCATION))
-        with open(placed_path(told), "wb") as file:
-            pickle.dump(placed, file, protocol=pickle.HIGHEST_PROTOCOL)
-        columns = {}
-    return Finished(told.k, columns, kept.labels.filter(pa.array(kept.present)), missed)
+    ids = kept.labels.filter(pa.array(kept.present))
+    if not keep:
+        return Finished(told.k, columns, ids, missed)
+    placed = Placed(columns[C.USER], x, y, columns.get(C.LOCATION))
+    for path, what in ((placed_path(told), placed), (ids_path(told), ids)):
+        with open(path, "wb") as file:
+            pickle.dump(what, file, protocol=pickle.HIGHEST_PROTOCOL)
+    return Finished(told.k, {}, None, missed)
 
 
 @dataclass(frozen=True)
@@ -305,8 +366,10 @@ class Assembly:
     """The Selection's arrays, filled range by range as the workers finish them (in any
     order): each range's points go at its place among all."""
 
-    def __init__(self, told: list[Told], config: Config) -> None:
+    def __init__(self, told: list[Told], config: Config, client: Any = None) -> None:
         self.config = config
+        self.told = told
+        self.client = client  # of the workers keeping the ids, when they keep them
         self.starts = np.cumsum([0] + [t.points for t in told])
         self.ids: list[pa.Array | None] = [None] * len(told)
         self.lost: list[tuple[int, float, float]] = [(0, 0.0, 0.0)] * len(told)
@@ -334,12 +397,7 @@ class Assembly:
     ) -> Selection:
         """The Selection, as a local run's finish gives it (select.finish); `projection`
         None when no point is selected."""
-        kept = [ids for ids in self.ids if ids is not None and len(ids)]
-        user_ids = (
-            pa.concat_arrays(kept).to_numpy(zero_copy_only=False)
-            if kept
-            else np.zeros(0, dtype=object)
-        )
+        user_ids = self._user_ids()
         stats = {"rows_read": rows_read, **self.stats, "users": len(user_ids)}
         if projection is None:
             crs = self.config.crs or "EPSG:4326"
@@ -358,3 +416,17 @@ class Assembly:
                 labels, lon.to_numpy(), lat.to_numpy(), segments, projection.crs
             )
         return Selection(points, user_ids, projection.crs, locations, geometry, stats, projection)
+
+    def _user_ids(self) -> np.ndarray | KeptIds:
+        """The ids sent back, in range order; or, where the ranges kept them, where."""
+        if self.client is not None and any(t.points for t in self.told):
+            ranges, first = [], 0
+            for t in self.told:
+                if t.points:
+                    ranges.append(IdsRange(t.worker, ids_path(t), first, first + t.users))
+                first += t.users
+            return KeptIds(self.client, tuple(ranges), first)
+        kept = [ids for ids in self.ids if ids is not None and len(ids)]
+        if not kept:
+            return np.zeros(0, dtype=object)
+        return pa.concat_arrays(kept).to_numpy(zero_copy_only=False)

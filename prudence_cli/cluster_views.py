@@ -26,9 +26,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from prudence_cli.cluster_input import Kept, pinned, read_and_select, windowed
+from prudence_cli.cluster_input import Kept, read_and_select
 from prudence_cli.cluster_scratch import Scratch
-from prudence_cli.cluster_select import Told, range_cells, range_nearest, range_pairs, read_back
+from prudence_cli.cluster_select import (
+    Told,
+    ids_path,
+    range_cells,
+    range_nearest,
+    range_pairs,
+    read_back,
+)
+from prudence_cli.cluster_tasks import pinned, windowed
 from prudence_cli.config import Config
 from prudence_cli.io.points import ReadProgress
 from prudence_cli.select import Selection
@@ -180,13 +188,15 @@ Build = Callable[[np.ndarray, np.ndarray, np.ndarray, int, pd.DataFrame], Any]
 @dataclass(frozen=True)
 class Built:
     """A range's view kept on a worker's disk (`PointsOnWorkers.views`): where, the
-    users it holds ([first, last) among all), and what the assessing process keeps of
-    it — per user its rows and visits, and the locations it holds."""
+    users it holds ([first, last) among all) and where their ids are, and what the
+    assessing process keeps of it — per user its rows and visits, and the locations it
+    holds."""
 
     worker: str
     path: str
     first: int
     last: int
+    ids: str  # where the worker keeps its users' ids (cluster_select.ids_path)
     rows: np.ndarray  # int32 per user
     visits: np.ndarray  # float per user (the visits coverage)
     used: np.ndarray  # the location codes it holds, ascending
@@ -221,6 +231,7 @@ def range_view(
         path,
         first,
         first + told.users,
+        ids_path(told),
         rows,
         view.coverage("visits"),
         np.flatnonzero(held),

@@ -105,7 +105,7 @@ def _store(folder: Path, selection: Selection, dropped: dict[str, int], key: str
     folder.parent.mkdir(parents=True, exist_ok=True)
     with atomic_folder(folder, is_cache) as tmp:
         selection.points.to_parquet(tmp / "points.parquet", index=False)
-        pd.DataFrame({"user": selection.user_ids.astype(str)}).to_parquet(
+        pd.DataFrame({"user": selection.ids.astype(str)}).to_parquet(
             tmp / "users.parquet", index=False
         )
         if selection.locations is not None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -33,13 +33,24 @@ if TYPE_CHECKING:
     import shapely
 
 
+class IdsKept(Protocol):
+    """User ids kept where the points are (cluster_select.KeptIds, on Dask workers): how
+    many, and all of them here when asked."""
+
+    def __len__(self) -> int: ...
+
+    def gathered(self) -> np.ndarray: ...
+
+
 @dataclass
 class Selection:
     """The selected raw data: the users U and their points in a projected CRS."""
 
     points: pd.DataFrame  # user (int32 code), time (int64 ns), x, y
     # [, location (int32 code of a tower or segment)] [, trip (int64), leave (int64 ns)]
-    user_ids: np.ndarray  # original user id per code
+    # original user id per code; with the Dask engine, kept where the points stay
+    # (cluster_select.KeptIds, with `placed`)
+    user_ids: np.ndarray | IdsKept
     crs: str
     locations: pd.DataFrame | None = None  # per location code: label, lon, lat
     geometry: np.ndarray | None = None  # per location code: segment LineString in the CRS
@@ -51,7 +62,13 @@ class Selection:
 
     @property
     def n_users(self) -> int:
-        return int(self.user_ids.shape[0])
+        return len(self.user_ids)
+
+    @property
+    def ids(self) -> np.ndarray:
+        """The user ids here, gathered from the workers that keep them, if they do."""
+        ids = self.user_ids
+        return ids if isinstance(ids, np.ndarray) else ids.gathered()
 
     def drop_points(self) -> None:
         """Let the points go (an empty frame of the same columns stays): once every

@@ -16,7 +16,14 @@ FLOORS: list[tuple[str, ...]] = [
     # the ground floor
     ("errors", "units", "columns", "arrays", "heap", "space", "projections", "config", "io"),
     ("engine",),
-    ("select", "cluster_select", "cluster_ranges", "cluster_scratch", "cluster_input"),
+    (
+        "select",
+        "cluster_select",
+        "cluster_ranges",
+        "cluster_scratch",
+        "cluster_tasks",
+        "cluster_input",
+    ),
     ("cluster_views", "prepare"),
     ("dataviews",),
     ("attacks",),

@@ -4,9 +4,10 @@ is swapped in by the caller, io/atomic.py)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -41,6 +42,9 @@ if TYPE_CHECKING:
 
     from prudence_cli.dataviews.base import Dataview
     from prudence_cli.dataviews.on_workers import KeptView
+    from prudence_cli.measures.kept_mobility import KeptProfile
+    from prudence_cli.measures.mobility import Measured, Profile
+    from prudence_cli.select import IdsKept
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9=,._-]+")  # characters a file name made of labels avoids
 
@@ -65,27 +69,36 @@ class CatalogWriter:
         write_table(locations, self.folder / locations_name(path), text=LOCATIONS_TEXT)
         return path
 
-    def write_kept(self, view: KeptView, user_ids: np.ndarray, locations: pd.DataFrame) -> str:
+    def write_kept(self, view: KeptView, locations: pd.DataFrame) -> str:
         """A dataview kept on the workers: its table written by them as a folder of parts
         (catalog/tables.py) when every worker holding its people sees the catalog's
         folder, else in parts made there and written here (`write_dataview`); its
         locations; returns the table's name in the catalog."""
         path = f"dataviews/{view.id}{PARQUET}"
-        if not view.written(self.folder / path, user_ids, PART, write_view_part):
-            return self.write_dataview(view.id, view.table_parts(user_ids, ROW_GROUP), locations)
+        if not view.sees(self.folder):
+            return self.write_dataview(view.id, view.table_parts(ROW_GROUP), locations)
+        view.written(self.folder / path, PART, write_view_part)
         write_table(locations, self.folder / locations_name(path), text=LOCATIONS_TEXT)
         return path
 
     def write_view(
         self,
         view: Dataview,
-        user_ids: np.ndarray,
+        user_ids: np.ndarray | IdsKept,
         risks: dict[str, np.ndarray],
         locations: pd.DataFrame,
         **entry: Any,
     ) -> DataviewEntry:
         """Write a dataview, with `locations` (the locations table it names), and its
-        risks; its manifest entry, with the fields `entry` adds."""
+        risks; its manifest entry, with the fields `entry` adds. A view kept on the Dask
+        workers is written from there, with the ids they keep (`user_ids` is not read)."""
+        if view.on_workers:
+            kept = cast("KeptView", view)
+            file, risks_file = self.write_kept(kept, locations), self._kept_risks(kept, risks)
+        else:
+            ids = _here(user_ids)
+            file = self.write_dataview(view.id, view.table_parts(ids, ROW_GROUP), locations)
+            risks_file = self.write_risks(view.id, ids, risks)
         return DataviewEntry(
             id=view.id,
             format=view.format,
@@ -94,41 +107,68 @@ class CatalogWriter:
             locations=len(locations),
             rows=view.rows,
             visits=int(view.coverage("visits").sum()),
-            file=self.write_kept(cast("KeptView", view), user_ids, locations)
-            if view.on_workers
-            else self.write_dataview(view.id, view.table_parts(user_ids, ROW_GROUP), locations),
-            risks=self.write_risks(view.id, user_ids, risks),
+            file=file,
+            risks=risks_file,
             **entry,
         )
 
     def write_risks(self, view_id: str, user_ids: np.ndarray, risks: dict[str, np.ndarray]) -> str:
         """Per person of U (original id, as text): one float64 risk column per attack
         level; returns the file's name in the catalog."""
-        import numpy as np
-        import pandas as pd
-
         path = f"risks/{view_id}{PARQUET}"
-        columns = {name: np.asarray(values, dtype=np.float64) for name, values in risks.items()}
-        write_table(pd.DataFrame({"user": user_ids, **columns}), self.folder / path, RISKS_TEXT)
+        write_table(risks_frame(user_ids, risks), self.folder / path, RISKS_TEXT)
+        return path
+
+    def _kept_risks(self, view: KeptView, risks: dict[str, np.ndarray]) -> str:
+        """`write_risks` of a view kept on the workers: each range's part made there."""
+        path = f"risks/{view.id}{PARQUET}"
+        slices = [{k: r[b.first : b.last] for k, r in risks.items()} for b in view.ranges]
+        arguments = [(future,) for future in view.scattered(slices)]
+        self._kept_people(view, path, RISKS_TEXT, risks_frame, arguments)
         return path
 
     def write_measures(
-        self, view_id: str, user_ids: np.ndarray, people: pd.DataFrame, places: pd.DataFrame
+        self,
+        view: Dataview,
+        people: Measured,
+        user_ids: np.ndarray | IdsKept,
+        places: pd.DataFrame,
     ) -> str:
-        """Per person of U (original id, as text), the mobility measures of `people` (one
-        row per person, in the order of U); per location (its label) those of `places`;
-        returns the people's file name in the catalog (the places' is `places_name` of it)."""
-        import pandas as pd
-
-        path = f"measures/{view_id}{PARQUET}"
+        """Per person of U (original id, as text, then one column per measure of
+        `people`); per location (its label) the measures of `places`; returns the
+        people's file name in the catalog (the places' is `places_name` of it). A view
+        kept on the Dask workers has its people's measures written from there, with the
+        ids they keep."""
+        path = f"measures/{view.id}{PARQUET}"
         (self.folder / "measures").mkdir(exist_ok=True)
-        write_table(
-            pd.concat([pd.DataFrame({"user": user_ids}), people.reset_index(drop=True)], axis=1),
-            self.folder / path,
-            RISKS_TEXT,
-        )
+        if view.on_workers:
+            frames = cast("KeptProfile", people).kept_people.frames
+            arguments = [(frame,) for frame in frames]
+            self._kept_people(cast("KeptView", view), path, RISKS_TEXT, measures_frame, arguments)
+        else:
+            frame = measures_frame(_here(user_ids), cast("Profile", people).people)
+            write_table(frame, self.folder / path, RISKS_TEXT)
         write_table(places, self.folder / places_name(path), PLACES_TEXT)
         return path
+
+    def _kept_people(
+        self,
+        view: KeptView,
+        path: str,
+        text: Sequence[str],
+        make: Callable[..., pd.DataFrame],
+        arguments: Sequence[tuple[Any, ...]],
+    ) -> None:
+        """A per-person table of a view kept on the workers, range k's part made there by
+        `make(its users' ids, *arguments[k])`: written by the workers as a folder of parts
+        when they see the catalog's folder, else here, part after part, as one file."""
+        target = self.folder / path
+        if view.sees(self.folder):
+            view.people_written(
+                target, PART, functools.partial(_part_written, text=text), make, arguments
+            )
+        else:
+            write_parts(view.people_parts(make, arguments), target, text)
 
     def write_mobility(
         self, distortion: pd.DataFrame, correlation: pd.DataFrame
@@ -169,6 +209,34 @@ class CatalogWriter:
             self.folder / MANIFEST, json.dumps(manifest.to_json(), indent=2, default=str) + "\n"
         )
         return manifest
+
+
+def risks_frame(user_ids: np.ndarray, risks: dict[str, np.ndarray]) -> pd.DataFrame:
+    """The risks table's rows of these people: their ids, then a column per level."""
+    import numpy as np
+    import pandas as pd
+
+    columns = {name: np.asarray(values, dtype=np.float64) for name, values in risks.items()}
+    return pd.DataFrame({"user": user_ids, **columns})
+
+
+def measures_frame(user_ids: np.ndarray, people: pd.DataFrame) -> pd.DataFrame:
+    """The measures table's rows of these people: their ids, then their measures."""
+    import pandas as pd
+
+    return pd.concat([pd.DataFrame({"user": user_ids}), people.reset_index(drop=True)], axis=1)
+
+
+def _part_written(frame: pd.DataFrame, path: str, text: Sequence[str]) -> None:
+    """A part of a per-person table written by the worker that made it."""
+    write_table(frame, Path(path), text)
+
+
+def _here(user_ids: np.ndarray | IdsKept) -> np.ndarray:
+    """The ids, gathered from the workers when they keep them."""
+    import numpy as np
+
+    return user_ids if isinstance(user_ids, np.ndarray) else user_ids.gathered()
 
 
 def write_view_part(view: Dataview, user_ids: np.ndarray, path: str) -> None:

@@ -6,9 +6,12 @@ person (the rows and visits of each) and per place (the locations the view holds
 never the view's rows.
 
 The attacks whose levels are made in ranges of users (attacks/ranged.py) make them from
-these ranges where they are; the dataview's table is written from them a row group at a
-time. What needs the whole view (another attack, the mobility measures of people and
-places together) gathers it (`whole`): the same view a local run builds, row for row.
+these ranges where they are. The catalog's per-person tables — the dataview's rows, the
+risks, the mobility measures — are made range by range on the workers, with the ids
+each keeps (cluster_select.KeptIds), and written there as a folder of parts when the
+workers see the catalog's folder (`sees`), else here, part after part. What needs the
+whole view (an attack whose levels are not made in ranges) gathers it (`whole`): the
+same view a local run builds, row for row.
 """
 
 from __future__ import annotations
@@ -16,8 +19,8 @@ from __future__ import annotations
 import os
 import threading
 import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -25,8 +28,8 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import pandas as pd
 
-from prudence_cli.cluster_input import pinned, windowed
-from prudence_cli.cluster_select import read_back
+from prudence_cli.cluster_select import read_back, read_ids
+from prudence_cli.cluster_tasks import pinned, windowed
 from prudence_cli.cluster_views import Built, PointsOnWorkers
 from prudence_cli.dataviews import coverage as covered
 from prudence_cli.dataviews.base import (
@@ -44,6 +47,10 @@ if TYPE_CHECKING:
 
 # writes a view's table, with the ids of its users, to a path (catalog/writer.py)
 Write = Callable[[Dataview, np.ndarray, str], None]
+# makes a range's part of a per-person table: (its users' ids, *arguments) -> the part
+Make = Callable[..., pd.DataFrame]
+# writes a part of a per-person table to a path (catalog/writer.py)
+WriteFrame = Callable[[pd.DataFrame, str], None]
 
 
 @dataclass(frozen=True)
@@ -109,6 +116,7 @@ class KeptView:
     locations: pd.DataFrame
     built: list[Built]
     placed: PointsOnWorkers
+    _seen: dict[str, bool] = field(default_factory=dict, repr=False)  # `sees`, by folder
 
     additive = True
     on_workers = True
@@ -175,64 +183,106 @@ class KeptView:
         calls = [(b.worker, (b.path, b.first, b.last)) for b in held]
         return first, runner.pinned(_range_of, calls)
 
-    def table_parts(self, user_ids: np.ndarray, rows: int) -> Iterator[pd.DataFrame]:
-        """`Dataview.table_parts`: the table in parts of whole users, about `rows` rows
-        each, each made on the worker holding its users (a few at a time, in order)."""
+    def table_parts(self, rows: int) -> Iterator[pd.DataFrame]:
+        """The view's table (`Dataview.table_parts`) in parts of whole users, about `rows`
+        rows each, each made on the worker holding its users, with their ids there (a
+        few at a time, in order)."""
         cuts: list[tuple[Built, int, int]] = []
         for b in self.ranges:
             offsets = np.r_[0, np.cumsum(b.rows, dtype=np.int64)]
             inner = np.searchsorted(offsets, np.arange(rows, int(offsets[-1]), rows))
             bounds = np.unique(np.r_[0, inner, b.last - b.first]).tolist()
             cuts += [(b, lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
-        if not cuts:
-            yield self.whole().table(user_ids)
-            return
         client = self.placed.kept.client
 
         def submit(i: int) -> Any:
             b, lo, hi = cuts[i]
-            ids = user_ids[b.first + lo : b.first + hi]
-            return pinned(client, b.worker, _range_table, b.path, lo, hi, ids, i)
+            return pinned(client, b.worker, _range_table, b.path, b.ids, lo, hi, i)
 
-        waiting: dict[int, pd.DataFrame] = {}
-        following = 0
-        for i, part in windowed(client, range(len(cuts)), submit, _holders(self.ranges)):
-            waiting[i] = part
-            while following in waiting:
-                yield waiting.pop(following)
-                following += 1
+        yield from _in_order(windowed(client, range(len(cuts)), submit, _holders(self.ranges)))
 
-    def written(self, target: Path, user_ids: np.ndarray, part: str, write: Write) -> bool:
-        """Whether the workers holding the view's people see the folder of `target`; if
-        so, the table written by them as the folder `target` of parts, the k-th range's
-        by `write(view of its rows, their user ids, path)` at `part.format(k)`."""
+    def sees(self, folder: Path) -> bool:
+        """Whether every worker holding the view's people sees `folder` (a shared file
+        system): a probe file written there, and each asked (once per folder)."""
+        key = str(folder)
+        if key not in self._seen:
+            client = self.placed.kept.client
+            holders = _holders(self.ranges)
+            workers = sorted(holders)
+            probe = folder / f".probe-{uuid.uuid4().hex}"
+            probe.touch()
+            try:
+
+                def seen(i: int) -> Any:
+                    return pinned(client, workers[i], _sees, str(probe), i)
+
+                found = dict(windowed(client, range(len(workers)), seen, holders))
+            finally:
+                probe.unlink()
+            self._seen[key] = all(found.values())
+        return self._seen[key]
+
+    def written(self, target: Path, part: str, write: Write) -> None:
+        """The view's table written by the workers (which must see its folder, `sees`) as
+        the folder `target` of parts: the k-th range's by `write(view of its rows, their
+        user ids, path)` at `part.format(k)`."""
         client = self.placed.kept.client
         held = self.ranges
-        holders = _holders(held)
-        probe = target.parent / f".probe-{uuid.uuid4().hex}"
-        probe.touch()
-        try:
-            workers = sorted(holders)
-
-            def seen(i: int) -> Any:
-                return pinned(client, workers[i], _sees, str(probe), i)
-
-            sees = dict(windowed(client, range(len(workers)), seen, holders))
-        finally:
-            probe.unlink()
-        if not all(sees.values()):
-            return False
         target.mkdir()
 
         def submit(i: int) -> Any:
-            b = held[i]
-            path = str(target / part.format(i))
-            ids = user_ids[b.first : b.last]
-            return pinned(client, b.worker, _range_written, b.path, ids, path, write, i)
+            b, path = held[i], str(target / part.format(i))
+            return pinned(client, b.worker, _range_written, b.path, b.ids, path, write, i)
 
-        for _ in windowed(client, range(len(held)), submit, holders):
+        for _ in windowed(client, range(len(held)), submit, _holders(held)):
             pass
-        return True
+
+    def scattered(self, values: Sequence[Any]) -> list[Any]:
+        """Each of `values` sent to the worker holding the range of the same rank (a
+        range's own part of a per-person vector): futures, one per range."""
+        client = self.placed.kept.client
+        return [  # each in a list: Dask would scatter a dict's values one by one, by its keys
+            client.scatter([value], workers=[b.worker], hash=False)[0]
+            for value, b in zip(values, self.ranges, strict=True)
+        ]
+
+    def people_parts(
+        self, make: Make, arguments: Sequence[tuple[Any, ...]]
+    ) -> Iterator[pd.DataFrame]:
+        """A per-person table of the view's users in parts, one per range in user order:
+        range k's made on its worker by `make(its users' ids, *arguments[k])` (a few at a
+        time)."""
+        client = self.placed.kept.client
+        held = self.ranges
+
+        def submit(i: int) -> Any:
+            return pinned(client, held[i].worker, _made, held[i].ids, make, arguments[i], i)
+
+        yield from _in_order(windowed(client, range(len(held)), submit, _holders(held)))
+
+    def people_written(
+        self,
+        target: Path,
+        part: str,
+        write: WriteFrame,
+        make: Make,
+        arguments: Sequence[tuple[Any, ...]],
+    ) -> None:
+        """`people_parts` written by the workers (which must see the folder of `target`,
+        `sees`) as the folder `target` of parts: range k's by `write(part, path)` at
+        `part.format(k)`."""
+        client = self.placed.kept.client
+        held = self.ranges
+        target.mkdir()
+
+        def submit(i: int) -> Any:
+            b, path = held[i], str(target / part.format(i))
+            return pinned(
+                client, b.worker, _made_written, b.ids, make, arguments[i], write, path, i
+            )
+
+        for _ in windowed(client, range(len(held)), submit, _holders(held)):
+            pass
 
     def close(self) -> None:
         """The view's ranges removed from the workers' disks (the run's folder goes at its
@@ -265,22 +315,33 @@ def _holders(ranges: list[Built]) -> set[str]:
     return {b.worker for b in ranges}
 
 
-_loaded = threading.local()  # the range view a worker's thread read last
+_loaded = threading.local()  # the range view and ids a worker's thread read last
 
 
-def _view_at(path: str) -> Dataview:
-    """The range view kept at `path` on this worker, read once for the tasks that follow
-    on the same range (a table written part after part)."""
+def _view_at(path: str, ids: str) -> tuple[Dataview, np.ndarray]:
+    """The range view kept at `path` on this worker, and its users' ids kept at `ids`,
+    read once for the tasks that follow on the same range (a table written part after
+    part)."""
     last = getattr(_loaded, "last", None)
     if last is None or last[0] != path:
         _loaded.last = None  # the previous one goes before the next is read
-        _loaded.last = (path, read_back(path))
-    view: Dataview = _loaded.last[1]
-    return view
+        _loaded.last = (path, read_back(path), read_ids(ids))
+    return _loaded.last[1], _loaded.last[2]
 
 
 def _forget() -> None:
     _loaded.last = None
+
+
+def _in_order(found: Iterable[tuple[int, pd.DataFrame]]) -> Iterator[pd.DataFrame]:
+    """The parts numbered 0, 1, ... as they come, in their order."""
+    waiting: dict[int, pd.DataFrame] = {}
+    following = 0
+    for i, part in found:
+        waiting[i] = part
+        while following in waiting:
+            yield waiting.pop(following)
+            following += 1
 
 
 def _range_of(path: str, first: int, last: int) -> ViewRange:
@@ -288,9 +349,9 @@ def _range_of(path: str, first: int, last: int) -> ViewRange:
     return ViewRange(view, first, last)
 
 
-def _range_table(path: str, lo: int, hi: int, user_ids: np.ndarray, i: int) -> tuple[int, Any]:
-    view = _view_at(path)
-    table = view.users(lo, hi).table(user_ids)
+def _range_table(path: str, ids: str, lo: int, hi: int, i: int) -> tuple[int, Any]:
+    view, user_ids = _view_at(path, ids)
+    table = view.users(lo, hi).table(user_ids[lo:hi])
     if hi == view.n_users:
         _forget()
     return i, table
@@ -305,8 +366,17 @@ def _sees(path: str, i: int) -> tuple[int, bool]:
     return i, os.path.exists(path)
 
 
-def _range_written(
-    path: str, user_ids: np.ndarray, target: str, write: Write, i: int
+def _range_written(path: str, ids: str, target: str, write: Write, i: int) -> tuple[int, None]:
+    write(read_back(path), read_ids(ids), target)
+    return i, None
+
+
+def _made(ids: str, make: Make, arguments: tuple[Any, ...], i: int) -> tuple[int, pd.DataFrame]:
+    return i, make(read_ids(ids), *arguments)
+
+
+def _made_written(
+    ids: str, make: Make, arguments: tuple[Any, ...], write: WriteFrame, target: str, i: int
 ) -> tuple[int, None]:
-    write(read_back(path), user_ids, target)
+    write(make(read_ids(ids), *arguments), target)
     return i, None

@@ -24,11 +24,12 @@ from prudence_cli.catalog.query import Levels, dataview_entries
 from prudence_cli.catalog.records import DataviewEntry, MobilityEntry
 from prudence_cli.config.mobility import MEASURES, PERSON_MEASURES, THRESHOLDS, MobilityConfig
 from prudence_cli.errors import CatalogError
-from prudence_cli.measures.mobility import Profile, measures_for, visits_of
+from prudence_cli.measures.mobility import Measured, Profile, measures_for, visits_of
 
 if TYPE_CHECKING:
     from prudence_cli.dataviews.base import Dataview
     from prudence_cli.dataviews.on_workers import KeptView
+    from prudence_cli.select import IdsKept
 
 # rows of a dataview from which `assess` measures it while its attacks run (Measurer)
 BACKGROUND_ROWS = 200_000
@@ -46,7 +47,7 @@ class ViewMobility:
     """One dataview's measures (`profile`) and, per attack level, their distortion by
     risk threshold and their correlation with risk."""
 
-    profile: Profile
+    profile: Measured
     distortion: pd.DataFrame
     correlation: pd.DataFrame
 
@@ -69,7 +70,7 @@ def view_mobility(
 
 def view_profile(
     view: Dataview, crs: str, trips: bool, measures: Sequence[str] | None = None
-) -> Profile | None:
+) -> Measured | None:
     """A dataview's measures, which no risk changes (None when its format holds no
     places)."""
     if view.on_workers:  # measured where its rows are
@@ -81,15 +82,14 @@ def view_profile(
 
 
 def levels_mobility(
-    profile: Profile,
+    profile: Measured,
     risks: Mapping[str, np.ndarray],
     keys: Mapping[str, str],
     thresholds: Sequence[float] = THRESHOLDS,
 ) -> ViewMobility:
     """`view_mobility` from the dataview's measures."""
     levels = list(risks)
-    distortion = [profile.by_threshold(risks[level], thresholds) for level in levels]
-    correlation = [profile.correlation(risks[level]) for level in levels]
+    distortion, correlation = profile.compared([risks[level] for level in levels], thresholds)
     return ViewMobility(
         profile, _keyed(distortion, levels, keys), _keyed(correlation, levels, keys)
     )
@@ -217,7 +217,7 @@ class _Measuring(threading.Thread):
     def __init__(self, view: Dataview, crs: str, trips: bool, measures: Sequence[str] | None):
         super().__init__(name="prudence-measures", daemon=True)
         self._arguments: tuple[Any, ...] | None = (view, crs, trips, measures)
-        self._profile: Profile | None = None
+        self._profile: Measured | None = None
         self._error: BaseException | None = None
 
     def run(self) -> None:
@@ -229,7 +229,7 @@ class _Measuring(threading.Thread):
         finally:
             self._arguments = None  # the view goes with the thread's last reference
 
-    def profile(self) -> Profile | None:
+    def profile(self) -> Measured | None:
         self.join()
         if self._error is not None:
             raise self._error
@@ -279,7 +279,7 @@ class Measurer:
     def add(
         self,
         view: Dataview,
-        user_ids: np.ndarray,
+        user_ids: np.ndarray | IdsKept,
         risks: Mapping[str, np.ndarray],
         keys: Mapping[str, str],
     ) -> str | None:
@@ -300,7 +300,7 @@ class Measurer:
         found = levels_mobility(profile, risks, keys, self.setting.thresholds)
         labels = view.locations["label"].to_numpy()
         places = profile.places.assign(location=labels[profile.places["location"].to_numpy()])
-        name = self.writer.write_measures(view.id, user_ids, profile.people, places)
+        name = self.writer.write_measures(view, profile, user_ids, places)
         self.distortion.append(found.distortion)
         self.correlation.append(found.correlation)
         self.seconds += time.perf_counter() - started

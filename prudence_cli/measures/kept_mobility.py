@@ -1,10 +1,13 @@
 """The mobility measures (measures/mobility.py) of a dataview kept on the Dask workers
-(dataviews/on_workers.py), computed there: the assessing process receives per-person
-measures and per-place values, never the view's rows.
+(dataviews/on_workers.py), computed and compared there: the assessing process receives
+per-place values and a few numbers per measure and risk threshold, never the view's
+rows nor a person's measures.
 
 - A person's measures are of their rows alone: each range of users is measured on the
-  worker whose disk holds it, and the ranges' tables, one after the other, are the
-  people's table of a local run.
+  worker whose disk holds it, and kept there; the ranges' tables, one after the other,
+  are the people's table of a local run. They are compared with the people kept at
+  each risk threshold, and correlated with risk, on the workers too
+  (measures/kept_compare.py).
 - A place's entropy sums over the people visiting it: the (person, location) pairs are
   sent to shards by location (a location's pairs all to one shard, in person order), and
   each shard sums its locations' pairs in the order a local run sums them (places.Tables,
@@ -21,18 +24,28 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from prudence_cli.config.mobility import LOCATION_MEASURES
-from prudence_cli.measures.mobility import Profile, Visits, person_measures, places_xy
+from prudence_cli.config.mobility import LOCATION_MEASURES, PERSON_MEASURES, THRESHOLDS
+from prudence_cli.measures.distributions import finite_sorted
+from prudence_cli.measures.kept_compare import KeptPeople, RangeSample, range_samples
+from prudence_cli.measures.mobility import (
+    COMPARED,
+    Visits,
+    person_measures,
+    place_rows,
+    places_xy,
+)
 from prudence_cli.measures.places import Tables, measures_for
 
 if TYPE_CHECKING:
     from prudence_cli.dataviews.on_workers import KeptView
 
 
-def kept_profile(view: KeptView, crs: str, chosen: Sequence[str] | None = None) -> Profile | None:
-    """The Profile of a view kept on the workers (None when its locations are not
+def kept_profile(
+    view: KeptView, crs: str, chosen: Sequence[str] | None = None
+) -> KeptProfile | None:
+    """The profile of a view kept on the workers (None when its locations are not
     places); a presence or probability view: no trips."""
-    from prudence_cli.cluster_input import pinned, windowed  # Dask's: only then
+    from prudence_cli.cluster_tasks import pinned, windowed  # Dask's: only then
 
     xy = places_xy(view.format, view.locations, crs)
     if xy is None:
@@ -47,12 +60,15 @@ def kept_profile(view: KeptView, crs: str, chosen: Sequence[str] | None = None) 
         pinned(client, b.worker, _range_measured, b.path, b.first, places, chosen, len(workers))
         for b in ranges
     ]
+    frames = [
+        pinned(client, b.worker, _people_of, m) for b, m in zip(ranges, measured, strict=True)
+    ]
 
     def small(i: int) -> Any:
         return pinned(client, ranges[i].worker, _small, measured[i], i)
 
     found = dict(windowed(client, range(len(ranges)), small, holders))
-    people = [found[i][0] for i in range(len(ranges))]
+    samples = [found[i][0] for i in range(len(ranges))]
     tops = [found[i][1] for i in range(len(ranges))]
     shards = [
         client.submit(
@@ -73,13 +89,58 @@ def kept_profile(view: KeptView, crs: str, chosen: Sequence[str] | None = None) 
         np.concatenate([t[0] for t in tops]) if tops else np.zeros(0, np.int32),
         np.concatenate([t[1] for t in tops]) if tops else np.zeros(0, np.int32),
     )
-    frame = (
-        pd.concat(people, ignore_index=True)
-        if people
-        else person_measures(_no_visits(view.n_users, xy), chosen)
-    )
+    columns = [m for m in measures_for(False, chosen) if m in PERSON_MEASURES]
+    first = np.array([b.first for b in ranges] + [view.n_users], dtype=np.int64)
+    if not ranges:  # nobody: no range to keep them
+        first = np.array([0, view.n_users], dtype=np.int64)
+        nobody = person_measures(_no_visits(view.n_users, xy), chosen)
+        frames = [client.scatter(nobody, hash=False)]
+        samples = [range_samples(nobody)]
+    workers_of = [b.worker for b in ranges] if ranges else None
+    people = KeptPeople(client, frames, first, samples, columns, holders, None, workers_of)
     tables = KeptPlaces(client, shards, top, n_locations, holders | set(workers))
-    return Profile.of(tables, frame, chosen)
+    return KeptProfile(people, tables, chosen)
+
+
+class KeptProfile:
+    """A Profile (measures/mobility.py) whose people's measures stay on the workers:
+    compared there (`KeptPeople`), the places' side as a local Profile's."""
+
+    def __init__(self, people: KeptPeople, tables: KeptPlaces, chosen: Sequence[str] | None):
+        self.kept_people = people
+        self.tables = tables
+        self.chosen = chosen
+        self.places = tables.locations(chosen)
+        self._sorted = {  # each place measure's full distribution, sorted once
+            ("location", n): finite_sorted(self.places[n].to_numpy(dtype=float))
+            for n in self.places.columns
+            if n != "location"
+        }
+        self._place_rows: dict[bytes, list[dict[str, Any]]] = {}
+
+    def compared(
+        self, risks: Sequence[np.ndarray], thresholds: Sequence[float] = THRESHOLDS
+    ) -> tuple[list[pd.DataFrame], list[pd.DataFrame]]:
+        """Profile.compared: the same tables."""
+        people, correlation = self.kept_people.compared(risks, thresholds)
+        frames = []
+        for risk, rows in zip(risks, people, strict=True):
+            found = [
+                {"threshold": t, **row}
+                for t, person_rows in zip(thresholds, rows, strict=True)
+                for row in person_rows + self._places_kept(risk <= t)
+            ]
+            frames.append(pd.DataFrame(found, columns=["threshold", *COMPARED]))
+        return frames, correlation
+
+    def _places_kept(self, people: np.ndarray) -> list[dict[str, Any]]:
+        """The place measures' rows for the people where `people` is True (each mask of
+        people measured once)."""
+        key = np.packbits(people).tobytes()
+        if key not in self._place_rows:
+            measured = self.tables.measured(self.chosen, people=people)
+            self._place_rows[key] = place_rows(self._sorted, measured)
+        return self._place_rows[key]
 
 
 @dataclass
@@ -109,7 +170,7 @@ class KeptPlaces:
     def _measured(
         self, chosen: Sequence[str] | None, visited: np.ndarray | None, people: np.ndarray | None
     ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        from prudence_cli.cluster_input import windowed  # Dask's: only here
+        from prudence_cli.cluster_tasks import windowed  # Dask's: only here
 
         names = [m for m in measures_for(False, chosen) if m in LOCATION_MEASURES]
         entropy = "location_entropy" in names
@@ -175,10 +236,17 @@ def _range_measured(
     return people, (top, (top_person + first).astype(np.int32)), pieces
 
 
+def _people_of(measured: tuple[pd.DataFrame, Any, Any]) -> pd.DataFrame:
+    """A range's people measures, kept on its worker."""
+    return measured[0]
+
+
 def _small(
     measured: tuple[pd.DataFrame, tuple[np.ndarray, np.ndarray], Any], i: int
-) -> tuple[int, tuple[pd.DataFrame, tuple[np.ndarray, np.ndarray]]]:
-    return i, (measured[0], measured[1])
+) -> tuple[int, tuple[dict[str, RangeSample], tuple[np.ndarray, np.ndarray]]]:
+    """What the assessing process hears of a range's measures: a sample of each person
+    measure, and each person's most visited place."""
+    return i, (range_samples(measured[0]), measured[1])
 
 
 def _piece(

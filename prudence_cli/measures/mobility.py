@@ -39,7 +39,7 @@ are in measures/distributions.py.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -79,6 +79,17 @@ class Places(Protocol):
         visited: np.ndarray | None = None,
         people: np.ndarray | None = None,
     ) -> dict[str, np.ndarray]: ...
+
+
+class Measured(Protocol):
+    """A dataview's measures as `assess` compares and stores them: a Profile, or the
+    same kept on the Dask workers (measures/kept_mobility.KeptProfile)."""
+
+    places: pd.DataFrame  # per location visited: its code, then its measures
+
+    def compared(
+        self, risks: Sequence[np.ndarray], thresholds: Sequence[float] = THRESHOLDS
+    ) -> tuple[list[pd.DataFrame], list[pd.DataFrame]]: ...
 
 
 # the columns of a comparison (Profile.compare), per measure
@@ -294,8 +305,7 @@ class Profile:
                     **sorted_quantiles(full[kept]),
                 }
             )
-        places = self.tables.measured(self.chosen, people=people)
-        return rows + self._rows({}, places)
+        return rows + place_rows(self._sorted, self.tables.measured(self.chosen, people=people))
 
     def values_at(self, people: np.ndarray) -> dict[str, np.ndarray]:
         """Each measure's values on the people where `people` is True, the location
@@ -323,6 +333,15 @@ class Profile:
     def correlation(self, risk: np.ndarray) -> pd.DataFrame:
         return risk_correlation(self._columns, risk, self._ranks)
 
+    def compared(
+        self, risks: Sequence[np.ndarray], thresholds: Sequence[float] = THRESHOLDS
+    ) -> tuple[list[pd.DataFrame], list[pd.DataFrame]]:
+        """`by_threshold` and `correlation` under each of `risks`."""
+        return (
+            [self.by_threshold(risk, thresholds) for risk in risks],
+            [self.correlation(risk) for risk in risks],
+        )
+
     def compare(self, people: pd.DataFrame, places: pd.DataFrame) -> pd.DataFrame:
         """Per measure, these people's and places' distribution against the full one."""
         return pd.DataFrame(
@@ -333,19 +352,32 @@ class Profile:
     def _rows(
         self, people: dict[str, np.ndarray], places: dict[str, np.ndarray]
     ) -> list[dict[str, Any]]:
-        rows = []
-        for kind, columns in (("person", people), ("location", places)):
-            for name, values in columns.items():
-                left = finite_sorted(values)
-                rows.append(
-                    {
-                        "kind": kind,
-                        "measure": name,
-                        **compare_sorted(self._sorted[kind, name], left),
-                        **sorted_quantiles(left),
-                    }
-                )
-        return rows
+        return _compared_rows(self._sorted, "person", people) + place_rows(self._sorted, places)
+
+
+def place_rows(
+    full: Mapping[tuple[str, str], np.ndarray], places: Mapping[str, np.ndarray]
+) -> list[dict[str, Any]]:
+    """Per location measure of `places`, its distribution against the full one (`full`,
+    sorted, by ("location", measure))."""
+    return _compared_rows(full, "location", places)
+
+
+def _compared_rows(
+    full: Mapping[tuple[str, str], np.ndarray], kind: str, columns: Mapping[str, np.ndarray]
+) -> list[dict[str, Any]]:
+    rows = []
+    for name, values in columns.items():
+        left = finite_sorted(values)
+        rows.append(
+            {
+                "kind": kind,
+                "measure": name,
+                **compare_sorted(full[kind, name], left),
+                **sorted_quantiles(left),
+            }
+        )
+    return rows
 
 
 def _arrays(frame: pd.DataFrame) -> dict[str, np.ndarray]:

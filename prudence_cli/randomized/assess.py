@@ -68,7 +68,7 @@ def assess_profiles(
             rows.append({"dataview": view.id, **dims, **row})
         split_at = pd.Timestamp(view.split, tz="UTC").isoformat()
         views_meta.append(
-            writer.write_view(view, selection.user_ids, {}, view.locations, split=split_at)
+            writer.write_view(view, selection.ids, {}, view.locations, split=split_at)
         )
     table = randomized_frame(rows, config, knowledge)
     table.to_csv(writer.folder / RANDOMIZED, index=False)

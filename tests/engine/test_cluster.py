@@ -134,6 +134,8 @@ def _tasks_run(address: str) -> tuple[dict[str, int], list[int]]:
             or name in ("range_cells", "range_view", "keyed_part", "census", "cut")
             or name in ("join_piece", "range_of", "range_written", "range_whole")
             or name in ("range_measured", "shard_measured")
+            or name in ("cut_range", "joined_bucket", "first_pass", "third_pass")
+            or name in ("made_written", "ids_at")
         }
 
     def transitions(dask_worker) -> int:
@@ -237,6 +239,11 @@ def test_assess_on_a_scheduler_and_two_worker_processes_gives_the_local_catalog(
         assert tasks["range_of"] > 0 and tasks["range_written"] > 0
         assert tasks["range_measured"] > 0 and tasks["shard_measured"] > 0
         assert tasks.get("range_whole", 0) == 0  # never gathered
+        # the people's measures compared in buckets of values there, and the risks and
+        # measures written there with the ids the workers keep: no id ever came back
+        assert tasks["cut_range"] > 0 and tasks["joined_bucket"] > 0
+        assert tasks["first_pass"] > 0 and tasks["third_pass"] > 0
+        assert tasks["made_written"] > 0 and tasks.get("ids_at", 0) == 0
         stored = _config(tmp_path, parts, url, {"endpoint_url": endpoint})
         done = subprocess.run(
             [str(PRUDENCE), "assess", str(stored), "--out", str(tmp_path / "store")]

@@ -87,7 +87,7 @@ def test_views_kept_on_the_workers_are_the_local_ones(
     there = prepare(config, client=cluster.client).selection
     try:
         assert there.placed is not None and len(there.points) == 0  # the points stayed there
-        assert list(there.user_ids) == list(here.user_ids) and there.stats == here.stats
+        assert list(there.ids) == list(here.user_ids) and there.stats == here.stats
         ids = here.user_ids
         views = build_dataviews(here, config.dataview), build_dataviews(there, config.dataview)
         for local, kept in zip(*views, strict=True):
@@ -106,7 +106,7 @@ def test_views_kept_on_the_workers_are_the_local_ones(
             assert kept.users_in_view == local.users_in_view
             pd.testing.assert_frame_equal(kept.used_locations(), local.used_locations())
             for rows in (500, 1 << 20):
-                parts = list(kept.table_parts(ids, rows))
+                parts = list(kept.table_parts(rows))  # the ids of the workers
                 assert all(len(part) > 0 for part in parts[:-1])
                 pd.testing.assert_frame_equal(
                     pd.concat(parts, ignore_index=True), local.table(ids), check_exact=True
@@ -120,9 +120,9 @@ def test_views_kept_on_the_workers_are_the_local_ones(
                 assert (piece.first, piece.last) == (a, b)
                 assert np.array_equal(piece.view.location, local.users(a, b).location)
                 assert np.array_equal(piece.view.user, local.users(a, b).user)
-            # beside the points, only this view's ranges and its grid's pairs are kept
+            # beside the points and ids, only this view's ranges and its grid's pairs are kept
             grid = dict(kept.dimensions).get("grid")
-            kinds = {"pickle", "pickle.placed", f"pickle.pairs-{grid}", kept.id}
+            kinds = {"pickle", "pickle.placed", "pickle.ids", f"pickle.pairs-{grid}", kept.id}
             assert {name.split(".", 1)[1] for name in _files(cluster)} <= kinds
         if grids is not None and 4e7 in grids:  # the off-map cell was placed at a point
             assert np.isfinite(local.locations[["lon", "lat"]].to_numpy()).all()
@@ -155,17 +155,23 @@ def test_mobility_measured_on_the_workers_is_the_local_one(cluster, tmp_path, mo
         a = view_profile(local, here.crs, False)
         b = view_profile(kept, there.crs, False)
         assert a is not None and b is not None
-        pd.testing.assert_frame_equal(a.people, b.people, check_exact=True)
+        frames = b.kept_people.frames  # a range's people measures on each range's worker
+        assert len(frames) == 5
+        people = pd.concat([f.result() for f in frames], ignore_index=True)
+        pd.testing.assert_frame_equal(a.people, people, check_exact=True)
         pd.testing.assert_frame_equal(a.places, b.places, check_exact=True)
+        risks = []
         for share in (0.0, 0.3, 0.9, 1.0):
             people = rng.random(local.n_users) < share
             x, y = a.tables.measured(people=people), b.tables.measured(people=people)
             assert x.keys() == y.keys()
             for measure in x:
                 assert np.array_equal(x[measure], y[measure], equal_nan=True), measure
-            risk = rng.random(local.n_users)
-            pd.testing.assert_frame_equal(a.by_threshold(risk), b.by_threshold(risk))
-            pd.testing.assert_frame_equal(a.correlation(risk), b.correlation(risk))
+            risks.append(np.where(people, rng.random(local.n_users), 1.0))
+        risks.append(np.round(rng.random(local.n_users), 1))  # ties
+        for x, y in zip(a.compared(risks), b.compared(risks), strict=True):
+            for frame, same in zip(x, y, strict=True):
+                pd.testing.assert_frame_equal(frame, same, check_exact=True)
     finally:
         there.placed.close()
     assert _left(cluster) == []
@@ -223,7 +229,7 @@ def test_a_worker_lost_while_its_files_are_needed_stops_the_run():
 
     from distributed import Client, LocalCluster
 
-    from prudence_cli.cluster_input import windowed
+    from prudence_cli.cluster_tasks import windowed
 
     with (
         LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as local,
@@ -311,7 +317,7 @@ def test_every_worker_counts_when_scheduler_info_describes_only_five():
     a sixth is not taken for lost."""
     from concurrent.futures import CancelledError
 
-    from prudence_cli.cluster_input import _still_there
+    from prudence_cli.cluster_tasks import still_there
 
     class Capped:
         def nthreads(self) -> dict:
@@ -320,9 +326,9 @@ def test_every_worker_counts_when_scheduler_info_describes_only_five():
         def scheduler_info(self) -> dict:
             return {"workers": {f"tcp://w{k}": {} for k in range(5)}}
 
-    _still_there(Capped(), {f"tcp://w{k}" for k in range(7)})
+    still_there(Capped(), {f"tcp://w{k}" for k in range(7)})
     with pytest.raises(CancelledError, match="tcp://w9 left"):
-        _still_there(Capped(), {"tcp://w1", "tcp://w9"})
+        still_there(Capped(), {"tcp://w1", "tcp://w9"})
 
 
 def test_a_worker_restarted_on_its_address_is_said_lost(cluster, tmp_path):
@@ -357,7 +363,7 @@ def test_a_worker_restarted_on_its_address_is_said_lost(cluster, tmp_path):
                 _ = next(views) if kept is None else kept.whole()
             if kept is not None:  # and its table, made on the workers
                 with pytest.raises(CancelledError, match=gone):
-                    next(iter(kept.table_parts(there.user_ids, 100)))
+                    next(iter(kept.table_parts(100)))
             explained = cluster.explained(lost.value)
             assert explained is not None and "was lost during the run" in str(explained), when
         finally:

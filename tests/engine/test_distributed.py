@@ -71,10 +71,10 @@ def _engine(config, runner=None, **extra):
 
 
 def _same_catalog(a: Path, b: Path) -> int:
-    """The catalog `b` is `a`, file for file; a dataview's table that the workers of `b`
-    wrote as a folder of parts, row for row (`a` is the local engine's). Returns how many
-    tables `b` holds in parts."""
-    from prudence_cli.catalog.folder import VIEW_TEXT
+    """The catalog `b` is `a`, file for file; a per-dataview table that the workers of
+    `b` wrote as a folder of parts, row for row (`a` is the local engine's). Returns how
+    many tables `b` holds in parts."""
+    from prudence_cli.catalog.folder import RISKS_TEXT, VIEW_TEXT
     from prudence_cli.catalog.tables import parts_of, read_table
 
     pd.testing.assert_frame_equal(pd.read_csv(a / "irac.csv"), pd.read_csv(b / "irac.csv"))
@@ -86,12 +86,13 @@ def _same_catalog(a: Path, b: Path) -> int:
     )
     for name in names:
         if name in folders:
+            text = VIEW_TEXT if name.parts[0] == "dataviews" else RISKS_TEXT
             pd.testing.assert_frame_equal(
-                read_table(a / name, VIEW_TEXT), read_table(b / name, VIEW_TEXT), check_exact=True
+                read_table(a / name, text), read_table(b / name, text), check_exact=True
             )
         elif name.name != "catalog.json":
             assert filecmp.cmp(a / name, b / name, shallow=False), name
-    assert all(str(n).startswith("dataviews/") for n in folders)
+    assert all(n.parts[0] in ("dataviews", "risks", "measures") for n in folders)
     return len(folders)
 
 
@@ -103,15 +104,79 @@ def test_dask_catalog_equals_local(name, cluster, tmp_path):
     assert spread.manifest["engine"]["backend"] == "dask"
     assert spread.manifest["engine"]["workers"] == 2
     parted = _same_catalog(local.output, spread.output)
-    # presence and probability views stay on the workers, which write their tables
+    # presence and probability views stay on the workers, which write their tables: the
+    # dataview's, its risks and its people's measures
     pairs = config.dataview.format in ("presence", "probability")
-    assert parted == (len(spread.manifest["dataviews"]) if pairs else 0)
+    views = spread.manifest["dataviews"]
+    tables = sum(2 + (view.get("measures") is not None) for view in views)
+    assert parted == (tables if pairs else 0)
     if parted:  # read back through the catalog, every part checked
-        for view in spread.manifest["dataviews"]:
+        a, b = open_catalog(local.output), open_catalog(spread.output)
+        for view in views:
             pd.testing.assert_frame_equal(
-                open_catalog(spread.output).dataview_table(view["id"]),
-                open_catalog(local.output).dataview_table(view["id"]),
+                b.dataview_table(view["id"]), a.dataview_table(view["id"])
             )
+            pd.testing.assert_frame_equal(b.risks(view["id"]), a.risks(view["id"]))
+            if view.get("measures") is not None:
+                for x, y in zip(b.measures(view["id"]), a.measures(view["id"]), strict=True):
+                    pd.testing.assert_frame_equal(x, y)
+
+
+def test_every_command_reads_a_catalog_the_workers_wrote_in_parts_as_the_local_one(
+    cluster, tmp_path
+):
+    """check, sanitize (the release and its certificate), catalog best and utility, and
+    the report read the tables the workers wrote in parts — the dataviews', the risks,
+    the people's measures — as the local engine's files: the same answers."""
+    import json
+
+    config = load_config(CONFIGS / "demo.yaml")  # its coarsest view, which a release meets
+    dims = tuple((n, values[-1:]) for n, values in config.dataview.dimensions)
+    config = dataclasses.replace(
+        config, dataview=dataclasses.replace(config.dataview, dimensions=dims)
+    )
+    local = run_assessment(config, tmp_path / "local", _engine(config), None).output
+    spread = run_assessment(config, tmp_path / "dask", _engine(config, cluster), None).output
+    for table in ("dataviews", "risks", "measures"):
+        assert all(p.is_dir() for p in (spread / table).glob("d*[0-9].parquet")), table
+
+    def run(*args: str) -> str:
+        result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+        assert result.exit_code in (0, 1), result.stderr
+        return result.stdout
+
+    for command in (
+        ["check", "--threshold", "0.5", "--format", "json"],
+        ["catalog", "best", "--format", "json"],
+        ["catalog", "utility", "--format", "json"],
+        ["catalog", "utility", "--show", "correlation", "--format", "json"],
+        ["catalog", "utility", "--threshold", "0.2", "--format", "json"],  # not stored
+    ):
+        mine = json.loads(run(*command, "--catalog", str(local)))
+        theirs = json.loads(run(*command, "--catalog", str(spread)))
+        assert _without_paths(theirs, spread) == _without_paths(mine, local), command
+    releases = {}
+    for name, catalog in (("local", local), ("dask", spread)):
+        out = tmp_path / f"release-{name}"
+        run("sanitize", "--catalog", str(catalog), "--threshold", "0.5", "--out", str(out))
+        releases[name] = out
+        run("report", "--catalog", str(catalog), "--out", str(tmp_path / f"{name}.html"))
+    released = sorted(p.name for p in releases["local"].iterdir())
+    assert sorted(p.name for p in releases["dask"].iterdir()) == released
+    for name in released:
+        if name.endswith(".csv") or name.endswith(".geojson"):
+            assert filecmp.cmp(releases["local"] / name, releases["dask"] / name, shallow=False)
+    report = [json.loads((releases[n] / "report.json").read_text()) for n in ("local", "dask")]
+    assert report[0]["met"] and report[0]["mobility"]
+    for key in ("met", "max_risk_after", "users", "data", "i_rac", "mobility", "levels_assessed"):
+        assert report[0][key] == report[1][key], key
+
+
+def _without_paths(found, catalog: Path):
+    """A command's JSON without the catalog's own path in it."""
+    import json
+
+    return json.loads(json.dumps(found).replace(str(catalog), "CATALOG"))
 
 
 def test_a_table_in_parts_is_checked_part_by_part(cluster, tmp_path):
@@ -314,7 +379,7 @@ def test_workers_read_and_select_a_folder_as_the_assessing_process_does(
     assert spread.dropped == local.dropped and sum(local.dropped.values()) == 2
     a, b = local.selection, spread.selection
     pd.testing.assert_frame_equal(a.points, b.points, check_exact=True)
-    assert list(a.user_ids) == list(b.user_ids) and a.crs == b.crs and a.stats == b.stats
+    assert list(a.user_ids) == list(b.ids) and a.crs == b.crs and a.stats == b.stats
     pd.testing.assert_frame_equal(a.locations, b.locations)
     if a.geometry is not None:
         assert all(x.equals_exact(y, 0) for x, y in zip(a.geometry, b.geometry, strict=True))
@@ -556,9 +621,10 @@ def test_missing_user_ids_in_parquet_parts_do_not_place_the_ranges(cluster, tmp_
     input_ = dataclasses.replace(config.input, path=tmp_path / "parts", on_invalid="drop")
     config = dataclasses.replace(config, input=input_)
     local, spread = prepare(config), prepare(config, client=cluster.client)
-    spread.selection.placed.close()  # the points left on the workers (presence views)
+    ids = spread.selection.ids  # kept on the workers with the points (presence views)
+    spread.selection.placed.close()
     assert spread.dropped == local.dropped and sum(local.dropped.values()) > 0
-    assert list(spread.selection.user_ids) == list(local.selection.user_ids)
+    assert list(ids) == list(local.selection.user_ids)
     assert _pieces_left(cluster) == []
 
 
@@ -693,12 +759,13 @@ def test_workers_that_do_not_see_the_catalog_folder_send_their_tables(
     cluster, tmp_path, monkeypatch
 ):
     """Workers on machines that do not share the catalog's folder cannot write into it:
-    each part of the table is then made on its worker and written here, as one file —
-    the local engine's, byte for byte."""
+    each part of each table (the dataview's, its risks, its people's measures) is then
+    made on its worker, with the ids it keeps, and written here, as one file — the local
+    engine's, byte for byte."""
     from prudence_cli.dataviews import on_workers
 
     assert on_workers._sees(str(tmp_path / "nowhere"), 3) == (3, False)
-    monkeypatch.setattr(on_workers.KeptView, "written", lambda *args: False)
+    monkeypatch.setattr(on_workers.KeptView, "sees", lambda *args: False)
     config = _small("demo")
     local = run_assessment(config, tmp_path / "local", _engine(config), None)
     spread = run_assessment(config, tmp_path / "dask", _engine(config, cluster), None)

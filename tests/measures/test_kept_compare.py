@@ -1,0 +1,128 @@
+"""The people's mobility measures compared on the Dask workers (measures/kept_compare.py):
+in buckets of values, with exact sums, they give the local Profile's rows and
+correlations to the bit — whatever the ranges of people, the buckets, ties, missing
+values, or values one within tolerance on either side of a bucket's edge."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from prudence_cli.measures.distributions import compare_subset, risk_correlation, sorted_quantiles
+from prudence_cli.measures.mobility import COMPARED
+
+pytest.importorskip("distributed")
+
+from prudence_cli.engine.runner import DaskRunner  # noqa: E402
+from prudence_cli.measures.kept_compare import KeptPeople, range_samples  # noqa: E402
+
+THRESHOLDS = (1.0, 0.5, 1 / 3, 0.25)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    runner = DaskRunner(workers=3)
+    yield runner
+    runner.close()
+
+
+def _local(frame: pd.DataFrame, risk: np.ndarray) -> tuple[list[pd.DataFrame], pd.DataFrame]:
+    """Profile._compared's person rows at each threshold, and the correlation table, as a
+    local run computes them (over every person at once)."""
+    rows = []
+    for t in THRESHOLDS:
+        people = risk <= t
+        found = []
+        for name in frame.columns:
+            values = frame[name].to_numpy(dtype=float)
+            order = np.argsort(values, kind="stable")[: np.count_nonzero(~np.isnan(values))]
+            full, kept = values[order], people[order]
+            found.append(
+                {
+                    "kind": "person",
+                    "measure": name,
+                    **compare_subset(full, kept),
+                    **sorted_quantiles(full[kept]),
+                }
+            )
+        rows.append(pd.DataFrame(found, columns=COMPARED))
+    return rows, risk_correlation(frame, risk)
+
+
+def _kept(cluster, frame: pd.DataFrame, cuts: list[int], buckets: int) -> KeptPeople:
+    """`frame`'s people cut into ranges at `cuts`, each range's measures on a worker."""
+    n = len(frame)
+    first = np.unique(np.r_[0, cuts, n].astype(np.int64)) if n else np.array([0, 0])
+    frames = [
+        frame.iloc[a:b].reset_index(drop=True) for a, b in zip(first[:-1], first[1:], strict=True)
+    ]
+    futures = [cluster.client.scatter(f, hash=False) for f in frames]
+    samples = [range_samples(f) for f in frames]
+    return KeptPeople(cluster.client, futures, first, samples, list(frame.columns), set(), buckets)
+
+
+@st.composite
+def measures(draw):
+    """People with measures of every awkward kind, and their risks at one or two levels."""
+    n = draw(st.integers(0, 120))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    spread = rng.normal(size=n) * 10.0 ** rng.integers(-3, 4)
+    ties = rng.integers(0, 4, n).astype(float)
+    missing = rng.normal(size=n)
+    missing[rng.random(n) < 0.3] = np.nan
+    base = rng.normal(size=max(n // 8, 1))
+    # values one within distributions.RTOL of each other: one value, a run across buckets
+    close = base[rng.integers(0, base.size, n)] * (1 + rng.integers(-3, 4, n) * 1e-12)
+    frame = pd.DataFrame(
+        {"spread": spread, "ties": ties, "missing": missing, "close": close, "none": np.nan}
+    )
+    levels = draw(st.integers(1, 2))
+    risks = [rng.choice([0.0, 0.1, 0.25, 1 / 3, 0.5, 1.0], n) for _ in range(levels)]
+    if n and draw(st.booleans()):
+        risks[0][:] = 1.0  # nobody kept below 1
+    cuts = draw(st.lists(st.integers(0, n), max_size=4))
+    return frame, risks, sorted(cuts), draw(st.integers(1, 7))
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(found=measures())
+def test_kept_comparisons_are_the_local_ones_to_the_bit(cluster, found):
+    frame, risks, cuts, buckets = found
+    kept = _kept(cluster, frame, cuts, buckets)
+    rows, correlation = kept.compared(risks, THRESHOLDS)
+    for level, risk in enumerate(risks):
+        expected_rows, expected_correlation = _local(frame, risk)
+        for t, expected in enumerate(expected_rows):
+            got = pd.DataFrame(rows[level][t], columns=COMPARED)
+            pd.testing.assert_frame_equal(got, expected, check_exact=True)
+        pd.testing.assert_frame_equal(correlation[level], expected_correlation, check_exact=True)
+
+
+def test_a_hand_computed_comparison(cluster):
+    """Four people of values 1, 2, 2, 4, risks 0.2, 1, 0.2, 0.4, in two ranges and three
+    buckets. At t = 1/2 the people of values 1, 2, 4 stay: the CDFs at 1, 2, 4 are 1/4,
+    3/4, 1 and 1/3, 2/3, 1: KS = 1/12, Wasserstein = 1/12 · 1 + 1/12 · 2 = 1/4."""
+    frame = pd.DataFrame({"m": [1.0, 2.0, 2.0, 4.0]})
+    risk = np.array([0.2, 1.0, 0.2, 0.4])
+    kept = _kept(cluster, frame, [2], 3)
+    rows, correlation = kept.compared([risk], (0.5,))
+    (row,) = rows[0][0]
+    assert row["n_full"] == 4 and row["n_kept"] == 3 and row["median_full"] == 2.0
+    assert row["ks"] == pytest.approx(1 / 12) and row["wasserstein"] == pytest.approx(1 / 4)
+    assert (row["q10"], row["q50"], row["q90"]) == pytest.approx((1.2, 2.0, 3.6))
+    # ranks 1, 2.5, 2.5, 4 against 1.5, 4, 1.5, 3: deviations -1.5, 0, 0, 1.5 and -1, 1.5,
+    # -1, 0.5, so Spearman's r = 2.25 / sqrt(4.5 × 4.5) = 1/2
+    assert correlation[0]["spearman"][0] == 0.5
+    assert correlation[0]["people"][0] == 4
+
+
+def test_a_nan_risk_is_refused(cluster):
+    kept = _kept(cluster, pd.DataFrame({"m": [1.0, 2.0]}), [], 2)
+    with pytest.raises(ValueError, match="NaN"):
+        kept.compared([np.array([0.5, np.nan])], THRESHOLDS)
