@@ -1,7 +1,8 @@
 """A real Dask deployment against the local engine, under the same memory limit per process.
 
     python benchmarks/cluster.py [--people 10000000] [--files 20] [--limit-gb 3]
-                                 [--workers 2] [--skip-local]
+                                 [--workers 2] [--skip-local] [--h 2]
+                                 [--sample N --max-instances M]
 
 1. Data: `--people` people of the end-to-end benchmark's habits (10 GPS fixes each, 5-9
    favourite places of a 20,000-place lattice over Pisa, Zipf popularity, June 2011),
@@ -17,8 +18,10 @@
    (from the scheduler's task stream).
 
 The config: the end-to-end benchmark's (one presence dataview, 250 m grid,
-`unique_location` at h = 2); the deployment: the tests' (tests/engine/test_cluster.py).
-Results: benchmarks/out/cluster_<people>.json. Not run in CI.
+`unique_location` at h = 2, or `--h`; with `--sample N --max-instances M`, a level over
+M instances is sampled, N a person); the deployment: the tests'
+(tests/engine/test_cluster.py). Results: benchmarks/out/cluster_<people>[_h<h>_s<N>].json.
+Not run in CI.
 """
 
 from __future__ import annotations
@@ -177,13 +180,20 @@ def main() -> None:
     parser.add_argument("--limit-gb", type=float, default=3.0)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--skip-local", action="store_true")
+    parser.add_argument("--h", type=int, default=2)
+    parser.add_argument("--sample", type=int, default=None)
+    parser.add_argument("--max-instances", type=int, default=None)
     args = parser.parse_args()
     limit = int(args.limit_gb * 2**30)
     parts = parts_for(args.people, args.files)
-    config = DATA / f"config_{args.people}.yaml"
-    config.write_text(
-        CONFIG.format(csv=parts, catalog=DATA / f"catalog_{args.people}"), encoding="utf-8"
-    )
+    name = f"{args.people}" + (f"_h{args.h}_s{args.sample}" if args.sample else "")
+    config = DATA / f"config_{name}.yaml"
+    text = CONFIG.format(csv=parts, catalog=DATA / f"catalog_{name}")
+    text = text.replace("knowledge: {h: [2]}", f"knowledge: {{h: [{args.h}]}}")
+    if args.sample:
+        limit_of = args.max_instances or 1_000_000
+        text += f"engine: {{max_instances: {limit_of}, sample: {args.sample}}}\n"
+    config.write_text(text, encoding="utf-8")
     results: dict[str, object] = {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "people": args.people,
@@ -191,15 +201,18 @@ def main() -> None:
         "files": args.files,
         "limit_gb": args.limit_gb,
         "workers": args.workers,
+        "h": args.h,
+        "sample": args.sample,
+        "max_instances": args.max_instances,
         "cpus": os.cpu_count(),
     }
     if not args.skip_local:
-        results["local"] = run_local(config, DATA / f"local_{args.people}", limit)
+        results["local"] = run_local(config, DATA / f"local_{name}", limit)
         print("local:", json.dumps(results["local"]), flush=True)
-    results["cluster"] = run_cluster(config, DATA / f"cluster_{args.people}", args.workers, limit)
+    results["cluster"] = run_cluster(config, DATA / f"cluster_{name}", args.workers, limit)
     print("cluster:", json.dumps(results["cluster"]), flush=True)
     OUT.mkdir(exist_ok=True)
-    (OUT / f"cluster_{args.people}.json").write_text(json.dumps(results, indent=1) + "\n")
+    (OUT / f"cluster_{name}.json").write_text(json.dumps(results, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from prudence_cli.engine import compiled, jit, ranged
+from prudence_cli.engine import compiled, jit, ranged, ranged_sampled
 from prudence_cli.engine.indexes import _by_rarity, _Indexes, _n_elements, _query_sizes_ok
 from prudence_cli.engine.jit import set_threads
 from prudence_cli.engine.plan import (
@@ -95,6 +95,13 @@ class Engine:
     _last_work: tuple[Level, Any] | None = field(
         default=None, init=False, repr=False, compare=False
     )
+
+    def sample_key(self) -> int:
+        """The key of the random numbers of this level's sampled draws
+        (sampling.uniforms): drawn from the config's seed and the level's place in the
+        run (`seed_key`)."""
+        rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=self.seed_key))
+        return int(rng.integers(0, 2**64, dtype=np.uint64))
 
     def worker(self) -> tuple[int | None, bool]:
         """How a task's kernels run: numba's threads in it, and compiled or not (as here:
@@ -193,6 +200,9 @@ class Engine:
             planned = self._ranged_work(problem)
             self._last_work = None
             self._within_budget(planned.total)
+            over = planned.total > self.max_instances and bool(planned.plans)
+            if over and problem.mode != "compositions":  # whole records never are sampled
+                return ranged_sampled.sampled_support(self, problem, planned)
             return ranged.support(self, problem, planned)
         whole, rest, plans, total = self._work(problem)
         self._last_work = None  # counted now: nothing to keep alive
@@ -405,7 +415,6 @@ class Engine:
         for plan in self.plan(exact):
             self._posting(exact, plan.size, support, indexes)
             checked += plan.queries
-        rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=self.seed_key))
         users = np.flatnonzero(drawn)
         postings = indexes.postings()
         shared = self.runner.share((problem, postings)) if users.size else None
@@ -414,7 +423,7 @@ class Engine:
             postings,
             users,
             self.sample or 0,
-            rng,
+            self.sample_key(),
             support,
             self.partition_instances,
             (self.runner.run, shared, self.worker()),

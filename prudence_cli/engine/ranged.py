@@ -16,8 +16,8 @@ lists — a list's suffix depends on that list alone (engine/shards.py) — and 
 are joined, in range order, on the worker the shard goes to (runner.Joined): the shard's
 users are the level's. That worker also finds each partition's first positions in its
 shard (`Firsts`). The planning process holds vectors per element and per user only: the
-supports, and the plan's sums. A level over the budget is sampled from the whole level,
-gathered (`gather`).
+supports, and the plan's sums. A level over the budget is sampled in its ranges
+(engine/ranged_sampled.py).
 """
 
 from __future__ import annotations
@@ -73,6 +73,8 @@ class Engine(Protocol):
     brute_limit: int
 
     def worker(self) -> tuple[int | None, bool]: ...
+
+    def sample_key(self) -> int: ...
 
     def partition_budget(self, elements: int, users: int, s: int, weights: np.ndarray) -> int: ...
 
@@ -256,16 +258,23 @@ def _size_work(part: Part, holders: np.ndarray, sizes: np.ndarray) -> np.ndarray
 
 
 def support(engine: Engine, ranged: RangedProblem, planned: Work | None = None) -> Support:
-    """Minimum support per user of a ranged level (`Engine.min_support`), exact, from its
-    plan (`work`, made here when not given); a level over the budget, or whose queries
-    cannot be cut in shards (compositions), is gathered and counted as a whole."""
+    """Minimum support per user of a ranged level counted exactly (`Engine.min_support`
+    samples one over the budget in its ranges, engine/ranged_sampled.py), from its plan
+    (`work`, made here when not given); a level whose queries cannot be cut in shards
+    (compositions) is gathered and counted as a whole."""
     runner = engine.runner
     planned = planned or work(engine, ranged)
-    # sampled (over the budget, with sizes to draw from: whole records never are), or not
-    # to be cut in shards: counted as a whole level, gathered
-    sampled = planned.total > engine.max_instances and bool(planned.plans)
-    if sampled or ranged.mode == "compositions":
+    if ranged.mode == "compositions":
         return engine.min_support(gather(ranged, runner))
+    minimum = counted(engine, ranged, planned)
+    minimum[minimum == compiled.kernels.UNSET] = 0
+    return Support(minimum, planned.total, False)
+
+
+def counted(engine: Engine, ranged: RangedProblem, planned: Work) -> np.ndarray:
+    """The minimum support per user of every query the plan counts (whole records, then
+    each size's partitions), UNSET for a user without any."""
+    runner = engine.runner
     if engine.jobs:
         set_threads(engine.jobs)
     jit.choose(work_cost(ranged.match, planned.whole_elements, planned.plans, bounded=4))
@@ -282,8 +291,7 @@ def support(engine: Engine, ranged: RangedProblem, planned: Work | None = None) 
     level.whole(minimum)
     for plan in planned.plans:
         level.count(plan, minimum)
-    minimum[minimum == compiled.kernels.UNSET] = 0
-    return Support(minimum, planned.total, False)
+    return minimum
 
 
 def _prepared(part: Part, rank: np.ndarray | None, plans: list[SizePlan]) -> Part:

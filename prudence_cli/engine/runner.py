@@ -18,10 +18,8 @@ each of its shards joined on its worker from the ranges' pieces (`Joined`).
 from __future__ import annotations
 
 import contextlib
-import itertools
 import logging
 import threading
-import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -29,6 +27,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from prudence_cli.engine.connect import connected
+from prudence_cli.engine.streams import IN_FLIGHT, arrays_as_arguments, gathered, streamed
 from prudence_cli.errors import PrudenceError
 
 Task = Callable[..., Any]
@@ -98,6 +97,22 @@ class LocalRunner:
     def place(self, items: Iterable[Any]) -> list[Any]:
         """Each of `items` kept where ranges of a level are (here: itself)."""
         return list(items)
+
+    def checked(
+        self,
+        draw: Task,
+        calls: Iterable[tuple[Any, tuple[Any, ...]]],
+        count: Task,
+        kept: list[Any],
+        fold: Task,
+    ) -> Iterator[Any]:
+        """For each (item, args) of `calls`: `queries = draw(item, *args)` where the item
+        is; `count(queries, *kept there)` on every worker holding some of `kept` (here:
+        all of them); `fold(queries, *counts)` where the queries are: its results, in
+        turn."""
+        for item, args in calls:
+            queries = draw(item, *args)
+            yield fold(queries, count(queries, *kept))
 
     def each(self, task: Task, placed: list[Any], *args: Any) -> list[Any]:
         """`task(item, *args)` of each item `placed`, in order."""
@@ -179,10 +194,10 @@ class DaskRunner:
         handle = shared if isinstance(shared, Future) else self.share(shared)
 
         def submit(args: tuple[Any, ...]) -> Any:
-            with _arrays_as_arguments():
+            with arrays_as_arguments():
                 return self.client.submit(task, handle, *args, pure=False)
 
-        return _streamed(submit, arguments, IN_FLIGHT * max(self.threads, 1), [handle])
+        return streamed(submit, arguments, IN_FLIGHT * max(self.threads, 1), [handle])
 
     def share(self, data: Any) -> Any:
         """`data` sent to every worker once, for several runs."""
@@ -221,14 +236,14 @@ class DaskRunner:
                     prepare, handle, pure=False, workers=where, allow_other_workers=True
                 )
             handles.append(handle)
-            with _arrays_as_arguments():
+            with arrays_as_arguments():
                 futures.extend(
                     self.client.submit(
                         task, handle, *args, pure=False, workers=where, allow_other_workers=True
                     )
                     for args in arguments
                 )
-        return _gathered(futures, handles)
+        return gathered(futures, handles)
 
     def _joined(self, shared: Joined, where: list[str] | None) -> Any:
         """A future of the shard's data joined on `where` from its pieces, a task per
@@ -257,6 +272,48 @@ class DaskRunner:
         kept there: a future of each (one item here at a time, if `items` makes them)."""
         return [self._scattered(item, self._where(k)) for k, item in enumerate(items)]
 
+    def checked(
+        self,
+        draw: Task,
+        calls: Iterable[tuple[Any, tuple[Any, ...]]],
+        count: Task,
+        kept: list[Any],
+        fold: Task,
+    ) -> Iterator[Any]:
+        """LocalRunner.checked on the workers: each draw where its item is, each chunk of
+        queries counted on every worker holding some of `kept` against those it holds
+        (the chunk travels there, not what it is counted against), folded where it was
+        drawn; a few calls a worker thread in flight, results as they come."""
+        held: dict[str, list[Any]] = {}
+        for k, future in enumerate(kept):
+            where = self._home(future, k)
+            held.setdefault(where[0] if where else "", []).append(future)
+        client = self.client
+
+        def submit(call: tuple[Any, tuple[Any, ...]]) -> Any:
+            item, args = call
+            home = self._home(item, 0)
+            with arrays_as_arguments():
+                queries = client.submit(
+                    draw, item, *args, pure=False, workers=home, allow_other_workers=True
+                )
+            counts = [
+                client.submit(
+                    count,
+                    queries,
+                    *futures,
+                    pure=False,
+                    workers=[worker] if worker else None,
+                    allow_other_workers=True,
+                )
+                for worker, futures in held.items()
+            ]
+            return client.submit(
+                fold, queries, *counts, pure=False, workers=home, allow_other_workers=True
+            )
+
+        return streamed(submit, calls, IN_FLIGHT * max(self.threads, 1), [])
+
     def each(self, task: Task, placed: list[Any], *args: Any) -> list[Any]:
         """`task(item, *args)` of each item `placed`, on its worker, the results in order."""
         futures = self.each_kept(task, placed, *args)
@@ -275,7 +332,7 @@ class DaskRunner:
             for a in args
         ]
         kept = []
-        with _arrays_as_arguments():
+        with arrays_as_arguments():
             for k, item in enumerate(placed):
                 where = self._home(item, k)
                 future = self.client.submit(
@@ -386,70 +443,9 @@ class DaskRunner:
         }
 
 
-@contextlib.contextmanager
-def _arrays_as_arguments() -> Iterator[None]:
-    """A task's own arrays (a partition's start positions, a chunk of drawn queries) go
-    with it, as its arguments, once: Dask's advice on large task graphs ("Sending large
-    graph ... Consider loading the data with Dask directly") is for data several tasks
-    read, which `share` and `run_sharded` scatter; it would only puzzle the user."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
-        yield
-
-
-# arguments of `each` from this size are sent to each worker once, not with every task
-_SCATTER_FROM = 1 << 20
-
-# tasks submitted and not yet read, per worker thread, when `run` streams its arguments:
-# one running, the next ready to start
-IN_FLIGHT = 2
-
-
-def _streamed(
-    submit: Callable[[tuple[Any, ...]], Any],
-    arguments: Iterable[tuple[Any, ...]],
-    window: int,
-    handles: list[Any],
-) -> Iterator[Any]:
-    """The results of `submit(args)` for each of `arguments` as they complete, each
-    released once read, with at most `window` submitted and not read: the next
-    arguments are taken only then. Whatever is not done is cancelled if the caller
-    stops early, and the data the tasks shared let go."""
-    from distributed import as_completed
-
-    following = iter(arguments)
-    running = {submit(args) for args in itertools.islice(following, window)}
-    completed = as_completed(list(running))
-    try:
-        for future in completed:
-            running.discard(future)
-            result = future.result()
-            future.release()
-            for args in itertools.islice(following, 1):
-                submitted = submit(args)
-                running.add(submitted)
-                completed.add(submitted)
-            yield result
-    finally:
-        for future in running:
-            future.cancel()
-        handles.clear()
-
-
 # how often a runner whose tasks are pinned to workers checks that they are still there
 _WATCH_SECONDS = 2.0
 
 
-def _gathered(futures: list[Any], handles: list[Any]) -> Iterator[Any]:
-    """The futures' results as they complete, each released once read; whatever is not
-    done is cancelled if the caller stops early, and the data they shared let go."""
-    from distributed import as_completed
-
-    try:
-        for future in as_completed(futures):
-            yield future.result()
-            future.release()
-    finally:
-        for future in futures:
-            future.cancel()
-        handles.clear()
+# arguments of `each` from this size are sent to each worker once, not with every task
+_SCATTER_FROM = 1 << 20

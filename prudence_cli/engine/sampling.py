@@ -9,6 +9,12 @@ The draws, per target, in order:
 2. random queries (uniform positions, seeded), in rounds of doubling size, up to
    `sample` in all. A target whose support has reached 1 (risk 1, which no further draw
    can raise) leaves after its round: it draws no more.
+
+The random numbers of a draw are a function of the level's key (drawn from the config's
+seed), the round, the target and the draw's place (`uniforms`: SplitMix64 at that
+point), not of the order in which targets are drawn: a target draws the same queries
+wherever it is drawn, in whatever chunk, range of users or worker (engine/ranged.py
+draws them where the level's ranges are).
 """
 
 from __future__ import annotations
@@ -48,51 +54,113 @@ def sample_support(
     postings: _Postings,
     users: np.ndarray,
     n: int,
-    rng: np.random.Generator,
+    key: int,
     support: np.ndarray,
     chunk_instances: int,
     checks: tuple[Checks, Any, Any] | None = None,
 ) -> int:
-    """Draw up to 1 + n queries per target of `users` (see the module), check them against
-    the members' `postings`, fold their supports into `support` (running minimum);
-    returns how many were checked. The queries are drawn here, in order (the same draws
-    wherever they are checked); `checks` — (run, the shared level data as `run` takes
-    it, a worker setting) — checks them elsewhere, e.g. on a Dask cluster."""
+    """Draw up to 1 + n queries per target of `users` (see the module), with the random
+    numbers of `key` (`uniforms`), check them against the members' `postings`, fold their
+    supports into `support` (running minimum); returns how many were checked. `checks`
+    — (run, the shared level data as `run` takes it, a worker setting) — checks them
+    elsewhere, e.g. on a Dask cluster."""
     if users.size == 0 or n <= 0:
         return 0
-    spec = problem.queries
-    q = spec.elements
-    widths = sampled_widths(problem)
-    upper = spec.upper if spec.upper is not None else np.full(q.values.shape, np.inf)
-    totals = _segment_sums(q.values, q.offsets)
-    mode = MODES.index(spec.mode)
-    common = (q.offsets, q.elements, q.values, upper)
-    settings = (mode, spec.compose, totals, spec.delta)
-    rarity = np.diff(postings.offsets)
-
-    def rarest(chunk: np.ndarray, out: tuple[np.ndarray, ...]) -> None:
-        compiled.enumeration_kernels.rarest_queries(
-            *common, chunk, widths[chunk], *settings, rarity, *out
-        )
-
+    drawer = Drawer(problem, np.diff(postings.offsets), key)
     run = checks or (_here, (problem, postings), None)
-    checked = _check(users, widths, 1, rarest, support, chunk_instances, run)
-    active = users[support[users] > 1]
-    drawn, size = 0, _FIRST_ROUND
-    while active.size and drawn < n:
+    checked = 0
+    for round_, k in rounds(n):
+        users = users if round_ == 0 else users[support[users] > 1]
+        if users.size == 0:
+            break
+
+        def write(
+            chunk: np.ndarray, out: tuple[np.ndarray, ...], r: int = round_, k: int = k
+        ) -> None:
+            drawer.draw(r, k, chunk, chunk, out)
+
+        checked += _check(users, drawer.widths, k, write, support, chunk_instances, run)
+    return checked
+
+
+def rounds(n: int) -> Iterator[tuple[int, int]]:
+    """The rounds of a sampled count of up to `n` random queries a target, and the
+    queries each draws a target: round 0 its rarest-elements query, then rounds of
+    doubling size."""
+    yield 0, 1
+    drawn, size, round_ = 0, _FIRST_ROUND, 1
+    while drawn < n:
         k = min(size, n - drawn)
-
-        def draw(chunk: np.ndarray, out: tuple[np.ndarray, ...], k: int = k) -> None:
-            randoms = rng.random((chunk.shape[0] * k, int(widths[chunk].max(initial=1))))
-            compiled.enumeration_kernels.sample_queries(
-                *common, chunk, widths[chunk], k, *settings, randoms, *out
-            )
-
-        checked += _check(active, widths, k, draw, support, chunk_instances, run)
+        yield round_, k
         drawn += k
         size *= 2
-        active = active[support[active] > 1]
-    return checked
+        round_ += 1
+
+
+class Drawer:
+    """Writes the queries a level's targets draw (the module): of `problem`'s lists, the
+    elements' holders `rarity` (over the whole level), the random numbers of `key`."""
+
+    def __init__(self, problem: CountingProblem, rarity: np.ndarray, key: int) -> None:
+        spec = problem.queries
+        q = spec.elements
+        self.widths = sampled_widths(problem)
+        upper = spec.upper if spec.upper is not None else np.full(q.values.shape, np.inf)
+        self.common = (q.offsets, q.elements, q.values, upper)
+        totals = _segment_sums(q.values, q.offsets)
+        self.settings = (MODES.index(spec.mode), spec.compose, totals, spec.delta)
+        self.rarity = rarity
+        self.key = key
+
+    def draw(
+        self,
+        round_: int,
+        k: int,
+        chunk: np.ndarray,
+        named: np.ndarray,
+        out: tuple[np.ndarray, ...],
+    ) -> None:
+        """The `k` queries a target of round `round_` (0: the rarest-elements one) of the
+        targets `chunk` (rows of this problem), numbered `named` among all the level's
+        targets (their random numbers are theirs), into `out`."""
+        widths = self.widths[chunk]
+        if round_ == 0:
+            compiled.enumeration_kernels.rarest_queries(
+                *self.common, chunk, widths, *self.settings, self.rarity, *out
+            )
+            return
+        randoms = uniforms(self.key, round_, named, k, int(widths.max(initial=1)))
+        compiled.enumeration_kernels.sample_queries(
+            *self.common, chunk, widths, k, *self.settings, randoms, *out
+        )
+
+
+_GAMMA = np.uint64(0x9E3779B97F4A7C15)  # SplitMix64's increment: the golden ratio
+
+
+def _mixed(z: np.ndarray) -> np.ndarray:
+    """SplitMix64's finalizer of uint64 values (in place; wrapping products)."""
+    z ^= z >> np.uint64(30)
+    z *= np.uint64(0xBF58476D1CE4E5B9)
+    z ^= z >> np.uint64(27)
+    z *= np.uint64(0x94D049BB133111EB)
+    z ^= z >> np.uint64(31)
+    return z
+
+
+def uniforms(key: int, round_: int, targets: np.ndarray, k: int, width: int) -> np.ndarray:
+    """The random numbers in [0, 1) of `k` draws of `width` positions of each of the
+    `targets` (their numbers among the level's) in round `round_`: a row per (target,
+    draw), target after target. Number (t, r, j, i) is SplitMix64's output at a point
+    made of the key and of t, r, j, i alone: the same wherever it is drawn."""
+    with np.errstate(over="ignore"):
+        seed = np.uint64(key) ^ _mixed((targets.astype(np.uint64) + np.uint64(1)) * _GAMMA)
+        seed = _mixed(_mixed(seed) + np.uint64(round_ + 1) * _GAMMA)
+        place = (np.arange(k, dtype=np.uint64)[:, None] << np.uint64(24)) + np.arange(
+            width, dtype=np.uint64
+        )
+        z = _mixed(seed[:, None, None] + (place[None] + np.uint64(1)) * _GAMMA)
+    return ((z >> np.uint64(11)).astype(np.float64) * 2.0**-53).reshape(-1, width)
 
 
 def _check(

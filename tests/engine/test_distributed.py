@@ -122,6 +122,33 @@ def test_dask_catalog_equals_local(name, cluster, tmp_path):
                     pd.testing.assert_frame_equal(x, y)
 
 
+@pytest.mark.parametrize("name", ["demo", "vectors"])
+def test_a_sampled_assessment_on_dask_is_the_local_one(name, cluster, tmp_path, monkeypatch):
+    """Levels over the budget, sampled: on the workers, in the ranges of the dataviews
+    kept there (presence) or made from the view (vectors), the same catalog — the same
+    lower bounds, instances checked and floors in catalog.json."""
+    from prudence_cli.engine import ranged_sampled
+
+    sampled_here = []
+    original = ranged_sampled.sampled_support
+
+    def counted(*args, **kwargs):
+        sampled_here.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(ranged_sampled, "sampled_support", counted)
+    config = _small(name)
+    config = dataclasses.replace(
+        config, engine=dataclasses.replace(config.engine, max_instances=200, sample=5)
+    )
+    local = run_assessment(config, tmp_path / "local", _engine(config), None)
+    spread = run_assessment(config, tmp_path / "dask", _engine(config, cluster), None)
+    assert local.manifest["sampling"] and any(s["sampled"] for s in local.manifest["sampling"])
+    assert spread.manifest["sampling"] == local.manifest["sampling"]
+    assert sampled_here  # in the ranges, on the workers: never gathered
+    _same_catalog(local.output, spread.output)
+
+
 def test_every_command_reads_a_catalog_the_workers_wrote_in_parts_as_the_local_one(
     cluster, tmp_path
 ):
@@ -447,8 +474,9 @@ def test_a_bad_row_read_on_a_worker_is_named_by_its_file_and_line(cluster, tmp_p
 
 @pytest.mark.parametrize(("match", "mode"), MATCH_MODES)
 def test_sampled_levels_are_checked_on_the_workers_with_the_same_draws(match, mode, cluster):
-    """Over the budget, the queries are drawn in the assessing process (one seeded
-    stream) and checked on the workers: the supports of a local run."""
+    """Over the budget, a level made in the assessing process draws its queries there
+    (each target's own random numbers) and checks them on the workers: the supports of a
+    local run."""
     rng = np.random.default_rng(11)
     problem = random_problem(rng, n_users=120, n_elements=9, h=3, match=match, mode=mode)
     here = Engine(max_instances=0, sample=6, seed=3, partition_instances=40)
@@ -654,6 +682,24 @@ def test_of_several_bad_parts_the_first_in_file_order_is_named(cluster, tmp_path
     assert _pieces_left(cluster) == []
 
 
+@pytest.mark.parametrize(("match", "mode"), [m for m in MATCH_MODES if m[1] != "compositions"])
+def test_a_ranged_level_over_the_budget_is_sampled_on_the_workers(match, mode, cluster):
+    """A level in ranges of users on the workers, over the budget: its targets draw in
+    their ranges, every chunk of queries is counted on each worker against the users it
+    holds, and the least supports come back — never the level: a local run's supports
+    and instances."""
+    from prudence_cli.engine.ranged import split
+
+    rng = np.random.default_rng(12)
+    problem = random_problem(rng, n_users=150, n_elements=9, h=3, match=match, mode=mode)
+    settings_ = dict(max_instances=0, sample=6, seed=3, partition_instances=40)
+    here = Engine(**settings_).min_support(problem)
+    engine = Engine(**settings_, runner=cluster, worker_threads=1)
+    there = engine.min_support(split(problem, cluster, 5))
+    assert np.array_equal(here.minimum, there.minimum)
+    assert here.sampled and (here.instances, here.sampled) == (there.instances, there.sampled)
+
+
 def _plus(shared: int, k: int) -> int:
     return shared + k
 
@@ -661,7 +707,7 @@ def _plus(shared: int, k: int) -> int:
 def test_a_run_takes_its_arguments_only_as_it_submits_them(cluster):
     """A few tasks per worker thread at a time: what the arguments' generator makes (a
     sampled level's drawn queries) is never all held in the assessing process."""
-    from prudence_cli.engine.runner import IN_FLIGHT
+    from prudence_cli.engine.streams import IN_FLIGHT
 
     taken: list[int] = []
 

@@ -73,15 +73,41 @@ def test_more_ranges_than_users_leave_some_empty():
     )
 
 
-def test_a_level_over_the_budget_is_gathered_and_sampled_as_the_whole_level():
+def test_a_level_over_the_budget_is_sampled_in_its_ranges_as_the_whole_level():
     problem = random_problem(np.random.default_rng(5), 60, 12, 3, match="dominance")
     settings_ = dict(max_instances=10, sample=4, seed=7)
     whole = Engine(**settings_).min_support(problem)
     engine = Engine(**settings_, runner=LocalRunner(shards=2))
-    counted = support(engine, split(problem, engine.runner, 3))
+    counted = engine.min_support(split(problem, engine.runner, 3))
     assert counted.sampled and whole.sampled
     np.testing.assert_array_equal(counted.minimum, whole.minimum)
-    assert counted.instances == whole.instances
+    assert counted.instances == whole.instances == 83  # 32 whole, 36 exact, 15 drawn
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    case=st.sampled_from(SHARDABLE),
+    sample=st.integers(1, 12),
+    partition=st.sampled_from([1, 5, 10_000]),
+    ranges=st.integers(1, 6),
+    h=st.sampled_from([1, 2, 3, 4]),
+)
+def test_a_sampled_ranged_level_draws_and_finds_what_the_whole_level_does(
+    seed, case, sample, partition, ranges, h
+):
+    """Over the budget, a level in ranges is sampled where its ranges are: each target
+    draws the queries it draws in the whole level (its own random numbers, the holders
+    over the whole level), checked against every range's users: the same supports,
+    instances and lower-bound flag, however many ranges and chunks."""
+    match, mode = case
+    problem = random_problem(np.random.default_rng(seed), 40, 9, h, match=match, mode=mode)
+    settings_ = dict(max_instances=5, sample=sample, seed=seed, partition_instances=partition)
+    whole = Engine(**settings_).min_support(problem)
+    engine = Engine(**settings_, runner=LocalRunner(shards=3))
+    counted = engine.min_support(split(problem, engine.runner, ranges))
+    np.testing.assert_array_equal(counted.minimum, whole.minimum)
+    assert (counted.instances, counted.sampled) == (whole.instances, whole.sampled)
 
 
 def test_worked_example_of_two_ranges():

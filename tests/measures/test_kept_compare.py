@@ -89,7 +89,7 @@ def measures(draw):
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(found=measures())
 def test_kept_comparisons_are_the_local_ones_to_the_bit(cluster, found):

@@ -1,0 +1,219 @@
+"""A level held in ranges of users (engine/ranged.py) and over the budget, sampled where
+its ranges are: the supports that sampling the whole level gives (engine/sampling.py),
+bit for bit, without the level ever being gathered.
+
+- Whole-record targets, and targets with at most `sample` instances, are counted
+  exactly, as a ranged level is (`ranged.counted`), the others' queries left out, and
+  with the posting strategy the sampled count of a whole level takes.
+- The other targets draw their queries in their ranges, on the range's worker, round
+  after round (sampling.rounds): each range draws for those of its targets still above
+  support 1, a chunk of targets at a time, with the holders of each element over the
+  whole level and each target's own random numbers (sampling.uniforms): the queries a
+  whole level's count draws.
+- A query's support is the sum of its supports among the users of each range: every
+  chunk of queries is checked against the posting lists of each range, on the worker
+  holding the range (one task a worker, for all the ranges it holds), and the counts
+  are added where the chunk was drawn, whose minimum per target comes back. So a worker
+  holds its own ranges and their posting lists, never another's; each chunk of queries
+  travels to every worker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from prudence_cli.engine import compiled
+from prudence_cli.engine.indexes import _Postings
+from prudence_cli.engine.plan import _instances_per_target
+from prudence_cli.engine.problem import CountingProblem, Support
+from prudence_cli.engine.ranged import Engine, RangedProblem, Work, counted, work
+from prudence_cli.engine.ranged_shards import Part
+from prudence_cli.engine.sampling import Drawer, rounds, sampled_widths
+
+
+def sampled_support(engine: Engine, ranged: RangedProblem, planned: Work) -> Support:
+    """The supports of a ranged level sampled (see the module), as Engine.min_support of
+    the whole level gives them, with the instances it checks."""
+    runner, sample = engine.runner, engine.sample or 0
+    # the exact share: whole records, and targets with at most `sample` instances
+    parts = runner.each_kept(_exact_only, ranged.parts, sample)
+    exact = RangedProblem(
+        parts, ranged.first, ranged.match, ranged.ordered, ranged.mode, ranged.self_queries
+    )
+    exact_work = work(engine, exact)
+    posting = [replace(plan, strategy="posting") for plan in exact_work.plans]
+    exact_work = replace(exact_work, plans=posting)
+    minimum = counted(engine, exact, exact_work)
+    del exact, parts
+    checked = exact_work.whole + sum(plan.queries for plan in posting)
+    # the drawn share, in rounds
+    found = runner.each(_drawn, ranged.parts, sample)
+    drawn = np.concatenate(
+        [rows + first for rows, first in zip(found, ranged.first[:-1].tolist(), strict=True)]
+        or [np.zeros(0, dtype=np.int64)]
+    )
+    if drawn.size:
+        checked += _drawn_support(engine, ranged, planned.n_elements, drawn, minimum)
+    minimum[minimum == compiled.kernels.UNSET] = 0
+    return Support(minimum, checked, bool(drawn.size))
+
+
+def _drawn_support(
+    engine: Engine, ranged: RangedProblem, n: int, drawn: np.ndarray, minimum: np.ndarray
+) -> int:
+    """Fold the supports of the queries the `drawn` targets draw into `minimum`; returns
+    how many queries were checked."""
+    runner = engine.runner
+    rarity = np.sum(runner.each(_holders, ranged.parts, n), axis=0)
+    rarity_handle = runner.share(rarity)
+    posted = runner.each_kept(_posted, ranged.parts, n)
+    widest = max(runner.each(_widest, ranged.parts), default=1)
+    key = engine.sample_key()
+    checked = 0
+    active = drawn
+    try:
+        for round_, k in rounds(engine.sample or 0):
+            if round_:
+                active = active[minimum[active] > 1]
+            if active.size == 0:
+                break
+            step = max(1, engine.partition_instances // max(k * widest, 1))
+            calls = _calls(ranged, active, step, (round_, k, key, rarity_handle))
+            for owners, least in runner.checked(_queries, calls, _counted_here, posted, _least):
+                compiled.group_kernels.scatter_min(minimum, owners, least)
+            checked += int(active.size) * k
+    finally:  # the ranges' drawers (and the level they read) are let go on their workers
+        runner.each(_forget, ranged.parts)
+    return checked
+
+
+def _calls(
+    ranged: RangedProblem, active: np.ndarray, step: int, drawing: tuple[Any, ...]
+) -> Iterator[tuple[Any, tuple[Any, ...]]]:
+    """The draws of a round: each range's active targets (its rows), `step` at a time."""
+    first = ranged.first
+    bounds = np.searchsorted(active, first)
+    for r, part in enumerate(ranged.parts):
+        rows = active[bounds[r] : bounds[r + 1]] - first[r]
+        for a in range(0, rows.size, step):
+            yield part, (rows[a : a + step], int(first[r]), *drawing)
+
+
+# --- on a range's worker -----------------------------------------------------------------
+
+
+def _exact_only(part: Part, sample: int) -> Part:
+    """The range with the queries of its targets that draw (Engine._drawn) left out (of
+    its problem too: counting takes its rest from it, ranged._prepared)."""
+    drawn = _drawn_of(part.rest, sample)
+    if not drawn.any():
+        return part
+
+    def without(problem: CountingProblem) -> CountingProblem:
+        spec = problem.queries
+        lo, hi = np.where(drawn, 0, spec.size_lo), np.where(drawn, 0, spec.size_hi)
+        return replace(problem, queries=replace(spec, size_lo=lo, size_hi=hi))
+
+    return Part(without(part.problem), part.whole, without(part.rest))
+
+
+def _drawn_of(rest: CountingProblem, sample: int) -> np.ndarray:
+    targets, counts = _instances_per_target(rest.queries)
+    return np.asarray(targets & (counts > sample))
+
+
+def _drawn(part: Part, sample: int) -> np.ndarray:
+    """The range's targets that draw (rows)."""
+    return np.flatnonzero(_drawn_of(part.rest, sample)).astype(np.int64)
+
+
+def _holders(part: Part, n: int) -> np.ndarray:
+    """How many of the range's users hold each element (the whole level's posting lists'
+    lengths are the sums of these)."""
+    members = part.problem.members
+    owners = np.repeat(np.arange(members.n_users, dtype=np.int64), members.lengths)
+    pairs = np.unique(members.elements.astype(np.int64) * max(members.n_users, 1) + owners)
+    return np.bincount(pairs // max(members.n_users, 1), minlength=n)
+
+
+def _widest(part: Part) -> int:
+    return int(sampled_widths(part.rest).max(initial=1))
+
+
+class _Posted:
+    """A range's rest and the posting lists of its members, which its worker checks
+    every chunk of queries against."""
+
+    def __init__(self, part: Part, n: int) -> None:
+        self.problem = part.rest
+        self.postings = _Postings(part.problem.members, n, not part.problem.ordered)
+
+    def __sizeof__(self) -> int:  # for Dask's memory accounting
+        return int(self.postings.users.nbytes + self.postings.offsets.nbytes)
+
+
+def _posted(part: Part, n: int) -> _Posted:
+    return _Posted(part, n)
+
+
+_drawers: dict[tuple[int, int], tuple[Part, Drawer]] = {}  # the last range drawn here
+
+
+def _queries(
+    part: Part,
+    rows: np.ndarray,
+    first: int,
+    round_: int,
+    k: int,
+    key: int,
+    rarity: np.ndarray,
+) -> tuple[np.ndarray, ...]:
+    """The queries the targets `rows` of the range (whose first user is `first`) draw in
+    round `round_`, `k` each: (offsets, elements, lower, upper, references, owners among
+    all users)."""
+    ident = (id(part), key)
+    if ident not in _drawers or _drawers[ident][0] is not part:
+        _drawers.clear()  # one range's at a time
+        _drawers[ident] = (part, Drawer(part.rest, rarity, key))
+    drawer = _drawers[ident][1]
+    n_queries = rows.shape[0] * k
+    capacity = int(drawer.widths[rows].sum()) * k
+    out = (
+        np.zeros(n_queries + 1, dtype=np.int64),
+        np.empty(capacity, dtype=np.int32),
+        np.empty(capacity),
+        np.empty(capacity),
+        np.empty(n_queries, dtype=np.int64),
+        np.empty(n_queries, dtype=np.int64),
+    )
+    drawer.draw(round_, k, rows, rows + first, out)
+    offsets, elements, lower, upper, refs, owners = out
+    return offsets, elements, lower, upper, refs, owners + first
+
+
+def _forget(part: Part) -> None:
+    _drawers.clear()
+
+
+def _counted_here(queries: tuple[np.ndarray, ...], *posted: _Posted) -> np.ndarray:
+    """The supports of `queries` among the users of the ranges `posted` (on one worker)."""
+    offsets, elements, lower, upper, refs, _ = queries
+    counts = np.zeros(offsets.shape[0] - 1, dtype=np.int64)
+    for found in posted:
+        counts += found.postings.verify(found.problem, offsets, elements, lower, upper, refs)
+    return counts
+
+
+def _least(queries: tuple[np.ndarray, ...], *counts: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Each target's least support over its queries (the supports of each added up over
+    the workers): the targets, and their least supports."""
+    owners = queries[5]
+    total = np.sum(counts, axis=0) if counts else np.zeros(owners.shape[0], dtype=np.int64)
+    if owners.size == 0:
+        return owners, total
+    starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]])
+    return owners[starts], np.minimum.reduceat(total, starts)
