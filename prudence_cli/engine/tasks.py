@@ -145,9 +145,31 @@ def _posting_task(
     qkeys, qlo, qhi, qref, owners = _enumerate_queries(problem.queries, q_starts, s)
     if qkeys.shape[0] == 0:
         return _partial(problem.n_users, owners, np.zeros(0, dtype=np.int64))
+    first, again = distinct_queries(problem.match, qkeys, qlo, qhi, qref)
+    qkeys, qlo, qhi, qref = qkeys[first], qlo[first], qhi[first], qref[first]
     offsets = np.arange(0, qkeys.size + 1, s, dtype=np.int64)
     counts = postings.verify(problem, offsets, qkeys.ravel(), qlo.ravel(), qhi.ravel(), qref)
-    return _partial(problem.n_users, owners, counts)
+    return _partial(problem.n_users, owners, counts[again])
+
+
+def distinct_queries(
+    match: str, keys: np.ndarray, lo: np.ndarray, hi: np.ndarray, ref: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct queries among the rows of `keys` (each a query's elements), with their
+    bounds where `match` reads them and their reference where it is a ratio's: the first
+    row of each, and each row's number among them. People who share places ask the same
+    query (on popular places, thousands of them), and each check costs the shortest of
+    its posting lists: each is checked once."""
+    columns = [keys]
+    if match != "contains":
+        columns += [lo, hi]
+    if match == "ratio":
+        columns.append(ref[:, None])
+    as_bytes = [np.ascontiguousarray(c).view(np.uint8).reshape(len(keys), -1) for c in columns]
+    rows = np.hstack(as_bytes)
+    whole = rows.view(np.dtype((np.void, rows.shape[1]))).ravel()
+    _, first, again = np.unique(whole, return_index=True, return_inverse=True)
+    return first, again.ravel()
 
 
 def _with_postings(n_elements: int, problem: CountingProblem) -> tuple[CountingProblem, _Postings]:

@@ -17,6 +17,7 @@ from prudence_cli.engine import (
     _key_order,
     _partitions,
 )
+from prudence_cli.engine.tasks import distinct_queries
 from prudence_cli.errors import BudgetError
 from tests.reference import engine_support
 
@@ -144,3 +145,18 @@ def test_partitions_cover_every_element_within_budget():
     assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:], strict=False))
     for lo, hi in ranges:
         assert weights[lo:hi].sum() <= 5 or hi - lo == 1
+
+
+def test_a_query_asked_by_many_is_checked_once_as_its_match_reads_it():
+    keys = np.array([[1, 2], [1, 2], [1, 2], [1, 3]], dtype=np.int32)
+    lo = np.array([[1.0, 1.0], [1.0, 1.0], [2.0, 1.0], [1.0, 1.0]])
+    hi, ref = lo + 1, np.array([0, 1, 0, 0])
+    # contains reads the elements only: the first three are one query
+    first, again = distinct_queries("contains", keys, lo, hi, ref)
+    assert first.tolist() == [0, 3] and again.tolist() == [0, 0, 0, 1]
+    # dominance reads the bounds: the third is another query
+    first, again = distinct_queries("dominance", keys, lo, hi, ref)
+    assert keys[first][again].tolist() == keys.tolist() and len(first) == 3
+    assert again[0] == again[1] != again[2]
+    # a ratio reads its reference too: all four differ
+    assert len(distinct_queries("ratio", keys, lo, hi, ref)[0]) == 4
