@@ -20,6 +20,7 @@ bit for bit, without the level ever being gathered.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
@@ -160,7 +161,11 @@ def _posted(part: Part, n: int) -> _Posted:
     return _Posted(part, n)
 
 
-_drawers: dict[tuple[int, int], tuple[Part, Drawer]] = {}  # the last range drawn here
+# the drawers of the ranges drawing on this worker, until `_forget` (its threads may draw
+# for several ranges at once); a few at most, should a run stop without forgetting
+_drawers: dict[tuple[int, int], tuple[Part, Drawer]] = {}
+_DRAWERS_HELD = 16
+_drawers_lock = threading.Lock()
 
 
 def _queries(
@@ -176,10 +181,15 @@ def _queries(
     round `round_`, `k` each: (offsets, elements, lower, upper, references, owners among
     all users)."""
     ident = (id(part), key)
-    if ident not in _drawers or _drawers[ident][0] is not part:
-        _drawers.clear()  # one range's at a time
-        _drawers[ident] = (part, Drawer(part.rest, rarity, key))
-    drawer = _drawers[ident][1]
+    with _drawers_lock:
+        held = _drawers.get(ident)
+    if held is None or held[0] is not part:  # (an id a range let go may be another's)
+        held = (part, Drawer(part.rest, rarity, key))
+        with _drawers_lock:
+            while len(_drawers) >= _DRAWERS_HELD:
+                _drawers.pop(next(iter(_drawers)))
+            _drawers[ident] = held
+    drawer = held[1]
     n_queries = rows.shape[0] * k
     capacity = int(drawer.widths[rows].sum()) * k
     out = (
@@ -196,7 +206,9 @@ def _queries(
 
 
 def _forget(part: Part) -> None:
-    _drawers.clear()
+    with _drawers_lock:
+        for ident in [ident for ident, (held, _) in _drawers.items() if held is part]:
+            del _drawers[ident]
 
 
 def _counted_here(queries: tuple[np.ndarray, ...], *posted: _Posted) -> np.ndarray:

@@ -156,3 +156,34 @@ def test_home_work_sampled_on_ranges_is_the_local_result():
     there = ATTACKS["home_work"].risks(view, level, ranged)
     np.testing.assert_array_equal(there.risk, here.risk)
     assert there.risk.tolist() == [0.5, 1.0, 0.5, 0.0]
+
+
+def test_ranges_drawn_at_once_by_threads_of_one_worker_draw_their_own_queries():
+    """A worker with several threads draws for several of its ranges at once: each draw
+    is its range's (a drawer each, kept until the range is forgotten), never another's."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from prudence_cli.engine import ranged_sampled
+
+    problem = random_problem(np.random.default_rng(4), 90, 9, 3, match="dominance")
+    level = split(problem, LocalRunner(), 6)
+    rarity = np.sum([ranged_sampled._holders(p, 9) for p in level.parts], axis=0)
+    calls = [
+        (part, np.arange(part.rest.n_users), int(first), round_, 3, 77, rarity)
+        for part, first in zip(level.parts, level.first[:-1], strict=True)
+        for round_ in (1, 2, 3)
+    ]
+    alone = []
+    for call in calls:
+        alone.append(ranged_sampled._queries(*call))
+        ranged_sampled._forget(call[0])
+    assert ranged_sampled._drawers == {}
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(lambda call: ranged_sampled._queries(*call), calls * 3))
+    for one, drawn in zip(alone * 3, together, strict=True):
+        for a, b in zip(one, drawn, strict=True):
+            np.testing.assert_array_equal(a, b)
+    assert 0 < len(ranged_sampled._drawers) <= ranged_sampled._DRAWERS_HELD
+    for part in level.parts:
+        ranged_sampled._forget(part)
+    assert ranged_sampled._drawers == {}
