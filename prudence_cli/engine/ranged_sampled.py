@@ -20,7 +20,7 @@ bit for bit, without the level ever being gathered.
 
 from __future__ import annotations
 
-import threading
+import weakref
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
@@ -161,11 +161,20 @@ def _posted(part: Part, n: int) -> _Posted:
     return _Posted(part, n)
 
 
-# the drawers of the ranges drawing on this worker, until `_forget` (its threads may draw
-# for several ranges at once); a few at most, should a run stop without forgetting
-_drawers: dict[tuple[int, int], tuple[Part, Drawer]] = {}
-_DRAWERS_HELD = 16
-_drawers_lock = threading.Lock()
+# each range's drawer on this worker while the range is there (a worker's threads may
+# draw for several at once): by the range's identity, never holding the range, and let
+# go with it (spilled to disk, forgotten) or when its sampling ends (`_forget`)
+_drawers: dict[int, tuple[weakref.ref[Part], Drawer]] = {}
+
+
+def _drawer(part: Part, rarity: np.ndarray, key: int) -> Drawer:
+    ident = id(part)
+    held = _drawers.get(ident)
+    if held is not None and held[0]() is part and held[1].key == key:
+        return held[1]
+    drawer = Drawer(part.rest, rarity, key)
+    _drawers[ident] = (weakref.ref(part, lambda _: _drawers.pop(ident, None)), drawer)
+    return drawer
 
 
 def _queries(
@@ -180,16 +189,7 @@ def _queries(
     """The queries the targets `rows` of the range (whose first user is `first`) draw in
     round `round_`, `k` each: (offsets, elements, lower, upper, references, owners among
     all users)."""
-    ident = (id(part), key)
-    with _drawers_lock:
-        held = _drawers.get(ident)
-    if held is None or held[0] is not part:  # (an id a range let go may be another's)
-        held = (part, Drawer(part.rest, rarity, key))
-        with _drawers_lock:
-            while len(_drawers) >= _DRAWERS_HELD:
-                _drawers.pop(next(iter(_drawers)))
-            _drawers[ident] = held
-    drawer = held[1]
+    drawer = _drawer(part, rarity, key)
     n_queries = rows.shape[0] * k
     capacity = int(drawer.widths[rows].sum()) * k
     out = (
@@ -206,9 +206,7 @@ def _queries(
 
 
 def _forget(part: Part) -> None:
-    with _drawers_lock:
-        for ident in [ident for ident, (held, _) in _drawers.items() if held is part]:
-            del _drawers[ident]
+    _drawers.pop(id(part), None)
 
 
 def _counted_here(queries: tuple[np.ndarray, ...], *posted: _Posted) -> np.ndarray:

@@ -13,8 +13,8 @@ The draws, per target, in order:
 The random numbers of a draw are a function of the level's key (drawn from the config's
 seed), the round, the target and the draw's place (`uniforms`: SplitMix64 at that
 point), not of the order in which targets are drawn: a target draws the same queries
-wherever it is drawn, in whatever chunk, range of users or worker (engine/ranged.py
-draws them where the level's ranges are).
+wherever it is drawn, in whatever chunk, range of users or worker
+(engine/ranged_sampled.py draws them where the level's ranges are).
 """
 
 from __future__ import annotations

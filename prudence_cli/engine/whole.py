@@ -34,10 +34,12 @@ def whole_targets(problem: CountingProblem) -> np.ndarray:
 
 def without_whole(problem: CountingProblem, whole: np.ndarray) -> CountingProblem:
     """The problem left once the `whole` targets' whole-record queries are answered: none
-    of their queries when containment is monotone, else their sizes below the whole."""
+    of their queries when containment is monotone, else their sizes below the whole
+    (those still asked: a sampled count takes the sizes of the targets that draw out,
+    ranged_sampled._exact_only)."""
     spec = problem.queries
     if spec.mode == "ratios":
-        below = spec.elements.lengths - 1
+        below = np.minimum(spec.elements.lengths - 1, spec.size_hi)
         none = whole & (np.maximum(spec.size_lo, 1) > below)
         size_lo = np.where(none, 0, spec.size_lo)
         size_hi = np.where(none, 0, np.where(whole, below, spec.size_hi))
