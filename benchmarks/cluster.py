@@ -20,7 +20,7 @@
 The config: the end-to-end benchmark's (one presence dataview, 250 m grid,
 `unique_location` at h = 2, or `--h`; with `--sample N --max-instances M`, a level over
 M instances is sampled, N a person); the deployment: the tests'
-(tests/engine/test_cluster.py). Results: benchmarks/out/cluster_<people>[_h<h>_s<N>].json.
+(tests/engine/test_cluster.py). Results: benchmarks/out/cluster_<people>[_h<h>][_s<N>].json.
 Not run in CI.
 """
 
@@ -184,9 +184,14 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=None)
     parser.add_argument("--max-instances", type=int, default=None)
     args = parser.parse_args()
+    if args.h < 1 or (args.sample is not None and args.sample < 1):
+        parser.error("--h and --sample are at least 1")
+    if args.max_instances is not None and args.sample is None:
+        parser.error("--max-instances needs --sample (a level over it is sampled)")
     limit = int(args.limit_gb * 2**30)
     parts = parts_for(args.people, args.files)
-    name = f"{args.people}" + (f"_h{args.h}_s{args.sample}" if args.sample else "")
+    name = f"{args.people}" + (f"_h{args.h}" if args.h != 2 or args.sample else "")
+    name += f"_s{args.sample}" if args.sample else ""
     config = DATA / f"config_{name}.yaml"
     text = CONFIG.format(csv=parts, catalog=DATA / f"catalog_{name}")
     text = text.replace("knowledge: {h: [2]}", f"knowledge: {{h: [{args.h}]}}")
