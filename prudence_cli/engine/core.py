@@ -200,8 +200,9 @@ class Engine:
             planned = self._ranged_work(problem)
             self._last_work = None
             self._within_budget(planned.total)
+            # over the budget, with sizes to draw from (whole records never are sampled)
             over = planned.total > self.max_instances and bool(planned.plans)
-            if over and problem.mode != "compositions":  # whole records never are sampled
+            if over and problem.mode != "compositions":  # compositions: gathered
                 return ranged_sampled.sampled_support(self, problem, planned)
             return ranged.support(self, problem, planned)
         whole, rest, plans, total = self._work(problem)

@@ -58,18 +58,23 @@ def sampled_support(engine: Engine, ranged: RangedProblem, planned: Work) -> Sup
         or [np.zeros(0, dtype=np.int64)]
     )
     if drawn.size:
-        checked += _drawn_support(engine, ranged, planned.n_elements, drawn, minimum)
+        checked += _drawn_support(engine, ranged, planned, drawn, minimum)
     minimum[minimum == compiled.kernels.UNSET] = 0
     return Support(minimum, checked, bool(drawn.size))
 
 
 def _drawn_support(
-    engine: Engine, ranged: RangedProblem, n: int, drawn: np.ndarray, minimum: np.ndarray
+    engine: Engine, ranged: RangedProblem, planned: Work, drawn: np.ndarray, minimum: np.ndarray
 ) -> int:
     """Fold the supports of the queries the `drawn` targets draw into `minimum`; returns
     how many queries were checked."""
     runner = engine.runner
-    rarity = np.sum(runner.each(_holders, ranged.parts, n), axis=0)
+    n = planned.n_elements
+    # each element's holders over the whole level: the plan's count of its places when no
+    # list repeats one (unordered), else each range's distinct holders
+    rarity = planned.holders
+    if ranged.ordered:
+        rarity = np.sum(runner.each(_holders, ranged.parts, n), axis=0)
     rarity_handle = runner.share(rarity)
     posted = runner.each_kept(_posted, ranged.parts, n)
     widest = max(runner.each(_widest, ranged.parts), default=1)
@@ -133,8 +138,8 @@ def _drawn(part: Part, sample: int) -> np.ndarray:
 
 
 def _holders(part: Part, n: int) -> np.ndarray:
-    """How many of the range's users hold each element (the whole level's posting lists'
-    lengths are the sums of these)."""
+    """How many of the range's users hold each element, once however often their
+    sequence visits it (the whole level's posting lists' lengths are the sums of these)."""
     members = part.problem.members
     owners = np.repeat(np.arange(members.n_users, dtype=np.int64), members.lengths)
     pairs = np.unique(members.elements.astype(np.int64) * max(members.n_users, 1) + owners)
