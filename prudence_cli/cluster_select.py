@@ -263,22 +263,37 @@ def finish_range(told: Told, numbers: Numbering, config: Config, keep: bool = Fa
     ids = kept.labels.filter(pa.array(kept.present))
     if not keep:
         return Finished(told.k, columns, ids, missed)
-    placed = Placed(columns[C.USER], x, y, columns.get(C.LOCATION))
+    timed = config.dataview.format in POINT_FORMATS  # its rows are the points themselves
+    placed = Placed(
+        columns[C.USER],
+        x,
+        y,
+        columns.get(C.LOCATION),
+        kept.time if timed else None,
+        kept.leave if timed else None,
+    )
     for path, what in ((placed_path(told), placed), (ids_path(told), ids)):
         with open(path, "wb") as file:
             pickle.dump(what, file, protocol=pickle.HIGHEST_PROTOCOL)
     return Finished(told.k, {}, None, missed)
 
 
+# the dataview formats whose rows are the selected points (each at its time), not pairs
+POINT_FORMATS = ("trajectory", "segments")
+
+
 @dataclass(frozen=True)
 class Placed:
     """A range's selected points, projected, as the dataviews place them: user code
-    (among all), x, y, [tower or segment code (among all)]."""
+    (among all), x, y, [tower or segment code (among all)]; for the formats of points
+    (POINT_FORMATS), the time of each, [and when it ends: segments]."""
 
     user: np.ndarray
     x: np.ndarray
     y: np.ndarray
     location: np.ndarray | None
+    time: np.ndarray | None = None
+    leave: np.ndarray | None = None
 
 
 def placed_path(told: Told) -> str:
@@ -351,15 +366,34 @@ def range_pairs(
     visits: on the grid of `side` whose cells have the sorted `keys`, or on the towers
     or segments."""
     placed = _placed(told)
-    if side is None:
-        assert placed.location is not None
-        location = placed.location
-    else:
-        assert keys is not None
-        cells = cell_keys(*grid_indexes(placed.x, placed.y, side))
-        location = np.searchsorted(keys, cells).astype(np.int32)
+    location = _located(placed, side, keys)
     _, (user, place, count) = visit_pairs(placed.user, location, n_locations, per_point=False)
     return told.k, user, place, count
+
+
+def range_points(
+    told: Told, side: float | None, keys: np.ndarray | None, n_locations: int
+) -> tuple[Placed, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The range's points (`Placed`, with their times), each one's location (as
+    `range_pairs` places them) and the visits of its (user, location) pair; and the
+    distinct pairs (arrays.visit_pairs): what dataviews/build.locate gives a local run,
+    for this range's points."""
+    placed = _placed(told)
+    location = _located(placed, side, keys)
+    pair_count, pairs = visit_pairs(placed.user, location, n_locations)
+    assert pair_count is not None
+    return placed, location, pair_count, pairs
+
+
+def _located(placed: Placed, side: float | None, keys: np.ndarray | None) -> np.ndarray:
+    """Each point's location code: its cell's among the sorted `keys` of the grid of
+    `side`, or its tower or segment (side None)."""
+    if side is None:
+        assert placed.location is not None
+        return placed.location
+    assert keys is not None
+    cells = cell_keys(*grid_indexes(placed.x, placed.y, side))
+    return np.searchsorted(keys, cells).astype(np.int32)
 
 
 class Assembly:

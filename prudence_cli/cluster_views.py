@@ -1,8 +1,9 @@
-"""Presence and probability dataviews built where the points are: on a Dask cluster,
-the selected points stay on the workers that selected them (cluster_input, `keep`),
-and each range of users builds its view of the (user, location) pairs of its points,
-kept on the worker's disk (dataviews/on_workers.py holds what the assessing process
-keeps of it): the assessing process never receives the points, nor the views' rows.
+"""Dataviews built where the points are: on a Dask cluster, the selected points stay
+on the workers that selected them (cluster_input, `keep`), and each range of users
+builds its view — presence and probability views of the (user, location) pairs of its
+points, trajectory and segments views of the points themselves — kept on the worker's
+disk (dataviews/on_workers.py holds what the assessing process keeps of it): the
+assessing process never receives the points, nor the views' rows.
 
 For a grid, each range first tells which cells its points fall in; the assessing
 process numbers the cells of all ranges in the order of their ids and places their
@@ -10,7 +11,8 @@ centres (a centre off the projection's map at the point nearest it, found among 
 range's) as space.grid_cells does; then each range places its points in those cells and
 counts its pairs. For towers or segments, the points' codes are already numbered across
 the ranges. A person's points are all in one range, and the ranges are in user order,
-so the ranges' pairs, one after the other, are the pairs of a local run, in its order.
+so the ranges' pairs (or points), one after the other, are those of a local run, in its
+order.
 """
 
 from __future__ import annotations
@@ -18,22 +20,25 @@ from __future__ import annotations
 import contextlib
 import os
 import weakref
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 
+from prudence_cli import columns as C
 from prudence_cli.cluster_input import Kept, read_and_select
 from prudence_cli.cluster_scratch import Scratch
 from prudence_cli.cluster_select import (
+    POINT_FORMATS,
+    Placed,
     Told,
     ids_path,
     range_cells,
     range_nearest,
     range_pairs,
+    range_points,
     read_back,
 )
 from prudence_cli.cluster_tasks import pinned, windowed
@@ -52,12 +57,14 @@ PAIR_FORMATS = ("presence", "probability")
 
 
 def views_on_workers(config: Config) -> bool:
-    """Whether the dataviews can be built from the pairs alone: presence or probability
-    views on grids or towers, and nothing else of the run needing the points (the
-    utility aggregate reads them; regions are placed by their polygons)."""
+    """Whether the dataviews can be built in ranges of users where their points are:
+    presence or probability views (of the pairs alone), trajectory or segments views (of
+    each person's own points), on grids, towers or segments, and nothing else of the run
+    needing the points (the utility aggregate reads them; regions are placed by their
+    polygons; profiles, bins and clusters views read every point's time or place)."""
     view = config.dataview
     return (
-        view.format in PAIR_FORMATS
+        view.format in (*PAIR_FORMATS, *POINT_FORMATS)
         and "regions" not in view.dimension_names
         and config.utility_aggregate is None
     )
@@ -181,16 +188,39 @@ class PointsOnWorkers:
             self.kept.close()
 
 
-# a view of a range's pairs: (user from 0, location, visits, users, locations) -> view
-Build = Callable[[np.ndarray, np.ndarray, np.ndarray, int, pd.DataFrame], Any]
+@dataclass(frozen=True)
+class RangeRows:
+    """What a range's view is built of: its users (numbered from 0 in the range), the
+    locations table, and its (user, location) pairs with their visits; for a format of
+    points (`Build.points`), its points too — each one's user, time [and leave], location
+    and the visits of its pair, as a local run's Selection and Located hold them."""
+
+    n_users: int
+    locations: pd.DataFrame
+    user: np.ndarray  # per pair, from 0
+    location: np.ndarray
+    count: np.ndarray
+    points: pd.DataFrame | None = None  # user (from 0), time, [leave]
+    point_location: np.ndarray | None = None
+    pair_count: np.ndarray | None = None
+
+
+class Build(Protocol):
+    """Builds a range's view (dataviews/on_workers._Builder); `points`: of the range's
+    points (RangeRows.points), not its pairs alone."""
+
+    @property
+    def points(self) -> bool: ...
+
+    def __call__(self, rows: RangeRows) -> Any: ...
 
 
 @dataclass(frozen=True)
 class Built:
     """A range's view kept on a worker's disk (`PointsOnWorkers.views`): where, the
     users it holds ([first, last) among all) and where their ids are, and what the
-    assessing process keeps of it — per user its rows and visits, and the locations it
-    holds."""
+    assessing process keeps of it — per user its rows, visits and distinct locations
+    (None where they are its rows), and the locations it holds."""
 
     worker: str
     path: str
@@ -198,7 +228,8 @@ class Built:
     last: int
     ids: str  # where the worker keeps its users' ids (cluster_select.ids_path)
     rows: np.ndarray  # int32 per user
-    visits: np.ndarray  # float per user (the visits coverage)
+    visits: np.ndarray | None  # float per user (the visits coverage); None: its rows
+    places: np.ndarray | None  # int32 per user (the locations coverage); None: its rows
     used: np.ndarray  # the location codes it holds, ascending
 
 
@@ -215,28 +246,68 @@ def range_view(
     from distributed import get_worker
 
     table, keys = space
-    made = f"{told.path}.pairs-{side}"
-    if os.path.exists(made):
-        user, location, count = read_back(made)
+    if build.points:
+        rows = _point_rows(told, first, side, keys, table)
     else:
-        _, user, location, count = range_pairs(told, side, keys, len(table))
-        scratch.written(Path(made).name, (user, location, count))
-    view = build((user - first).astype(np.int32), location, count, told.users, table)
-    del user, location, count
+        made = f"{told.path}.pairs-{side}"
+        if os.path.exists(made):
+            user, location, count = read_back(made)
+        else:
+            _, user, location, count = range_pairs(told, side, keys, len(table))
+            scratch.written(Path(made).name, (user, location, count))
+        rows = RangeRows(told.users, table, (user - first).astype(np.int32), location, count)
+        del user, location, count
+    view = build(rows)
+    del rows
     path = scratch.written(f"range-{told.k}.{name}", view)
     held = np.bincount(view.location, minlength=len(table))
-    rows = np.diff(view.offsets).astype(np.int32)
+    per_user = np.diff(view.offsets).astype(np.int32)
     built = Built(
         get_worker().address,
         path,
         first,
         first + told.users,
         ids_path(told),
-        rows,
-        view.coverage("visits"),
+        per_user,
+        _unless_rows(view.coverage("visits"), per_user),
+        _unless_rows(view.coverage("locations"), per_user),
         np.flatnonzero(held),
     )
     return told.k, built
+
+
+def _point_rows(
+    told: Told, first: int, side: float | None, keys: np.ndarray | None, table: pd.DataFrame
+) -> RangeRows:
+    """A range's points placed in `table`'s locations (cluster_select.range_points), its
+    users from 0."""
+    placed, location, pair_count, (user, place, count) = range_points(told, side, keys, len(table))
+    return RangeRows(
+        told.users,
+        table,
+        (user - first).astype(np.int32),
+        place,
+        count,
+        _points_frame(placed, first),
+        location,
+        pair_count,
+    )
+
+
+def _points_frame(placed: Placed, first: int) -> pd.DataFrame:
+    """The range's points as a Selection's: user (from 0), time [, leave]."""
+    assert placed.time is not None  # kept for the formats of points (finish_range)
+    columns = {C.USER: (placed.user - first).astype(np.int32), C.TIME: placed.time}
+    if placed.leave is not None:
+        columns[C.LEAVE] = placed.leave
+    return pd.DataFrame(columns, copy=False)
+
+
+def _unless_rows(values: np.ndarray, rows: np.ndarray) -> np.ndarray | None:
+    """A per-user coverage, None where it is each user's rows (kept as those)."""
+    if np.array_equal(values, rows):
+        return None
+    return values
 
 
 def _removed(path: str) -> None:

@@ -1,9 +1,8 @@
-"""Presence and probability dataviews kept where their people's points are. On a Dask
-cluster whose workers keep the selected points (cluster_views.PointsOnWorkers), the
-view of each range of users is built on the worker that holds the range's points and
-kept on that worker's disk; the assessing process holds a `KeptView`: vectors per
-person (the rows and visits of each) and per place (the locations the view holds),
-never the view's rows.
+"""Dataviews kept where their people's points are. On a Dask cluster whose workers keep
+the selected points (cluster_views.PointsOnWorkers), the view of each range of users is
+built on the worker that holds the range's points and kept on that worker's disk; the
+assessing process holds a `KeptView`: vectors per person (the rows, visits and distinct
+locations of each) and per place (the locations the view holds), never the view's rows.
 
 The attacks whose levels are made in ranges of users (attacks/ranged.py) make them from
 these ranges where they are. The catalog's per-person tables — the dataview's rows, the
@@ -28,9 +27,9 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import pandas as pd
 
-from prudence_cli.cluster_select import read_back, read_ids
+from prudence_cli.cluster_select import POINT_FORMATS, read_back, read_ids
 from prudence_cli.cluster_tasks import pinned, windowed
-from prudence_cli.cluster_views import Built, PointsOnWorkers
+from prudence_cli.cluster_views import Built, PointsOnWorkers, RangeRows
 from prudence_cli.dataviews import coverage as covered
 from prudence_cli.dataviews.base import (
     BuildSettings,
@@ -54,34 +53,37 @@ WriteFrame = Callable[[pd.DataFrame, str], None]
 
 
 @dataclass(frozen=True)
-class _Users:
-    """What a pair format's `build` reads of the Selection: how many users."""
+class _Range:
+    """What a format's `build` reads of the Selection, for one range: how many users,
+    and (for a format of points) their points."""
 
     n_users: int
+    points: pd.DataFrame | None
 
 
 @dataclass(frozen=True)
 class _Builder:
-    """A view of the format `view_class` of one range's pairs (cluster_views.Build)."""
+    """A view of the format `view_class` of one range's pairs, or points
+    (cluster_views.Build)."""
 
     view_class: type[Dataview]
     view_id: str
     dimensions: Dimensions
     settings: BuildSettings
 
-    def __call__(
-        self,
-        user: np.ndarray,
-        location: np.ndarray,
-        count: np.ndarray,
-        n_users: int,
-        locations: pd.DataFrame,
-    ) -> Dataview:
-        nothing = np.zeros(0, dtype=np.int64)
-        located = Located(
-            nothing.astype(np.int32), locations, nothing, Pairs(user, location, count)
-        )
-        selection = cast("Selection", _Users(n_users))
+    @property
+    def points(self) -> bool:
+        return self.view_class.format in POINT_FORMATS
+
+    def __call__(self, rows: RangeRows) -> Dataview:
+        pairs = Pairs(rows.user, rows.location, rows.count)
+        if rows.points is None:
+            nothing = np.zeros(0, dtype=np.int64)
+            located = Located(nothing.astype(np.int32), rows.locations, nothing, pairs)
+        else:
+            assert rows.point_location is not None and rows.pair_count is not None
+            located = Located(rows.point_location, rows.locations, rows.pair_count, pairs)
+        selection = cast("Selection", _Range(rows.n_users, rows.points))
         return self.view_class.build(
             selection, located, self.view_id, self.dimensions, self.settings
         )
@@ -105,8 +107,8 @@ def kept_view(
 
 @dataclass(eq=False)
 class KeptView:
-    """A presence or probability view whose rows are on the workers, a range of users on
-    each worker's disk (`Built`); as a Dataview for what reads a view's people (its
+    """A view whose rows are on the workers, a range of users on each worker's disk
+    (`Built`); as a Dataview for what reads a view's people (its
     coverage, who is in it), the locations it holds, and its ranges."""
 
     id: str
@@ -118,7 +120,6 @@ class KeptView:
     placed: PointsOnWorkers
     _seen: dict[str, bool] = field(default_factory=dict, repr=False)  # `sees`, by folder
 
-    additive = True
     on_workers = True
     labels = Dataview.labels
     shown = Dataview.shown
@@ -131,6 +132,10 @@ class KeptView:
     @property
     def format(self) -> str:
         return self.view_class.format
+
+    @property
+    def additive(self) -> bool:
+        return self.view_class.additive
 
     @property
     def ranges(self) -> list[Built]:
@@ -160,10 +165,13 @@ class KeptView:
     def coverage(self, kind: str) -> np.ndarray:
         """c({u}, D) per user, as the view's own (dataviews/coverage.py `counted`)."""
         covered.check_coverage(kind)
-        if kind == "visits":
-            found = [b.visits for b in self.ranges]
-            return self._per_user(np.concatenate(found) if found else np.zeros(0))
-        return self._per_user(self.rows_per_user).astype(float)
+        field = {"visits": "visits", "locations": "places"}.get(kind)
+        found = [
+            b.rows if field is None or getattr(b, field) is None else getattr(b, field)
+            for b in self.ranges
+        ]
+        values = np.concatenate(found).astype(float) if found else np.zeros(0)
+        return self._per_user(values)
 
     def _per_user(self, values: np.ndarray) -> np.ndarray:
         """Values of the ranges' users, for every user of U (the ranges hold them all;

@@ -76,7 +76,7 @@ def view_profile(
     if view.on_workers:  # measured where its rows are
         from prudence_cli.measures.kept_mobility import kept_profile  # Dask's: only then
 
-        return kept_profile(cast("KeptView", view), crs, measures)
+        return kept_profile(cast("KeptView", view), crs, measures, trips)
     visits = visits_of(view, crs, trips)
     return None if visits is None else Profile(visits, measures)
 

@@ -12,7 +12,9 @@ rows nor a person's measures.
   sent to shards by location (a location's pairs all to one shard, in person order), and
   each shard sums its locations' pairs in the order a local run sums them (places.Tables,
   whose sums run in pair order): the same numbers, to the bit. Each person's most
-  visited place (for the density) is found in their range.
+  visited place (for the density) is found in their range. A trajectory's flow through
+  a place counts the moves from and to it: each move's two ends go to the shards of
+  their places with the mover, and each shard counts those of the people kept.
 """
 
 from __future__ import annotations
@@ -24,7 +26,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from prudence_cli.config.mobility import LOCATION_MEASURES, PERSON_MEASURES, THRESHOLDS
+from prudence_cli.config.mobility import (
+    LOCATION_MEASURES,
+    ORDERED_FORMATS,
+    PERSON_MEASURES,
+    THRESHOLDS,
+)
 from prudence_cli.measures.distributions import finite_sorted
 from prudence_cli.measures.kept_compare import KeptPeople, RangeSample, range_samples
 from prudence_cli.measures.mobility import (
@@ -41,10 +48,11 @@ if TYPE_CHECKING:
 
 
 def kept_profile(
-    view: KeptView, crs: str, chosen: Sequence[str] | None = None
+    view: KeptView, crs: str, chosen: Sequence[str] | None = None, trips: bool = False
 ) -> KeptProfile | None:
     """The profile of a view kept on the workers (None when its locations are not
-    places); a presence or probability view: no trips."""
+    places); `trips` as measures/mobility.visits_of: whether a trajectory's consecutive
+    visits are trips between stays."""
     from prudence_cli.cluster_tasks import pinned, windowed  # Dask's: only then
 
     xy = places_xy(view.format, view.locations, crs)
@@ -55,9 +63,21 @@ def kept_profile(
     holders = {b.worker for b in ranges}
     workers = sorted(client.nthreads())
     n_locations = len(view.locations)
+    ordered = view.format in ORDERED_FORMATS
+    trips = ordered and trips
     (places,) = client.scatter([xy], broadcast=True, hash=False)
     measured = [
-        pinned(client, b.worker, _range_measured, b.path, b.first, places, chosen, len(workers))
+        pinned(
+            client,
+            b.worker,
+            _range_measured,
+            b.path,
+            b.first,
+            places,
+            chosen,
+            len(workers),
+            (ordered, trips),
+        )
         for b in ranges
     ]
     frames = [
@@ -89,16 +109,16 @@ def kept_profile(
         np.concatenate([t[0] for t in tops]) if tops else np.zeros(0, np.int32),
         np.concatenate([t[1] for t in tops]) if tops else np.zeros(0, np.int32),
     )
-    columns = [m for m in measures_for(False, chosen) if m in PERSON_MEASURES]
+    columns = [m for m in measures_for(trips, chosen) if m in PERSON_MEASURES]
     first = np.array([b.first for b in ranges] + [view.n_users], dtype=np.int64)
     if not ranges:  # nobody: no range to keep them
         first = np.array([0, view.n_users], dtype=np.int64)
-        nobody = person_measures(_no_visits(view.n_users, xy), chosen)
+        nobody = person_measures(_no_visits(view.n_users, xy, ordered, trips), chosen)
         frames = [client.scatter(nobody, hash=False)]
         samples = [range_samples(nobody)]
     workers_of = [b.worker for b in ranges] if ranges else None
     people = KeptPeople(client, frames, first, samples, columns, holders, None, workers_of)
-    tables = KeptPlaces(client, shards, top, n_locations, holders | set(workers))
+    tables = KeptPlaces(client, shards, top, n_locations, holders | set(workers), trips)
     return KeptProfile(people, tables, chosen)
 
 
@@ -153,6 +173,7 @@ class KeptPlaces:
     tops: tuple[np.ndarray, np.ndarray]  # per person with visits: top location, person
     n_locations: int
     holders: set[str]  # the workers the shards are made from and on
+    trips: bool = False  # the view's visits are trips between stays (its moves flow)
 
     def locations(self, chosen: Sequence[str] | None = None) -> pd.DataFrame:
         visited, measured = self._measured(chosen, None, None)
@@ -172,15 +193,16 @@ class KeptPlaces:
     ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         from prudence_cli.cluster_tasks import windowed  # Dask's: only here
 
-        names = [m for m in measures_for(False, chosen) if m in LOCATION_MEASURES]
+        names = [m for m in measures_for(self.trips, chosen) if m in LOCATION_MEASURES]
         entropy = "location_entropy" in names
+        flow = "flow" in names
         packed = None if people is None else np.packbits(people)
         count = 0 if people is None else int(people.shape[0])
         shards = self.shards
 
         def submit(j: int) -> Any:
             return self.client.submit(
-                _shard_measured, shards[j], packed, count, entropy, j, pure=False
+                _shard_measured, shards[j], packed, count, entropy, flow, j, pure=False
             )
 
         found = dict(windowed(self.client, range(len(shards)), submit, self.holders))
@@ -202,36 +224,67 @@ class KeptPlaces:
             if people is not None:
                 tops = tops[people[top_people]]
             out["location_density"] = np.bincount(tops, minlength=n)[visited].astype(float)
+        if flow:  # counts: the shards' sums are exact in any order
+            through = np.zeros(n, dtype=np.int64)
+            for j in range(len(shards)):
+                through += found[j][2]
+            out["flow"] = through[visited].astype(float)
         return visited, out
 
 
-def _no_visits(n_users: int, xy: tuple[np.ndarray, np.ndarray]) -> Visits:
+def _no_visits(
+    n_users: int, xy: tuple[np.ndarray, np.ndarray], ordered: bool = False, trips: bool = False
+) -> Visits:
     offsets = np.zeros(n_users + 1, dtype=np.int64)
     nothing = np.zeros(0, dtype=np.int32)
-    return Visits(offsets, nothing, nothing.astype(float), xy[0], xy[1], False)
+    return Visits(offsets, nothing, nothing.astype(float), xy[0], xy[1], ordered, trips)
 
 
 def _range_measured(
-    path: str, first: int, xy: tuple[np.ndarray, np.ndarray], chosen: Any, shards: int
+    path: str,
+    first: int,
+    xy: tuple[np.ndarray, np.ndarray],
+    chosen: Any,
+    shards: int,
+    kind: tuple[bool, bool],
 ) -> tuple[pd.DataFrame, tuple[np.ndarray, np.ndarray], list[tuple[np.ndarray, ...]]]:
     """A range's people measures, each person's most visited place (persons among all),
-    and its pairs cut into the shards of their locations (in pair order)."""
+    and its pairs cut into the shards of their locations (in pair order), with its moves'
+    ends (mover, place) cut the same way. `kind`: whether the view's rows are single
+    visits in time order, and trips between stays (measures/mobility.visits_of)."""
     from prudence_cli.cluster_select import read_back
 
+    ordered, trips = kind
     view = read_back(path)
-    weight = np.asarray(view.count, dtype=float)
-    visits = Visits(view.offsets, view.location, weight, xy[0], xy[1], False)
+    count = getattr(view, "count", None)
+    if count is not None and not ordered:
+        weight = np.asarray(count, dtype=float)
+    else:
+        weight = np.ones(view.location.shape[0])
+    visits = Visits(view.offsets, view.location, weight, xy[0], xy[1], ordered, trips)
     n_locations = xy[0].shape[0]
-    tables = Tables.of(visits.person, view.location, weight, n_locations, False)
+    tables = Tables.of(visits.person, view.location, weight, n_locations, trips)
     del view
     pairs = (tables.pair_person, tables.pair_location, tables.pair_weight)
     people = person_measures(visits, chosen, pairs)
     top, top_person = tables._tops
     person = tables.pair_person.astype(np.int32) + np.int32(first)
     shard = tables.pair_location % shards
+    mover = np.zeros(0, dtype=np.int32)
+    end = np.zeros(0, dtype=np.int32)
+    if trips:  # only trips between stays flow (a presence view's rows are no moves)
+        mover = np.tile(tables.move_person.astype(np.int32) + np.int32(first), 2)
+        end = np.concatenate([tables.origin, tables.destination]).astype(np.int32)
+    end_shard = end % shards
     pieces: list[tuple[np.ndarray, ...]] = [
-        (person[at], tables.pair_location[at], tables.pair_weight[at])
-        for at in (shard == j for j in range(shards))
+        (
+            person[at],
+            tables.pair_location[at],
+            tables.pair_weight[at],
+            mover[end_shard == j],
+            end[end_shard == j],
+        )
+        for j, at in enumerate(shard == j for j in range(shards))
     ]
     return people, (top, (top_person + first).astype(np.int32)), pieces
 
@@ -256,22 +309,30 @@ def _piece(
 
 
 def _shard(n_locations: int, *pieces: tuple[np.ndarray, ...]) -> Tables:
-    """A shard's pairs: the ranges' pieces one after the other (in person order)."""
-    empty = (np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0))
-    person, location, weight = (
-        np.concatenate([piece[i] for piece in pieces]) if pieces else empty[i] for i in range(3)
+    """A shard's pairs: the ranges' pieces one after the other (in person order); and
+    the ends of their moves at its places, as the moves' (mover, origin) — each end
+    counts once in its place's flow (`_shard_measured`)."""
+    codes = np.zeros(0, np.int32)
+    empty = (codes, codes, np.zeros(0), codes, codes)
+    person, location, weight, mover, end = (
+        np.concatenate([piece[i] for piece in pieces]) if pieces else empty[i] for i in range(5)
     )
     nothing = np.zeros(0, dtype=np.int32)
-    return Tables(person, location, weight, nothing, nothing, nothing, n_locations, False)
+    return Tables(person, location, weight, mover, end, nothing, n_locations, False)
 
 
 def _shard_measured(
-    shard: Tables, packed: np.ndarray | None, count: int, entropy: bool, j: int
-) -> tuple[int, tuple[np.ndarray, np.ndarray | None]]:
-    """A shard's visitors per location, and its locations' entropy (places.Tables)."""
+    shard: Tables, packed: np.ndarray | None, count: int, entropy: bool, flow: bool, j: int
+) -> tuple[int, tuple[np.ndarray, np.ndarray | None, np.ndarray | None]]:
+    """A shard's visitors per location, its locations' entropy (places.Tables), and the
+    moves' ends at each (their flow)."""
     people = None if packed is None else np.unpackbits(packed, count=count).astype(bool)
     n = shard.n_locations
     members = np.zeros(n, dtype=np.int64)
     for group, _ in shard._pairs_of(people):
         members += np.bincount(group, minlength=n)
-    return j, (members, shard._entropy(people, members) if entropy else None)
+    through = None
+    if flow:
+        ends = shard.origin if people is None else shard.origin[people[shard.move_person]]
+        through = np.bincount(ends, minlength=n)
+    return j, (members, shard._entropy(people, members) if entropy else None, through)

@@ -1,6 +1,7 @@
-"""Presence dataviews built where the points are: with the Dask engine the selected
-points stay on the workers, which count each grid's (or the towers') pairs; the pairs
-and the cells are a local run's, to the bit (cluster_views.py)."""
+"""Dataviews built where the points are: with the Dask engine the selected points stay
+on the workers, which count each grid's (or the towers') pairs, or place the points of
+trajectories and segments; the views and the cells are a local run's, to the bit
+(cluster_views.py)."""
 
 from __future__ import annotations
 
@@ -60,6 +61,8 @@ def _left(cluster) -> list[str]:
         ("demo", [250.0, 750.0, 4e7]),  # 40,000 km: a cell whose centre is off the map
         ("demo_cdr", [None, 1000.0]),  # the towers, and a grid over them
         ("probability", None),  # its own dimensions
+        ("trajectory", [500.0, 4e7]),  # of the points, with their times
+        ("segments", None),  # of the points, with their leave times, on the segments
     ],
 )
 def test_views_kept_on_the_workers_are_the_local_ones(
@@ -101,9 +104,10 @@ def test_views_kept_on_the_workers_are_the_local_ones(
                 if x is not None:
                     assert x.dtype == y.dtype and np.array_equal(x, y), (local.id, field)
             assert np.array_equal(kept.offsets, local.offsets) and kept.rows == local.rows
-            for kind in ("locations", "visits", "records"):
+            for kind in ("locations", "visits", "records", "segments"):
                 assert np.array_equal(kept.coverage(kind), local.coverage(kind)), kind
             assert kept.users_in_view == local.users_in_view
+            assert kept.additive == local.additive
             pd.testing.assert_frame_equal(kept.used_locations(), local.used_locations())
             for rows in (500, 1 << 20):
                 parts = list(kept.table_parts(rows))  # the ids of the workers
@@ -122,7 +126,9 @@ def test_views_kept_on_the_workers_are_the_local_ones(
                 assert np.array_equal(piece.view.user, local.users(a, b).user)
             # beside the points and ids, only this view's ranges and its grid's pairs are kept
             grid = dict(kept.dimensions).get("grid")
-            kinds = {"pickle", "pickle.placed", "pickle.ids", f"pickle.pairs-{grid}", kept.id}
+            kinds = {"pickle", "pickle.placed", "pickle.ids", kept.id}
+            if kept.format in ("presence", "probability"):  # a grid's pairs, kept for the next
+                kinds.add(f"pickle.pairs-{grid}")
             assert {name.split(".", 1)[1] for name in _files(cluster)} <= kinds
         if grids is not None and 4e7 in grids:  # the off-map cell was placed at a point
             assert np.isfinite(local.locations[["lon", "lat"]].to_numpy()).all()
@@ -132,16 +138,23 @@ def test_views_kept_on_the_workers_are_the_local_ones(
     assert _left(cluster) == []
 
 
-def test_mobility_measured_on_the_workers_is_the_local_one(cluster, tmp_path, monkeypatch):
+@pytest.mark.parametrize(
+    ("name", "trips"),
+    [("demo", False), ("trajectory", True), ("trajectory", False), ("segments", True)],
+)
+def test_mobility_measured_on_the_workers_is_the_local_one(
+    name, trips, cluster, tmp_path, monkeypatch
+):
     """People measured in their ranges and places in shards of locations give a local
-    run's profile, to the bit: every measure, at every mask of people."""
+    run's profile, to the bit: every measure (a trajectory's trip measures and flows
+    too), at every mask of people."""
     from prudence_cli import cluster_input
     from prudence_cli.dataviews.build import build_dataviews
     from prudence_cli.explore.mobility import view_profile
     from prudence_cli.prepare import prepare
 
     monkeypatch.setattr(cluster_input, "_ranges", lambda client, rows: 5)
-    config = load_config(CONFIGS / "demo.yaml")
+    config = load_config(CONFIGS / f"{name}.yaml")
     _parts(config.input.path, tmp_path / "parts")
     config = dataclasses.replace(
         config, input=dataclasses.replace(config.input, path=tmp_path / "parts")
@@ -152,9 +165,10 @@ def test_mobility_measured_on_the_workers_is_the_local_one(cluster, tmp_path, mo
     try:
         local = next(build_dataviews(here, config.dataview))
         kept = next(build_dataviews(there, config.dataview))
-        a = view_profile(local, here.crs, False)
-        b = view_profile(kept, there.crs, False)
+        a = view_profile(local, here.crs, trips)
+        b = view_profile(kept, there.crs, trips)
         assert a is not None and b is not None
+        assert ("flow" in a.places) == trips and ("max_distance" in a.people) == trips
         frames = b.kept_people.frames  # a range's people measures on each range's worker
         assert len(frames) == 5
         people = pd.concat([f.result() for f in frames], ignore_index=True)
@@ -178,10 +192,10 @@ def test_mobility_measured_on_the_workers_is_the_local_one(cluster, tmp_path, mo
 
 
 def test_points_are_gathered_when_the_dataviews_need_them(cluster, tmp_path):
-    """Trajectories (time bins) and the input cache need the points themselves."""
+    """Clusters (every crossing of a segment, whoever made it) need the points together."""
     from prudence_cli.prepare import prepare
 
-    config = load_config(CONFIGS / "trajectory.yaml")
+    config = load_config(CONFIGS / "clusters.yaml")
     _parts(config.input.path, tmp_path / "parts")
     config = dataclasses.replace(
         config, input=dataclasses.replace(config.input, path=tmp_path / "parts")

@@ -104,9 +104,9 @@ def test_dask_catalog_equals_local(name, cluster, tmp_path):
     assert spread.manifest["engine"]["backend"] == "dask"
     assert spread.manifest["engine"]["workers"] == 2
     parted = _same_catalog(local.output, spread.output)
-    # presence and probability views stay on the workers, which write their tables: the
-    # dataview's, its risks and its people's measures
-    pairs = config.dataview.format in ("presence", "probability")
+    # presence, probability, trajectory and segments views stay on the workers, which
+    # write their tables: the dataview's, its risks and its people's measures
+    pairs = config.dataview.format in ("presence", "probability", "trajectory", "segments")
     views = spread.manifest["dataviews"]
     tables = sum(2 + (view.get("measures") is not None) for view in views)
     assert parted == (tables if pairs else 0)
@@ -122,10 +122,10 @@ def test_dask_catalog_equals_local(name, cluster, tmp_path):
                     pd.testing.assert_frame_equal(x, y)
 
 
-@pytest.mark.parametrize("name", ["demo", "vectors"])
+@pytest.mark.parametrize("name", ["demo", "vectors", "trajectory"])
 def test_a_sampled_assessment_on_dask_is_the_local_one(name, cluster, tmp_path, monkeypatch):
     """Levels over the budget, sampled: on the workers, in the ranges of the dataviews
-    kept there (presence) or made from the view (vectors), the same catalog — the same
+    kept there (presence, trajectory) or made from the view (vectors), the same catalog — the same
     lower bounds, instances checked and floors in catalog.json."""
     from prudence_cli.engine import ranged_sampled
 
