@@ -2,7 +2,8 @@
 
     python benchmarks/cluster.py [--people 10000000] [--files 20] [--limit-gb 3]
                                  [--workers 2] [--skip-local] [--h 2]
-                                 [--sample N --max-instances M] [--trajectory]
+                                 [--sample N --max-instances M]
+                                 [--trajectory [--attack visit]]
 
 1. Data: `--people` people of the end-to-end benchmark's habits (10 GPS fixes each, 5-9
    favourite places of a 20,000-place lattice over Pisa, Zipf popularity, June 2011),
@@ -20,9 +21,9 @@
 The config: the end-to-end benchmark's (one presence dataview, 250 m grid,
 `unique_location` at h = 2, or `--h`; with `--sample N --max-instances M`, a level over
 M instances is sampled, N a person; with `--trajectory`, a trajectory dataview, 250 m
-and 1 h, and `location_sequence` instead); the deployment: the tests'
-(tests/engine/test_cluster.py). Results:
-benchmarks/out/cluster_<people>[_traj][_h<h>][_s<N>].json.
+and 1 h, and `location_sequence` instead, or `--attack visit`); the deployment: the
+tests' (tests/engine/test_cluster.py). Results:
+benchmarks/out/cluster_<people>[_traj[_visit]][_h<h>][_s<N>].json.
 Not run in CI.
 """
 
@@ -186,7 +187,11 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=None)
     parser.add_argument("--max-instances", type=int, default=None)
     parser.add_argument("--trajectory", action="store_true")
+    parser.add_argument("--attack", choices=["location_sequence", "visit"], default=None)
     args = parser.parse_args()
+    if args.attack and not args.trajectory:
+        parser.error("--attack chooses the attack of --trajectory")
+    attack = args.attack or "location_sequence"
     if args.h < 1 or (args.sample is not None and args.sample < 1):
         parser.error("--h and --sample are at least 1")
     if args.max_instances is not None and args.sample is None:
@@ -194,6 +199,7 @@ def main() -> None:
     limit = int(args.limit_gb * 2**30)
     parts = parts_for(args.people, args.files)
     name = f"{args.people}" + ("_traj" if args.trajectory else "")
+    name += "_visit" if attack == "visit" else ""
     name += f"_h{args.h}" if args.h != 2 or args.sample else ""
     name += f"_s{args.sample}" if args.sample else ""
     config = DATA / f"config_{name}.yaml"
@@ -202,7 +208,7 @@ def main() -> None:
     if args.trajectory:
         text = text.replace("format: presence", "format: trajectory")
         text = text.replace("{grid: [250m]}", "{grid: [250m], time: [1h]}")
-        text = text.replace("attack: unique_location", "attack: location_sequence")
+        text = text.replace("attack: unique_location", f"attack: {attack}")
     if args.sample:
         limit_of = args.max_instances or 1_000_000
         text += f"engine: {{max_instances: {limit_of}, sample: {args.sample}}}\n"
@@ -218,6 +224,7 @@ def main() -> None:
         "sample": args.sample,
         "max_instances": args.max_instances,
         "format": "trajectory" if args.trajectory else "presence",
+        "attack": attack if args.trajectory else "unique_location",
         "cpus": os.cpu_count(),
     }
     if not args.skip_local:

@@ -123,6 +123,8 @@ class CountingAttack(Attack[V]):
     # location codes as elements: on several workers, levels are made in ranges of users
     # where they are counted (attacks/ranged.py)
     local: ClassVar[bool] = False
+    # elements numbered over the whole view (Dataview.numberings), given to each range
+    numbering: ClassVar[str | None] = None
 
     @abstractmethod
     def instances(self, view: V, level: KnowledgeLevel) -> tuple[Elements, QuerySpec]:

@@ -2,7 +2,8 @@
 view's users are cut into ranges (engine/ranged.py), each range's rows sent to its
 worker, and the level's instances drawn there from the rows of its users — only for
 attacks whose instances of a person are made of that person's rows alone, with the
-view's location codes as elements (`CountingAttack.local`). The planning process holds
+view's location codes as elements, or elements the whole view numbers once for its
+ranges (`CountingAttack.local`, `numbering`: a trajectory's visits). The planning process holds
 the view, and vectors per person; never a level's lists.
 """
 
@@ -29,6 +30,7 @@ class Instances(Protocol):
     match: ClassVar[str]
     ordered: ClassVar[bool]
     local: ClassVar[bool]
+    numbering: ClassVar[str | None]
 
     def instances(self, view: Any, level: KnowledgeLevel) -> tuple[Elements, QuerySpec]: ...
 
@@ -63,8 +65,10 @@ def ranged_level(
     `known_ones` ask nothing (`level_problem`)."""
     runner = engine.runner
     if view.on_workers:  # its ranges are there already
-        first, ranges = cast("KeptView", view).kept_ranges(runner)
+        first, ranges = cast("KeptView", view).kept_ranges(runner, attack.numbering)
     else:
+        if attack.numbering is not None:  # numbered as a whole, for its ranges
+            view = view.numbered(attack.numbering)
         first = user_ranges(view.offsets, runner.shards)
         pairs = zip(first[:-1].tolist(), first[1:].tolist(), strict=True)
         ranges = runner.place(ViewRange(view.users(a, b), a, b) for a, b in pairs)

@@ -43,6 +43,8 @@ class LocationAttack(CountingAttack[TrajectoryView]):
 
 class VisitAttack(CountingAttack[TrajectoryView]):
     name: ClassVar[str] = "visit"
+    local: ClassVar[bool] = True
+    numbering: ClassVar[str | None] = "visits"  # a range numbers them as the whole view
     match: ClassVar[str] = "contains"
 
     def instances(self, view: TrajectoryView, level: KnowledgeLevel) -> tuple[Elements, QuerySpec]:

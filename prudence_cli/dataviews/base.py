@@ -10,7 +10,7 @@ recipient). The data dimensions of a format live in config/dimensions.py.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
@@ -101,6 +101,9 @@ class Dataview:
     row_fields: ClassVar[tuple[str, ...]] = ("user", "location")  # per-row arrays
     additive: ClassVar[bool] = True  # the data of a group of people = the sum of theirs
     on_workers: ClassVar[bool] = False  # rows kept on Dask workers (on_workers.KeptView)
+    # elements some attacks number over the whole view (trajectory: "visits"), which a
+    # range of its users must be given to number its own as the whole view does
+    numberings: ClassVar[tuple[str, ...]] = ()
 
     @cached_property
     def offsets(self) -> np.ndarray:
@@ -147,6 +150,16 @@ class Dataview:
         }
         rows["user"] = (self.user[lo:hi] - first).astype(self.user.dtype)
         return replace(self, n_users=last - first, **rows)
+
+    @classmethod
+    def numbering(cls, kind: str, call: Callable[..., list[Any]]) -> Any:
+        """The numbering `kind` (one of `numberings`) of the view whose parts
+        `call(method, *args)` asks, each part's `method(*args)` in a list."""
+        raise ValueError(f"{cls.format} views number no {kind}")
+
+    def numbered(self, kind: str, codes: Any = None) -> Dataview:
+        """The view with its elements `kind` numbered by `codes` (default: its own)."""
+        raise ValueError(f"{self.format} views number no {kind}")
 
     @property
     def rows(self) -> int:

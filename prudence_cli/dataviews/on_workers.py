@@ -119,6 +119,7 @@ class KeptView:
     built: list[Built]
     placed: PointsOnWorkers
     _seen: dict[str, bool] = field(default_factory=dict, repr=False)  # `sees`, by folder
+    _numbered: dict[str, Any] = field(default_factory=dict, repr=False)  # `numbered`, by kind
 
     on_workers = True
     labels = Dataview.labels
@@ -183,13 +184,40 @@ class KeptView:
             at += b.last - b.first
         return out
 
-    def kept_ranges(self, runner: Any) -> tuple[np.ndarray, list[Any]]:
+    def kept_ranges(
+        self, runner: Any, numbering: str | None = None
+    ) -> tuple[np.ndarray, list[Any]]:
         """The first user of each range (and |U| last), and each range's rows as a
-        ViewRange, loaded on the worker whose disk holds them: futures of `runner`."""
+        ViewRange, loaded on the worker whose disk holds them: futures of `runner`. With
+        a `numbering` (Dataview.numberings), each range numbers its elements of that kind
+        as the whole view does (`numbered`)."""
         held = [b for b in self.ranges if b.last > b.first]
         first = np.array([b.first for b in held] + [self.n_users], dtype=np.int64)
-        calls = [(b.worker, (b.path, b.first, b.last)) for b in held]
+        codes = None
+        if numbering is not None:
+            client = self.placed.kept.client
+            workers = sorted(_holders(held))
+            (codes,) = client.scatter([self.numbered(numbering)], workers=workers, hash=False)
+        calls = [(b.worker, (b.path, b.first, b.last, numbering, codes)) for b in held]
         return first, runner.pinned(_range_of, calls)
+
+    def numbered(self, kind: str) -> Any:
+        """The numbering `kind` of the whole view (Dataview.numbering), from what each
+        range tells of its rows (made here once per view and kind)."""
+        if kind not in self._numbered:
+            client = self.placed.kept.client
+            held = self.ranges
+
+            def call(method: str, *args: Any) -> list[Any]:
+                def submit(i: int) -> Any:
+                    b = held[i]
+                    return pinned(client, b.worker, _range_call, b.path, method, args, i)
+
+                found = dict(windowed(client, range(len(held)), submit, _holders(held)))
+                return [found[i] for i in range(len(held))]
+
+            self._numbered[kind] = self.view_class.numbering(kind, call)
+        return self._numbered[kind]
 
     def table_parts(self, rows: int) -> Iterator[pd.DataFrame]:
         """The view's table (`Dataview.table_parts`) in parts of whole users, about `rows`
@@ -352,9 +380,19 @@ def _in_order(found: Iterable[tuple[int, pd.DataFrame]]) -> Iterator[pd.DataFram
             following += 1
 
 
-def _range_of(path: str, first: int, last: int) -> ViewRange:
+def _range_of(
+    path: str, first: int, last: int, numbering: str | None = None, codes: Any = None
+) -> ViewRange:
     view: Dataview = read_back(path)
+    if numbering is not None:
+        view = view.numbered(numbering, codes)
     return ViewRange(view, first, last)
+
+
+def _range_call(path: str, method: str, args: tuple[Any, ...], i: int) -> tuple[int, Any]:
+    """The kept range's `method(*args)` (Dataview.numbering's parts)."""
+    view = read_back(path)
+    return i, getattr(view, method)(*args)
 
 
 def _range_table(path: str, ids: str, lo: int, hi: int, i: int) -> tuple[int, Any]:

@@ -9,9 +9,9 @@ one (DESIGN.md section 4).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -37,15 +37,66 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
+class VisitCodes:
+    """The distinct visits (location, time bin) of a whole view, sorted by location then
+    time bin, as keys `location * span + (tbin - low)`: a visit's code is its key's rank.
+    What numbers the visits of a range of the view's users as the whole view numbers
+    them (`TrajectoryView.visit_sets`)."""
+
+    low: int  # the view's first time bin
+    span: int  # its last − its first + 1
+    keys: np.ndarray  # int64, ascending, distinct
+
+    @classmethod
+    def of(cls, call: Callable[..., list[Any]]) -> VisitCodes:
+        """The codes of the view whose parts `call(method)` asks: each part's `method()`,
+        in a list (one part: the view itself; on Dask workers, each range kept there) —
+        here each part's distinct visits."""
+        found = call("distinct_visits")
+        location = np.concatenate([f[0] for f in found]) if found else np.zeros(0, np.int64)
+        tbin = np.concatenate([f[1] for f in found]) if found else np.zeros(0, np.int64)
+        low = int(tbin.min(initial=0))
+        span = int(tbin.max(initial=0)) - low + 1
+        del found
+        return cls(low, span, np.unique(location * span + (tbin - low)))
+
+
+@dataclass(frozen=True)
 class TrajectoryView(Dataview):
     """Rows sorted by user, then time."""
 
     tbin: np.ndarray  # int64 bin index per visit, local wall clock
     granularity: int = 3600  # seconds
     timezone: str = "UTC"
+    # the whole view's visits, when this is a range of its users (`numbered`)
+    codes: VisitCodes | None = field(default=None, repr=False, compare=False)
 
     format = "trajectory"
     row_fields: ClassVar[tuple[str, ...]] = ("user", "location", "tbin")
+    numberings: ClassVar[tuple[str, ...]] = ("visits",)
+
+    def distinct_visits(self) -> tuple[np.ndarray, np.ndarray]:
+        """Its distinct visits: their locations and time bins (int64 each), sorted."""
+        low = int(self.tbin.min(initial=0))
+        span = int(self.tbin.max(initial=0)) - low + 1
+        keys = np.unique(self.location.astype(np.int64) * span + (self.tbin - low))
+        return keys // span, keys % span + low
+
+    @classmethod
+    def numbering(cls, kind: str, call: Callable[..., list[Any]]) -> VisitCodes:
+        """The numbering `kind` of the view whose parts `call` asks (VisitCodes.of)."""
+        if kind not in cls.numberings:
+            raise ValueError(f"trajectory views number no {kind}")
+        return VisitCodes.of(call)
+
+    def numbered(self, kind: str, codes: Any = None) -> TrajectoryView:
+        """The view with its visits numbered by `codes` (default: its own, as a whole
+        view): the numbers its ranges of users keep (Dataview.users)."""
+        if kind not in self.numberings:
+            raise ValueError(f"trajectory views number no {kind}")
+        if codes is None:
+            codes = self.numbering(kind, lambda method, *args: [getattr(self, method)(*args)])
+        return replace(self, codes=codes)
 
     def sequences(self) -> Elements:
         """Per user: the location of each visit, in time order (repeats kept)."""
@@ -61,12 +112,19 @@ class TrajectoryView(Dataview):
         )
 
     def visit_sets(self) -> Elements:
-        """Per user: distinct visits (location, time bin), as ascending visit codes."""
-        low = self.tbin.min(initial=0)
-        span = int(self.tbin.max(initial=0) - low) + 1
-        packed = self.location.astype(np.int64) * span + (self.tbin - low)
-        visit, _ = pd.factorize(packed, sort=True)
-        n_visits = int(visit.max(initial=-1)) + 1
+        """Per user: distinct visits (location, time bin), as ascending visit codes: the
+        rank of each among the view's distinct visits (or the whole view's, `codes`)."""
+        if self.codes is not None:
+            codes = self.codes
+            packed = self.location.astype(np.int64) * codes.span + (self.tbin - codes.low)
+            visit = np.searchsorted(codes.keys, packed)
+            n_visits = int(codes.keys.shape[0])
+        else:
+            low = self.tbin.min(initial=0)
+            span = int(self.tbin.max(initial=0) - low) + 1
+            packed = self.location.astype(np.int64) * span + (self.tbin - low)
+            visit, _ = pd.factorize(packed, sort=True)
+            n_visits = int(visit.max(initial=-1)) + 1
         key = pd.unique(self.user.astype(np.int64) * max(n_visits, 1) + visit)
         key.sort()
         return Elements.from_rows(

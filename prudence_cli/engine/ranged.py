@@ -233,21 +233,34 @@ class Work:
 def work(engine: Engine, ranged: RangedProblem) -> Work:
     """The plan of a ranged level, as `Engine.plan` makes it of the whole level."""
     runner = engine.runner
-    found = runner.each(census, ranged.parts)
-    n = max((c.top for c in found), default=-1) + 1
-    holders = np.zeros(n, dtype=np.int64)
-    for c in found:
+    # each range's census added in turn: a vector per element each, not held together
+    holders = np.zeros(0, dtype=np.int64)
+    asked: list[np.ndarray] = []
+    whole = members = queries = 0
+    top = -1
+    whole_elements = 0.0
+    for c in runner.each_streamed(census, ranged.parts):
+        top = max(top, c.top)
+        holders = _grown(holders, max(c.top + 1, c.holders.shape[0]))
         holders[: c.holders.shape[0]] += c.holders
-    sizes = np.unique(np.concatenate([c.sizes for c in found])) if found else np.zeros(0)
+        asked.append(c.sizes)
+        whole, whole_elements = whole + c.whole, whole_elements + c.whole_elements
+        members, queries = members + c.members, queries + c.queries
+    holders = _grown(holders, top + 1)
+    sizes = np.unique(np.concatenate(asked)) if asked else np.zeros(0)
     sums = sum(runner.each(_size_work, ranged.parts, holders, sizes), np.zeros((sizes.size, 3)))
     plans = size_plans(sizes, sums, ranged.self_queries, engine.strategy)
-    whole = sum(c.whole for c in found)
     total = whole + sum(plan.instances for plan in plans)
-    members, queries = sum(c.members for c in found), sum(c.queries for c in found)
-    whole_elements = float(sum(c.whole_elements for c in found))
     lists = members + (0 if ranged.self_queries else queries)
     own = ranged.self_queries
     return Work(holders, plans, total, whole, whole_elements, members + queries, lists, own)
+
+
+def _grown(values: np.ndarray, size: int) -> np.ndarray:
+    """`values` with zeros after them up to `size` (the same array when it is as long)."""
+    if values.shape[0] >= size:
+        return values
+    return np.r_[values, np.zeros(size - values.shape[0], dtype=values.dtype)]
 
 
 def _size_work(part: Part, holders: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -342,9 +355,13 @@ class _Level:
         )
 
     def _weights(self, kind: str, s: int) -> np.ndarray:
+        """Per element, the work of the partitions beginning there: each range's added in
+        range order, one at a time."""
         own = self.planned.own
-        found = self.runner.each(_first_weights, self.parts, kind, s, self.n, own)
-        return np.sum(found, axis=0) if found else np.zeros(self.n)
+        total = np.zeros(self.n)
+        for found in self.runner.each_streamed(_first_weights, self.parts, kind, s, self.n, own):
+            total += found
+        return total
 
     def _fold(
         self,

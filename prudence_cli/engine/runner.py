@@ -118,6 +118,10 @@ class LocalRunner:
         """`task(item, *args)` of each item `placed`, in order."""
         return [task(item, *args) for item in placed]
 
+    def each_streamed(self, task: Task, placed: list[Any], *args: Any) -> Iterator[Any]:
+        """As `each`, one result at a time."""
+        return (task(item, *args) for item in placed)
+
     def each_kept(self, task: Task, placed: list[Any], *args: Any) -> list[Any]:
         """As `each`, each result kept where its item is (here: returned)."""
         return self.each(task, placed, *args)
@@ -319,6 +323,22 @@ class DaskRunner:
         futures = self.each_kept(task, placed, *args)
         try:
             return list(self.client.gather(futures))
+        finally:
+            for future in futures:
+                self._homes.pop(future.key, None)
+                future.release()
+
+    def each_streamed(self, task: Task, placed: list[Any], *args: Any) -> Iterator[Any]:
+        """As `each`, the results one at a time, in order, each fetched only when the
+        previous one is read and let go of then: a large result of each item (a range's
+        vector per element) is not held here with all the others (they wait on their
+        workers)."""
+        futures = self.each_kept(task, placed, *args)
+        try:
+            for future in futures:
+                result = future.result()
+                future.release()
+                yield result
         finally:
             for future in futures:
                 self._homes.pop(future.key, None)

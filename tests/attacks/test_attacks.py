@@ -123,6 +123,38 @@ def count_vectors(draw):
 
 
 @settings(max_examples=60, deadline=None)
+@given(trajectories(), st.data())
+def test_ranges_number_visits_as_the_whole_view(case, data):
+    """A range of users given the whole view's visit codes (VisitCodes, gathered from any
+    cut of the view into parts) numbers its visits as the whole view does: its visit sets
+    are the whole view's rows of its users."""
+    from prudence_cli.dataviews.trajectory import VisitCodes
+
+    trips, users = case
+    view = trajectory_view(trips, users)
+    cuts = sorted(data.draw(st.lists(st.integers(0, view.n_users), max_size=3)))
+    bounds = [0, *cuts, view.n_users]
+    parts = [view.users(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+    def call(method, *args):
+        return [getattr(part, method)(*args) for part in parts]
+
+    codes = VisitCodes.of(call)
+    own = view.numbered("visits").codes
+    assert (codes.low, codes.span) == (own.low, own.span) or not view.rows
+    assert np.array_equal(codes.keys, own.keys)
+    whole = view.visit_sets()
+    assert int(whole.elements.max(initial=-1)) < max(codes.keys.shape[0], 1)
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        ranged = view.users(a, b).numbered("visits", codes).visit_sets()
+        lo, hi = whole.offsets[a], whole.offsets[b]
+        assert np.array_equal(ranged.offsets, whole.offsets[a : b + 1] - lo)
+        assert np.array_equal(ranged.elements, whole.elements[lo:hi])
+    with pytest.raises(ValueError, match="number no"):
+        view.numbered("places")
+
+
+@settings(max_examples=60, deadline=None)
 @given(
     trajectories(),
     st.sampled_from(["location", "location_sequence", "visit"]),
