@@ -9,6 +9,23 @@ import numpy as np
 RADIX_BITS = 32
 
 
+def distinct(values: np.ndarray) -> np.ndarray:
+    """`np.unique(values)` — the distinct values, ascending — of integers, by a sort. Since
+    numpy 2.3, `np.unique` of integers without its other outputs hashes them, which is
+    many times slower than sorting once the distinct values are many (measured here with
+    numpy 2.4: 10M int32 of 10M possible values, 9.8 s against 0.14 s)."""
+    if values.dtype.kind not in "iub":
+        raise TypeError(f"distinct takes integers, not {values.dtype}")
+    ordered = np.sort(values, axis=None)
+    if ordered.shape[0] < 2:
+        return ordered
+    first = np.empty(ordered.shape[0], dtype=bool)
+    first[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    found: np.ndarray = ordered[first]
+    return found
+
+
 def stable_order(values: np.ndarray) -> np.ndarray:
     """`np.argsort(values, kind="stable")`, several times faster for non-negative
     integers. Up to RADIX_BITS bits, by a radix sort: numpy's stable sort of the low 16

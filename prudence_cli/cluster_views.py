@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from prudence_cli import columns as C
+from prudence_cli.arrays import distinct
 from prudence_cli.cluster_input import Kept, read_and_select
 from prudence_cli.cluster_scratch import Scratch
 from prudence_cli.cluster_select import (
@@ -141,7 +142,7 @@ class PointsOnWorkers:
 
         seen = list(self._each(told, cells))  # in any order
         # keys sort as the cells' ids: their distinct ones are the cells of a local run
-        keys = np.unique(np.concatenate(seen)) if seen else np.zeros(0, np.int64)
+        keys = distinct(np.concatenate(seen)) if seen else np.zeros(0, np.int64)
         cx, cy = cells_of_keys(keys)
         lon, lat, off_map = cell_centres(cx, cy, side, self.crs)
         if off_map.any():  # each off the map at its nearest point, of any range

@@ -18,6 +18,8 @@ import numpy as np
 import pandas as pd
 import pyproj
 
+from prudence_cli.arrays import distinct
+
 WGS84 = "EPSG:4326"
 # `project` splits at least this many points per thread among its threads
 PARALLEL_POINTS = 500_000
@@ -243,7 +245,7 @@ def distinct_cells(
             ids, found = np.unique(key, return_inverse=True)
             codes = found.ravel()
         else:
-            ids, codes = np.unique(key), None
+            ids, codes = distinct(key), None
         return *cells_of_keys(ids), codes
     cell = ix - x0
     cell *= height

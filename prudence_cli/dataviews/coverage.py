@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from prudence_cli.arrays import distinct
+
 COVERAGE_KINDS = ("locations", "visits", "records", "segments")
 
 
@@ -37,7 +39,7 @@ def per_row(
     check_coverage(kind)
     if kind == "locations":
         n = max(n_locations, 1)
-        pairs = np.unique(user.astype(np.int64) * n + location)
+        pairs = distinct(user.astype(np.int64) * n + location)
         return np.bincount(pairs // n, minlength=n_users).astype(float)
     return np.bincount(user, minlength=n_users).astype(float)
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import pandas as pd
 
+from prudence_cli.arrays import distinct
 from prudence_cli.cluster_select import POINT_FORMATS, read_back, read_ids
 from prudence_cli.cluster_tasks import pinned, windowed
 from prudence_cli.cluster_views import Built, PointsOnWorkers, RangeRows
@@ -161,7 +162,7 @@ class KeptView:
     @cached_property
     def _used(self) -> np.ndarray:
         found = [b.used for b in self.ranges]
-        return np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
+        return distinct(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
 
     def coverage(self, kind: str) -> np.ndarray:
         """c({u}, D) per user, as the view's own (dataviews/coverage.py `counted`)."""

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from prudence_cli import columns as C
+from prudence_cli.arrays import distinct
 from prudence_cli.dataviews.base import (
     BuildSettings,
     Dataview,
@@ -58,7 +59,7 @@ class VisitCodes:
         low = int(tbin.min(initial=0))
         span = int(tbin.max(initial=0)) - low + 1
         del found
-        return cls(low, span, np.unique(location * span + (tbin - low)))
+        return cls(low, span, distinct(location * span + (tbin - low)))
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ class TrajectoryView(Dataview):
         """Its distinct visits: their locations and time bins (int64 each), sorted."""
         low = int(self.tbin.min(initial=0))
         span = int(self.tbin.max(initial=0)) - low + 1
-        keys = np.unique(self.location.astype(np.int64) * span + (self.tbin - low))
+        keys = distinct(self.location.astype(np.int64) * span + (self.tbin - low))
         return keys // span, keys % span + low
 
     @classmethod
@@ -117,16 +118,25 @@ class TrajectoryView(Dataview):
         if self.codes is not None:
             codes = self.codes
             packed = self.location.astype(np.int64) * codes.span + (self.tbin - codes.low)
-            visit = np.searchsorted(codes.keys, packed)
-            n_visits = int(codes.keys.shape[0])
+            order = np.argsort(packed)
+            ordered = packed[order]
+            del packed
+            keys = codes.keys
         else:
             low = self.tbin.min(initial=0)
             span = int(self.tbin.max(initial=0) - low) + 1
             packed = self.location.astype(np.int64) * span + (self.tbin - low)
-            visit, _ = pd.factorize(packed, sort=True)
-            n_visits = int(visit.max(initial=-1)) + 1
-        key = pd.unique(self.user.astype(np.int64) * max(n_visits, 1) + visit)
-        key.sort()
+            order = np.argsort(packed)
+            ordered = packed[order]
+            del packed
+            keys = distinct(ordered)  # (sorted already: the sort finds them at once)
+        # each visit's rank among the keys, looked up in key order (a pass, not a search
+        # per visit at random)
+        visit = np.empty(ordered.shape[0], dtype=np.int64)
+        visit[order] = np.searchsorted(keys, ordered)
+        del order, ordered
+        n_visits = int(keys.shape[0])
+        key = distinct(self.user.astype(np.int64) * max(n_visits, 1) + visit)
         return Elements.from_rows(
             self.n_users,
             key // max(n_visits, 1),

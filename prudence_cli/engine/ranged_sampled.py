@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from prudence_cli.arrays import distinct
 from prudence_cli.engine import compiled
 from prudence_cli.engine.indexes import _Postings
 from prudence_cli.engine.plan import _instances_per_target
@@ -144,7 +145,7 @@ def _holders(part: Part, n: int) -> np.ndarray:
     sequence visits it (the whole level's posting lists' lengths are the sums of these)."""
     members = part.problem.members
     owners = np.repeat(np.arange(members.n_users, dtype=np.int64), members.lengths)
-    pairs = np.unique(members.elements.astype(np.int64) * max(members.n_users, 1) + owners)
+    pairs = distinct(members.elements.astype(np.int64) * max(members.n_users, 1) + owners)
     return np.bincount(pairs // max(members.n_users, 1), minlength=n)
 
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from prudence_cli.arrays import distinct
 from prudence_cli.config.evaluate import EvaluationSettings
 from prudence_cli.engine import (
     Elements,
@@ -139,8 +140,8 @@ def _utility(
     n = max(int(original.elements.max(initial=-1)), int(released.elements.max(initial=-1))) + 2
     a = _od_codes(original, n)[0]
     b_codes, b_owner = _od_codes(released, n)
-    od_a = np.unique(a)
-    od_b = np.unique(b_codes)
+    od_a = distinct(a)
+    od_b = distinct(b_codes)
     common = np.intersect1d(od_a, od_b).shape[0]
     utility = {
         "od_original": float(od_a.shape[0]),

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
+from prudence_cli.arrays import distinct
 from prudence_cli.attacks.base import KnowledgeLevel
 from prudence_cli.config.mechanisms import MECHANISMS, Setting
 from prudence_cli.dataviews.profiles import ProfilesView
@@ -73,7 +74,7 @@ class SweepOptions:
 
 def sample_users(view: ProfilesView, size: int | None, seed: int) -> np.ndarray:
     """The sampled user codes (sorted): users with at least one visit in the view."""
-    present = np.unique(view.user)
+    present = distinct(view.user)
     if size is None or size >= present.shape[0]:
         return present
     rng = np.random.default_rng([seed, 4, 0])

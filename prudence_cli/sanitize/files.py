@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from prudence_cli.arrays import distinct
 from prudence_cli.dataviews.base import CountedView, Dataview
 from prudence_cli.io.checksums import sha256_file
 from prudence_cli.io.geojson import (
@@ -58,13 +59,13 @@ def write_release_files(
 def released_places(view: Dataview, crs: str | None) -> str | None:
     """The locations of the released `view` as a GeoJSON FeatureCollection (see the
     module), or None when they have no position."""
-    used = np.unique(view.location)
+    used = distinct(view.location)
     locations = view.locations.iloc[used].reset_index(drop=True)
     geometries = _geometries(view, locations, crs)
     if geometries is None:
         return None
     n = len(view.locations)
-    pairs = np.unique(view.user.astype(np.int64) * max(n, 1) + view.location)
+    pairs = distinct(view.user.astype(np.int64) * max(n, 1) + view.location)
     people = np.bincount(pairs % max(n, 1), minlength=n)[used]
     weights = view.count if isinstance(view, CountedView) else None
     records = np.bincount(view.location, weights=weights, minlength=n)[used]

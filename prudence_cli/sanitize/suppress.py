@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from prudence_cli.arrays import distinct
 from prudence_cli.attacks.base import Attack, KnowledgeLevel
 from prudence_cli.dataviews.base import Dataview
 from prudence_cli.engine import Engine
@@ -138,7 +139,7 @@ def _rarest_of_each_user(view: Dataview, candidate_rows: np.ndarray) -> np.ndarr
     """suppress-locations: of each user above the threshold, every row at their location
     held by the fewest users."""
     n_locations = max(len(view.locations), 1)
-    pairs = np.unique(view.user.astype(np.int64) * n_locations + view.location)
+    pairs = distinct(view.user.astype(np.int64) * n_locations + view.location)
     holders = np.bincount(pairs % n_locations, minlength=n_locations)
     rows = np.flatnonzero(candidate_rows)
     # per user: smallest (holders, location id) among their rows
