@@ -32,7 +32,9 @@ def test_data_in_one_utm_zone_keeps_that_zone():
     assert chosen.warning() is None
 
 
-@settings(max_examples=300, deadline=None)
+# each example asks pyproj's database once (0.12 s): 100 random ones a run, beside the
+# edges below, which every run checks
+@settings(max_examples=100, deadline=None)
 @example(0.0, 0.0, 1.0, 1.0)  # a zone edge and the equator: the database decides
 @example(-5.7e-50, 0.0, 0.0, 1.0)
 @example(5.999999999, 10.0, 0.0, 1.0)

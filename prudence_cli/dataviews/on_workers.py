@@ -120,7 +120,7 @@ class KeptView:
     built: list[Built]
     placed: PointsOnWorkers
     _seen: dict[str, bool] = field(default_factory=dict, repr=False)  # `sees`, by folder
-    _numbered: dict[str, Any] = field(default_factory=dict, repr=False)  # `numbered`, by kind
+    _numbered: dict[str, Any] = field(default_factory=dict, repr=False)  # `codes_of`, by kind
 
     on_workers = True
     labels = Dataview.labels
@@ -195,14 +195,14 @@ class KeptView:
         held = [b for b in self.ranges if b.last > b.first]
         first = np.array([b.first for b in held] + [self.n_users], dtype=np.int64)
         codes = None
-        if numbering is not None:
+        if numbering is not None and held:
             client = self.placed.kept.client
             workers = sorted(_holders(held))
-            (codes,) = client.scatter([self.numbered(numbering)], workers=workers, hash=False)
+            (codes,) = client.scatter([self.codes_of(numbering)], workers=workers, hash=False)
         calls = [(b.worker, (b.path, b.first, b.last, numbering, codes)) for b in held]
         return first, runner.pinned(_range_of, calls)
 
-    def numbered(self, kind: str) -> Any:
+    def codes_of(self, kind: str) -> Any:
         """The numbering `kind` of the whole view (Dataview.numbering), from what each
         range tells of its rows (made here once per view and kind)."""
         if kind not in self._numbered:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -95,9 +96,12 @@ class TrajectoryView(Dataview):
         view): the numbers its ranges of users keep (Dataview.users)."""
         if kind not in self.numberings:
             raise ValueError(f"trajectory views number no {kind}")
-        if codes is None:
-            codes = self.numbering(kind, lambda method, *args: [getattr(self, method)(*args)])
-        return replace(self, codes=codes)
+        return replace(self, codes=self._own_codes if codes is None else codes)
+
+    @cached_property
+    def _own_codes(self) -> VisitCodes:
+        """Its own visits' codes, made once (each level of an attack asks again)."""
+        return VisitCodes.of(lambda method, *args: [getattr(self, method)(*args)])
 
     def sequences(self) -> Elements:
         """Per user: the location of each visit, in time order (repeats kept)."""
