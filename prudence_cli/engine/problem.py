@@ -36,6 +36,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from prudence_cli.errors import BudgetError
+
+_LARGEST_CODE = int(np.iinfo(np.int32).max)  # element codes are int32 (Elements.elements)
+
 MATCHES = ("dominance", "box", "ratio", "contains")
 MODES = ("subsets", "compositions", "ratios")
 
@@ -67,11 +71,20 @@ class Elements:
     def from_rows(
         n_users: int, user: np.ndarray, elements: np.ndarray, values: np.ndarray | None = None
     ) -> Elements:
-        """CSR from rows already grouped by user (in the order each list should have)."""
+        """CSR from rows already grouped by user (in the order each list should have).
+        The engine numbers elements in 32 bits: a code beyond is refused (BudgetError),
+        never wrapped into another element."""
         offsets = np.zeros(n_users + 1, dtype=np.int64)
         np.cumsum(np.bincount(user, minlength=n_users), out=offsets[1:])
         vals = np.zeros(len(elements)) if values is None else np.asarray(values, dtype=float)
-        return Elements(offsets, np.asarray(elements, dtype=np.int32), vals)
+        codes = np.asarray(elements)
+        if codes.dtype != np.int32 and codes.size and int(codes.max()) > _LARGEST_CODE:
+            raise BudgetError(
+                f"{int(codes.max()) + 1:,} distinct elements (places, or visits at a place "
+                f"and time) are more than the engine numbers ({_LARGEST_CODE + 1:,}): "
+                "assess a coarser dataview (a larger grid or time granularity)"
+            )
+        return Elements(offsets, codes.astype(np.int32, copy=False), vals)
 
     def select(self, keep: np.ndarray) -> Elements:
         """The same users with only the positions where `keep` is True."""

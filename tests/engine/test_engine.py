@@ -160,3 +160,15 @@ def test_a_query_asked_by_many_is_checked_once_as_its_match_reads_it():
     assert again[0] == again[1] != again[2]
     # a ratio reads its reference too: all four differ
     assert len(distinct_queries("ratio", keys, lo, hi, ref)[0]) == 4
+
+
+def test_element_codes_beyond_32_bits_are_refused_not_wrapped():
+    """Codes are int32 in the engine: a code of 2^31 would wrap to another element (and
+    count people as holding what they do not); it is refused with what to do."""
+    from prudence_cli.engine.problem import Elements
+
+    user = np.array([0, 0, 1])
+    fine = Elements.from_rows(2, user, np.array([5, 2**31 - 1, 7], dtype=np.int64))
+    assert fine.elements.dtype == np.int32 and fine.elements[1] == 2**31 - 1
+    with pytest.raises(BudgetError, match="coarser dataview"):
+        Elements.from_rows(2, user, np.array([5, 2**31, 7], dtype=np.int64))
