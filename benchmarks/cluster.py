@@ -34,6 +34,7 @@ import datetime as dt
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -170,6 +171,10 @@ def run_cluster(config: Path, out: Path, workers: int, limit: int) -> dict[str, 
         for name, times in sorted(tasks.items())
         if times
     }
+    if found["exit"] == 0:  # the deployment's logs are kept only when the run failed
+        shutil.rmtree(folder, ignore_errors=True)
+    else:
+        found["logs"] = str(folder)
     return found
 
 
