@@ -44,6 +44,7 @@ from prudence_cli.cluster_select import (
 )
 from prudence_cli.cluster_tasks import pinned, windowed
 from prudence_cli.config import Config
+from prudence_cli.dataviews.base import Located, Pairs
 from prudence_cli.io.points import ReadProgress
 from prudence_cli.select import Selection
 from prudence_cli.space import (
@@ -189,31 +190,16 @@ class PointsOnWorkers:
             self.kept.close()
 
 
-@dataclass(frozen=True)
-class RangeRows:
-    """What a range's view is built of: its users (numbered from 0 in the range), the
-    locations table, and its (user, location) pairs with their visits; for a format of
-    points (`Build.points`), its points too — each one's user, time [and leave], location
-    and the visits of its pair, as a local run's Selection and Located hold them."""
-
-    n_users: int
-    locations: pd.DataFrame
-    user: np.ndarray  # per pair, from 0
-    location: np.ndarray
-    count: np.ndarray
-    points: pd.DataFrame | None = None  # user (from 0), time, [leave]
-    point_location: np.ndarray | None = None
-    pair_count: np.ndarray | None = None
-
-
 class Build(Protocol):
-    """Builds a range's view (dataviews/on_workers._Builder); `points`: of the range's
-    points (RangeRows.points), not its pairs alone."""
+    """Builds a range's view (dataviews/on_workers._Builder) from its users' count (the
+    range's, numbered from 0), their points as a Selection holds them (user, time,
+    [leave]: only when `points`, for a format whose rows are the points) and where they
+    are (`Located`: for a format of pairs, its pairs alone)."""
 
     @property
     def points(self) -> bool: ...
 
-    def __call__(self, rows: RangeRows) -> Any: ...
+    def __call__(self, n_users: int, points: pd.DataFrame | None, located: Located) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -230,7 +216,7 @@ class Built:
     ids: str  # where the worker keeps its users' ids (cluster_select.ids_path)
     rows: np.ndarray  # int32 per user
     visits: np.ndarray | None  # float per user (the visits coverage); None: its rows
-    places: np.ndarray | None  # int32 per user (the locations coverage); None: its rows
+    places: np.ndarray | None  # float per user (the locations coverage); None: its rows
     used: np.ndarray  # the location codes it holds, ascending
 
 
@@ -247,8 +233,15 @@ def range_view(
     from distributed import get_worker
 
     table, keys = space
+    points = None
     if build.points:
-        rows = _point_rows(told, first, side, keys, table)
+        placed, location, pair_count, (user, place, count) = range_points(
+            told, side, keys, len(table)
+        )
+        points = _points_frame(placed, first)
+        pairs = Pairs((user - first).astype(np.int32), place, count)
+        located = Located(location, table, pair_count, pairs)
+        del placed, location, pair_count, user, place, count
     else:
         made = f"{told.path}.pairs-{side}"
         if os.path.exists(made):
@@ -256,10 +249,12 @@ def range_view(
         else:
             _, user, location, count = range_pairs(told, side, keys, len(table))
             scratch.written(Path(made).name, (user, location, count))
-        rows = RangeRows(told.users, table, (user - first).astype(np.int32), location, count)
+        nothing = np.zeros(0, dtype=np.int64)
+        pairs = Pairs((user - first).astype(np.int32), location, count)
+        located = Located(nothing.astype(np.int32), table, nothing, pairs)
         del user, location, count
-    view = build(rows)
-    del rows
+    view = build(told.users, points, located)
+    del points, located, pairs
     path = scratch.written(f"range-{told.k}.{name}", view)
     held = np.bincount(view.location, minlength=len(table))
     per_user = np.diff(view.offsets).astype(np.int32)
@@ -275,24 +270,6 @@ def range_view(
         np.flatnonzero(held),
     )
     return told.k, built
-
-
-def _point_rows(
-    told: Told, first: int, side: float | None, keys: np.ndarray | None, table: pd.DataFrame
-) -> RangeRows:
-    """A range's points placed in `table`'s locations (cluster_select.range_points), its
-    users from 0."""
-    placed, location, pair_count, (user, place, count) = range_points(told, side, keys, len(table))
-    return RangeRows(
-        told.users,
-        table,
-        (user - first).astype(np.int32),
-        place,
-        count,
-        _points_frame(placed, first),
-        location,
-        pair_count,
-    )
 
 
 def _points_frame(placed: Placed, first: int) -> pd.DataFrame:

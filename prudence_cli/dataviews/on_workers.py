@@ -30,14 +30,13 @@ import pandas as pd
 from prudence_cli.arrays import distinct
 from prudence_cli.cluster_select import POINT_FORMATS, read_back, read_ids
 from prudence_cli.cluster_tasks import pinned, windowed
-from prudence_cli.cluster_views import Built, PointsOnWorkers, RangeRows
+from prudence_cli.cluster_views import Built, PointsOnWorkers
 from prudence_cli.dataviews import coverage as covered
 from prudence_cli.dataviews.base import (
     BuildSettings,
     Dataview,
     Dimensions,
     Located,
-    Pairs,
     ViewRange,
 )
 
@@ -76,15 +75,8 @@ class _Builder:
     def points(self) -> bool:
         return self.view_class.format in POINT_FORMATS
 
-    def __call__(self, rows: RangeRows) -> Dataview:
-        pairs = Pairs(rows.user, rows.location, rows.count)
-        if rows.points is None:
-            nothing = np.zeros(0, dtype=np.int64)
-            located = Located(nothing.astype(np.int32), rows.locations, nothing, pairs)
-        else:
-            assert rows.point_location is not None and rows.pair_count is not None
-            located = Located(rows.point_location, rows.locations, rows.pair_count, pairs)
-        selection = cast("Selection", _Range(rows.n_users, rows.points))
+    def __call__(self, n_users: int, points: pd.DataFrame | None, located: Located) -> Dataview:
+        selection = cast("Selection", _Range(n_users, points))
         return self.view_class.build(
             selection, located, self.view_id, self.dimensions, self.settings
         )

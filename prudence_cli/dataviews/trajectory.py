@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from prudence_cli import columns as C
-from prudence_cli.arrays import distinct
+from prudence_cli.arrays import distinct, distinct_sorted
 from prudence_cli.dataviews.base import (
     BuildSettings,
     Dataview,
@@ -48,6 +48,10 @@ class VisitCodes:
     low: int  # the view's first time bin
     span: int  # its last − its first + 1
     keys: np.ndarray  # int64, ascending, distinct
+
+    @property
+    def frame(self) -> tuple[int, int]:
+        return self.low, self.span
 
     @classmethod
     def of(cls, call: Callable[..., list[Any]]) -> VisitCodes:
@@ -79,10 +83,18 @@ class TrajectoryView(Dataview):
 
     def distinct_visits(self) -> tuple[np.ndarray, np.ndarray]:
         """Its distinct visits: their locations and time bins (int64 each), sorted."""
-        low = int(self.tbin.min(initial=0))
-        span = int(self.tbin.max(initial=0)) - low + 1
-        keys = distinct(self.location.astype(np.int64) * span + (self.tbin - low))
+        low, span = self._time_frame()
+        keys = distinct(self._visit_keys(low, span))
         return keys // span, keys % span + low
+
+    def _time_frame(self) -> tuple[int, int]:
+        """Its first time bin, and how many bins from there to its last (VisitCodes)."""
+        low = int(self.tbin.min(initial=0))
+        return low, int(self.tbin.max(initial=0)) - low + 1
+
+    def _visit_keys(self, low: int, span: int) -> np.ndarray:
+        """Each row's visit as a key `location * span + (tbin - low)` (VisitCodes)."""
+        return self.location.astype(np.int64) * span + (self.tbin - low)
 
     @classmethod
     def numbering(cls, kind: str, call: Callable[..., list[Any]]) -> VisitCodes:
@@ -119,21 +131,12 @@ class TrajectoryView(Dataview):
     def visit_sets(self) -> Elements:
         """Per user: distinct visits (location, time bin), as ascending visit codes: the
         rank of each among the view's distinct visits (or the whole view's, `codes`)."""
-        if self.codes is not None:
-            codes = self.codes
-            packed = self.location.astype(np.int64) * codes.span + (self.tbin - codes.low)
-            order = np.argsort(packed)
-            ordered = packed[order]
-            del packed
-            keys = codes.keys
-        else:
-            low = self.tbin.min(initial=0)
-            span = int(self.tbin.max(initial=0) - low) + 1
-            packed = self.location.astype(np.int64) * span + (self.tbin - low)
-            order = np.argsort(packed)
-            ordered = packed[order]
-            del packed
-            keys = distinct(ordered)  # (sorted already: the sort finds them at once)
+        codes = self.codes
+        packed = self._visit_keys(*(self._time_frame() if codes is None else codes.frame))
+        order = np.argsort(packed)
+        ordered = packed[order]
+        del packed
+        keys = distinct_sorted(ordered) if codes is None else codes.keys
         # each visit's rank among the keys, looked up in key order (a pass, not a search
         # per visit at random)
         visit = np.empty(ordered.shape[0], dtype=np.int64)

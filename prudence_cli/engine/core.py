@@ -43,9 +43,9 @@ from prudence_cli.engine.plan import (
     STRATEGIES,
     SizePlan,
     _gb,
-    _instances_per_target,
     _partitions,
     _query_sizes,
+    drawing_targets,
     plan_cost,
     size_plans,
     size_work,
@@ -157,10 +157,8 @@ class Engine:
         return over and bool(self._drawn(rest).any())
 
     def _drawn(self, problem: CountingProblem) -> np.ndarray:
-        """The targets a sampled count draws queries for: those with more than `sample`
-        instances; each of the others has all of its instances checked."""
-        targets, counts = _instances_per_target(problem.queries)
-        return targets & (counts > (self.sample or 0))
+        """The targets a sampled count draws queries for (plan.drawing_targets)."""
+        return drawing_targets(problem.queries, self.sample or 0)
 
     def _work(
         self, problem: CountingProblem

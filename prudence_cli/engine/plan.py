@@ -171,6 +171,13 @@ def _instances_per_target(spec: QuerySpec) -> tuple[np.ndarray, np.ndarray]:
     return _asks(spec)[0], counts
 
 
+def drawing_targets(spec: QuerySpec, sample: int) -> np.ndarray:
+    """The targets a sampled count draws queries for: those with more than `sample`
+    instances; each of the others has all of its instances checked."""
+    targets, counts = _instances_per_target(spec)
+    return np.asarray(targets & (counts > sample))
+
+
 def _segment_sums(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     cumulative = np.concatenate([[0.0], np.cumsum(values, dtype=float)])
     return cumulative[offsets[1:]] - cumulative[offsets[:-1]]

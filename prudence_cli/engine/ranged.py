@@ -37,9 +37,9 @@ from prudence_cli.engine.indexes import (
 from prudence_cli.engine.jit import set_threads
 from prudence_cli.engine.plan import (
     SizePlan,
-    _instances_per_target,
     _partitions,
     _query_sizes,
+    drawing_targets,
     size_plans,
     size_work,
     work_cost,
@@ -150,8 +150,7 @@ def draws(engine: Engine, ranged: RangedProblem) -> bool:
 
 
 def _draws(part: Part, sample: int) -> bool:
-    targets, counts = _instances_per_target(part.rest.queries)
-    return bool((targets & (counts > sample)).any())
+    return bool(drawing_targets(part.rest.queries, sample).any())
 
 
 def users_of(problem: CountingProblem, a: int, b: int) -> CountingProblem:
@@ -234,19 +233,16 @@ def work(engine: Engine, ranged: RangedProblem) -> Work:
     """The plan of a ranged level, as `Engine.plan` makes it of the whole level."""
     runner = engine.runner
     # each range's census added in turn: a vector per element each, not held together
-    holders = np.zeros(0, dtype=np.int64)
+    holders = np.zeros(0, dtype=np.int64)  # as long as the largest element id + 1
     asked: list[np.ndarray] = []
     whole = members = queries = 0
-    top = -1
     whole_elements = 0.0
     for c in runner.each_streamed(census, ranged.parts):
-        top = max(top, c.top)
-        holders = _grown(holders, max(c.top + 1, c.holders.shape[0]))
+        holders = _grown(holders, c.top + 1)  # (a range's holders: up to its top)
         holders[: c.holders.shape[0]] += c.holders
         asked.append(c.sizes)
         whole, whole_elements = whole + c.whole, whole_elements + c.whole_elements
         members, queries = members + c.members, queries + c.queries
-    holders = _grown(holders, top + 1)
     sizes = np.unique(np.concatenate(asked)) if asked else np.zeros(0)
     sums = sum(runner.each(_size_work, ranged.parts, holders, sizes), np.zeros((sizes.size, 3)))
     plans = size_plans(sizes, sums, ranged.self_queries, engine.strategy)

@@ -30,7 +30,7 @@ import numpy as np
 from prudence_cli.arrays import distinct
 from prudence_cli.engine import compiled
 from prudence_cli.engine.indexes import _Postings
-from prudence_cli.engine.plan import _instances_per_target
+from prudence_cli.engine.plan import drawing_targets
 from prudence_cli.engine.problem import CountingProblem, Support
 from prudence_cli.engine.ranged import Engine, RangedProblem, Work, counted, work
 from prudence_cli.engine.ranged_shards import Part
@@ -118,7 +118,7 @@ def _calls(
 def _exact_only(part: Part, sample: int) -> Part:
     """The range with the queries of its targets that draw (Engine._drawn) left out (of
     its problem too: counting takes its rest from it, ranged._prepared)."""
-    drawn = _drawn_of(part.rest, sample)
+    drawn = drawing_targets(part.rest.queries, sample)
     if not drawn.any():
         return part
 
@@ -130,14 +130,9 @@ def _exact_only(part: Part, sample: int) -> Part:
     return Part(without(part.problem), part.whole, without(part.rest))
 
 
-def _drawn_of(rest: CountingProblem, sample: int) -> np.ndarray:
-    targets, counts = _instances_per_target(rest.queries)
-    return np.asarray(targets & (counts > sample))
-
-
 def _drawn(part: Part, sample: int) -> np.ndarray:
     """The range's targets that draw (rows)."""
-    return np.flatnonzero(_drawn_of(part.rest, sample)).astype(np.int64)
+    return np.flatnonzero(drawing_targets(part.rest.queries, sample)).astype(np.int64)
 
 
 def _holders(part: Part, n: int) -> np.ndarray:

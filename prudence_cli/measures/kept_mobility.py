@@ -276,16 +276,12 @@ def _range_measured(
         mover = np.tile(tables.move_person.astype(np.int32) + np.int32(first), 2)
         end = np.concatenate([tables.origin, tables.destination]).astype(np.int32)
     end_shard = end % shards
-    pieces: list[tuple[np.ndarray, ...]] = [
-        (
-            person[at],
-            tables.pair_location[at],
-            tables.pair_weight[at],
-            mover[end_shard == j],
-            end[end_shard == j],
+    pieces: list[tuple[np.ndarray, ...]] = []
+    for j in range(shards):
+        at, ends = shard == j, end_shard == j
+        pieces.append(
+            (person[at], tables.pair_location[at], tables.pair_weight[at], mover[ends], end[ends])
         )
-        for j, at in enumerate(shard == j for j in range(shards))
-    ]
     return people, (top, (top_person + first).astype(np.int32)), pieces
 
 
