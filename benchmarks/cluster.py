@@ -3,7 +3,7 @@
     python benchmarks/cluster.py [--people 10000000] [--files 20] [--limit-gb 3]
                                  [--workers 2] [--skip-local] [--h 2]
                                  [--sample N --max-instances M]
-                                 [--trajectory [--attack visit]]
+                                 [--trajectory [--attack visit|location]]
 
 1. Data: `--people` people of the end-to-end benchmark's habits (10 GPS fixes each, 5-9
    favourite places of a 20,000-place lattice over Pisa, Zipf popularity, June 2011),
@@ -21,9 +21,9 @@
 The config: the end-to-end benchmark's (one presence dataview, 250 m grid,
 `unique_location` at h = 2, or `--h`; with `--sample N --max-instances M`, a level over
 M instances is sampled, N a person; with `--trajectory`, a trajectory dataview, 250 m
-and 1 h, and `location_sequence` instead, or `--attack visit`); the deployment: the
-tests' (tests/engine/test_cluster.py). Results:
-benchmarks/out/cluster_<people>[_traj[_visit]][_h<h>][_s<N>].json.
+and 1 h, and `location_sequence` instead, or `--attack visit` or `location`); the
+deployment: the tests' (tests/engine/test_cluster.py). Results:
+benchmarks/out/cluster_<people>[_traj[_visit|_location]][_h<h>][_s<N>].json.
 Not run in CI.
 """
 
@@ -192,7 +192,9 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=None)
     parser.add_argument("--max-instances", type=int, default=None)
     parser.add_argument("--trajectory", action="store_true")
-    parser.add_argument("--attack", choices=["location_sequence", "visit"], default=None)
+    parser.add_argument(
+        "--attack", choices=["location_sequence", "visit", "location"], default=None
+    )
     args = parser.parse_args()
     if args.attack and not args.trajectory:
         parser.error("--attack chooses the attack of --trajectory")
@@ -204,7 +206,7 @@ def main() -> None:
     limit = int(args.limit_gb * 2**30)
     parts = parts_for(args.people, args.files)
     name = f"{args.people}" + ("_traj" if args.trajectory else "")
-    name += "_visit" if attack == "visit" else ""
+    name += "" if attack == "location_sequence" else f"_{attack}"
     name += f"_h{args.h}" if args.h != 2 or args.sample else ""
     name += f"_s{args.sample}" if args.sample else ""
     config = DATA / f"config_{name}.yaml"

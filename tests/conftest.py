@@ -175,3 +175,23 @@ def sample_gps_150(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("sample150") / "gps.csv"
     write_csv(generate_gps(users=150, days=10, seed=5), path)
     return path
+
+
+def ranges_number_as_the_whole(view, kind: str, lists: str, bounds: list[int]):
+    """The whole view's codes of `kind` (Dataview.numbering) made from its ranges of users
+    [bounds[i], bounds[i + 1]); checks that each range given them lists its elements
+    (the view's method `lists`) as the whole view does, and returns them."""
+    pairs = list(zip(bounds[:-1], bounds[1:], strict=True))
+    parts = [view.users(a, b) for a, b in pairs]
+
+    def call(method, *args):
+        return [getattr(part, method)(*args) for part in parts]
+
+    codes = type(view).numbering(kind, call)
+    whole = getattr(view, lists)()
+    for a, b in pairs:
+        ranged = getattr(view.users(a, b).numbered(kind, codes), lists)()
+        lo, hi = whole.offsets[a], whole.offsets[b]
+        assert np.array_equal(ranged.offsets, whole.offsets[a : b + 1] - lo)
+        assert np.array_equal(ranged.elements, whole.elements[lo:hi])
+    return codes

@@ -3,8 +3,9 @@ view's users are cut into ranges (engine/ranged.py), each range's rows sent to i
 worker, and the level's instances drawn there from the rows of its users — only for
 attacks whose instances of a person are made of that person's rows alone, with the
 view's location codes as elements, or elements the whole view numbers once for its
-ranges (`CountingAttack.local`, `numbering`: a trajectory's visits). The planning process holds
-the view, and vectors per person; never a level's lists.
+ranges (`CountingAttack.local`, `numbering`: a trajectory's visits, a segments view's
+triples). The planning process holds the view, and vectors per person; never a level's
+lists.
 """
 
 from __future__ import annotations

@@ -20,6 +20,8 @@ class SubtrajectoryAttack(CountingAttack[SegmentView]):
     name: ClassVar[str] = "subtrajectory"
     match: ClassVar[str] = "contains"
     ordered: ClassVar[bool] = True
+    local: ClassVar[bool] = True
+    numbering: ClassVar[str | None] = "triples"  # a range numbers them as the whole view
 
     def instances(self, view: SegmentView, level: KnowledgeLevel) -> tuple[Elements, QuerySpec]:
         triples = view.triples()

@@ -22,17 +22,18 @@ from prudence_cli.attacks.base import CountingAttack, h_subsets
 from prudence_cli.config.knowledge import KnowledgeLevel
 from prudence_cli.dataviews.trajectory import TrajectoryView
 from prudence_cli.engine import Elements, QuerySpec
+from prudence_cli.engine.problem import EVERY
 
 
 class LocationAttack(CountingAttack[TrajectoryView]):
     name: ClassVar[str] = "location"
+    local: ClassVar[bool] = True
 
     def instances(self, view: TrajectoryView, level: KnowledgeLevel) -> tuple[Elements, QuerySpec]:
         multisets = view.multisets()
         h = level["h"]
         distinct = multisets.lengths
-        visits = np.bincount(view.user, minlength=view.n_users)
-        compose = int(visits.max(initial=0)) if h == "all" else int(h)
+        compose = EVERY if h == "all" else int(h)  # all: each target's every visit
         size_hi = distinct if h == "all" else np.minimum(distinct, h)
         size_lo = distinct if h == "all" else np.minimum(distinct, 1)
         spec = QuerySpec(

@@ -101,9 +101,12 @@ class Dataview:
     row_fields: ClassVar[tuple[str, ...]] = ("user", "location")  # per-row arrays
     additive: ClassVar[bool] = True  # the data of a group of people = the sum of theirs
     on_workers: ClassVar[bool] = False  # rows kept on Dask workers (on_workers.KeptView)
-    # elements some attacks number over the whole view (trajectory: "visits"), which a
-    # range of its users must be given to number its own as the whole view does
+    # elements some attacks number over the whole view (trajectory: "visits", segments:
+    # "triples"), which a range of its users must be given to number its own as the
+    # whole view does: their codes' class (`of(call)`, see `numbering`), kept in the
+    # view's `codes` field
     numberings: ClassVar[tuple[str, ...]] = ()
+    codes_class: ClassVar[Any] = None
 
     @cached_property
     def offsets(self) -> np.ndarray:
@@ -154,12 +157,24 @@ class Dataview:
     @classmethod
     def numbering(cls, kind: str, call: Callable[..., list[Any]]) -> Any:
         """The numbering `kind` (one of `numberings`) of the view whose parts
-        `call(method, *args)` asks, each part's `method(*args)` in a list."""
-        raise ValueError(f"{cls.format} views number no {kind}")
+        `call(method, *args)` asks, each part's `method(*args)` in a list (one part: the
+        view itself; on Dask workers, each range kept there)."""
+        if kind not in cls.numberings:
+            raise ValueError(f"{cls.format} views number no {kind}")
+        return cls.codes_class.of(call)
 
     def numbered(self, kind: str, codes: Any = None) -> Dataview:
-        """The view with its elements `kind` numbered by `codes` (default: its own)."""
-        raise ValueError(f"{self.format} views number no {kind}")
+        """The view with its elements `kind` numbered by `codes` (default: its own, as a
+        whole view): the numbers its ranges of users keep (`users`)."""
+        if kind not in self.numberings:
+            raise ValueError(f"{self.format} views number no {kind}")
+        changes = {"codes": self._own_codes if codes is None else codes}
+        return replace(self, **changes)
+
+    @cached_property
+    def _own_codes(self) -> Any:
+        """Its own elements' codes, made once (each level of an attack asks again)."""
+        return self.codes_class.of(lambda method, *args: [getattr(self, method)(*args)])
 
     @property
     def rows(self) -> int:

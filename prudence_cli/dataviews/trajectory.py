@@ -10,8 +10,7 @@ one (DESIGN.md section 4).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
-from functools import cached_property
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -55,9 +54,8 @@ class VisitCodes:
 
     @classmethod
     def of(cls, call: Callable[..., list[Any]]) -> VisitCodes:
-        """The codes of the view whose parts `call(method)` asks: each part's `method()`,
-        in a list (one part: the view itself; on Dask workers, each range kept there) —
-        here each part's distinct visits."""
+        """The codes of the view whose parts `call` asks (Dataview.numbering): from each
+        part's distinct visits."""
         found = call("distinct_visits")
         location = np.concatenate([f[0] for f in found]) if found else np.zeros(0, np.int64)
         tbin = np.concatenate([f[1] for f in found]) if found else np.zeros(0, np.int64)
@@ -80,6 +78,7 @@ class TrajectoryView(Dataview):
     format = "trajectory"
     row_fields: ClassVar[tuple[str, ...]] = ("user", "location", "tbin")
     numberings: ClassVar[tuple[str, ...]] = ("visits",)
+    codes_class: ClassVar[Any] = VisitCodes
 
     def distinct_visits(self) -> tuple[np.ndarray, np.ndarray]:
         """Its distinct visits: their locations and time bins (int64 each), sorted."""
@@ -95,25 +94,6 @@ class TrajectoryView(Dataview):
     def _visit_keys(self, low: int, span: int) -> np.ndarray:
         """Each row's visit as a key `location * span + (tbin - low)` (VisitCodes)."""
         return self.location.astype(np.int64) * span + (self.tbin - low)
-
-    @classmethod
-    def numbering(cls, kind: str, call: Callable[..., list[Any]]) -> VisitCodes:
-        """The numbering `kind` of the view whose parts `call` asks (VisitCodes.of)."""
-        if kind not in cls.numberings:
-            raise ValueError(f"trajectory views number no {kind}")
-        return VisitCodes.of(call)
-
-    def numbered(self, kind: str, codes: Any = None) -> TrajectoryView:
-        """The view with its visits numbered by `codes` (default: its own, as a whole
-        view): the numbers its ranges of users keep (Dataview.users)."""
-        if kind not in self.numberings:
-            raise ValueError(f"trajectory views number no {kind}")
-        return replace(self, codes=self._own_codes if codes is None else codes)
-
-    @cached_property
-    def _own_codes(self) -> VisitCodes:
-        """Its own visits' codes, made once (each level of an attack asks again)."""
-        return VisitCodes.of(lambda method, *args: [getattr(self, method)(*args)])
 
     def sequences(self) -> Elements:
         """Per user: the location of each visit, in time order (repeats kept)."""

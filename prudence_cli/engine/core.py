@@ -55,7 +55,7 @@ from prudence_cli.engine.problem import CountingProblem, Support
 from prudence_cli.engine.ranged import RangedProblem
 from prudence_cli.engine.runner import DaskRunner, LocalRunner
 from prudence_cli.engine.sampling import sample_support
-from prudence_cli.engine.shards import Shard, can_shard, shard, shard_ranges
+from prudence_cli.engine.shards import Shard, shard, shard_ranges
 from prudence_cli.engine.tasks import (
     _keyed_self_task,
     _keyed_task,
@@ -200,7 +200,7 @@ class Engine:
             self._within_budget(planned.total)
             # over the budget, with sizes to draw from (whole records never are sampled)
             over = planned.total > self.max_instances and bool(planned.plans)
-            if over and problem.mode != "compositions":  # compositions: gathered
+            if over:
                 return ranged_sampled.sampled_support(self, problem, planned)
             return ranged.support(self, problem, planned)
         whole, rest, plans, total = self._work(problem)
@@ -211,7 +211,7 @@ class Engine:
         # as Python, a unit of work counted by bounds costs about four by containment
         jit.choose(plan_cost(problem, whole, plans, bounded=4))
         sampling = total > self.max_instances and bool(plans)  # whole records never are
-        if not sampling and self.runner.shards > 1 and can_shard(problem):
+        if not sampling and self.runner.shards > 1:
             # in ranges of users, one per worker: the level's lists are not kept here
             self._last_work = None
             del whole, rest, plans
@@ -350,7 +350,7 @@ class Engine:
         partition's, its positions numbered as its shard numbers them (None: whole);
         with `postings` (the indexes and the number of elements) the tasks also take the
         posting lists of the data they have."""
-        count = self.runner.shards if can_shard(problem) else 1
+        count = self.runner.shards
         if count <= 1 or len(parts) <= 1:
             shared: Any = problem if postings is None else (problem, postings[0].postings())
             return self.runner.run(task, shared, (arguments(None, lo, hi) for lo, hi in parts))
@@ -373,7 +373,7 @@ class Engine:
         holding a whole query holds its first element, and every later one after it: see
         engine/shards.py)."""
         q = problem.queries.elements
-        if self.runner.shards <= 1 or not can_shard(problem):  # chunks of about equal work
+        if self.runner.shards <= 1:  # chunks of about equal work
             lengths = q.lengths[users].astype(float)
             chunks = _partitions(lengths, max(self.partition_instances, 1))
             tasks = ((users[lo:hi], self.worker()) for lo, hi in chunks)

@@ -11,7 +11,6 @@ import numpy as np
 from prudence_cli.arrays import stable_order
 from prudence_cli.engine import compiled, jit
 from prudence_cli.engine.plan import _segment_min as _segment_min
-from prudence_cli.engine.plan import _segment_sums as _segment_sums
 from prudence_cli.engine.plan import begun_at, first_weights
 from prudence_cli.engine.problem import MATCHES, MODES, CountingProblem, Elements, QuerySpec
 from prudence_cli.engine.vectorized import blocks, queries_by_numpy, subset_positions
@@ -347,7 +346,7 @@ def _enumerate_queries(
     q = spec.elements
     owners = np.repeat(np.arange(q.n_users, dtype=np.int64), q.lengths)
     upper = spec.upper if spec.upper is not None else np.full(q.values.shape, np.inf)
-    totals = _segment_sums(q.values, q.offsets)
+    totals = spec.totals()
     mode = MODES.index(spec.mode)
     if not jit.runs_compiled(compiled.enumeration_kernels.enumerate_queries):
         found = queries_by_numpy(spec, owners, upper, totals, starts, s)

@@ -156,8 +156,7 @@ def _per_target(spec: QuerySpec, s: int) -> tuple[np.ndarray, np.ndarray]:
     targets = (spec.size_lo <= s) & (s <= spec.size_hi) & (lengths >= s)
     per_target = _binomials(lengths[targets], s)
     if spec.mode == "compositions":
-        totals = _segment_sums(spec.elements.values, spec.elements.offsets)
-        h_u = np.minimum(spec.compose, totals[targets]).astype(np.int64)
+        h_u = np.minimum(spec.compose, spec.totals()[targets]).astype(np.int64)
         per_target = _saturating_mul(per_target, _binomials(np.maximum(h_u - 1, 0), s - 1))
     return targets, per_target
 
@@ -176,11 +175,6 @@ def drawing_targets(spec: QuerySpec, sample: int) -> np.ndarray:
     instances; each of the others has all of its instances checked."""
     targets, counts = _instances_per_target(spec)
     return np.asarray(targets & (counts > sample))
-
-
-def _segment_sums(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    cumulative = np.concatenate([[0.0], np.cumsum(values, dtype=float)])
-    return cumulative[offsets[1:]] - cumulative[offsets[:-1]]
 
 
 def size_work(problem: CountingProblem, holders: np.ndarray, sizes: np.ndarray) -> np.ndarray:

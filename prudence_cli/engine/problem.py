@@ -42,6 +42,8 @@ _LARGEST_CODE = int(np.iinfo(np.int32).max)  # element codes are int32 (Elements
 
 MATCHES = ("dominance", "box", "ratio", "contains")
 MODES = ("subsets", "compositions", "ratios")
+# `compose` of compositions that ask each target's whole multiset (H_u = Σ lower of u)
+EVERY = int(np.iinfo(np.int64).max)
 
 
 @dataclass(frozen=True)
@@ -103,8 +105,17 @@ class QuerySpec:
     size_hi: np.ndarray  # int64 per user
     upper: np.ndarray | None = None  # per query element, for `box` subsets
     mode: str = "subsets"
-    compose: int = 0  # H of the compositions mode
+    compose: int = 0  # H of the compositions mode (EVERY: a target's whole multiset)
     delta: float = 0.0  # tolerance of the ratios mode
+    # per user, the sum of their whole query list's `values`, kept when the lists are cut
+    # to suffixes (engine/shards.py): a composition's H_u is of the whole list
+    list_totals: np.ndarray | None = None
+
+    def totals(self) -> np.ndarray:
+        """Per user, the sum of the values of their whole query list."""
+        if self.list_totals is not None:
+            return self.list_totals
+        return segment_sums(self.elements.values, self.elements.offsets)
 
 
 @dataclass(frozen=True)
@@ -165,7 +176,7 @@ def nbytes(*held: object) -> int:
             walk(item.members)
             walk(item.queries)
         elif isinstance(item, QuerySpec):
-            for field in (item.elements, item.size_lo, item.size_hi, item.upper):
+            for field in (item.elements, item.size_lo, item.size_hi, item.upper, item.list_totals):
                 walk(field)
         elif isinstance(item, Elements):
             for array in (item.offsets, item.elements, item.values):
@@ -174,3 +185,9 @@ def nbytes(*held: object) -> int:
     for item in held:
         walk(item)
     return sum(seen.values())
+
+
+def segment_sums(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """The sum of `values` of each list (CSR `offsets`)."""
+    cumulative = np.concatenate([[0.0], np.cumsum(values, dtype=float)])
+    return cumulative[offsets[1:]] - cumulative[offsets[:-1]]

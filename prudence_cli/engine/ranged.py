@@ -161,8 +161,14 @@ def users_of(problem: CountingProblem, a: int, b: int) -> CountingProblem:
     upper = None
     if spec.upper is not None:
         upper = spec.upper[spec.elements.offsets[a] : spec.elements.offsets[b]]
+    totals = None if spec.list_totals is None else spec.list_totals[a:b]
     sized = replace(
-        spec, elements=queries, size_lo=spec.size_lo[a:b], size_hi=spec.size_hi[a:b], upper=upper
+        spec,
+        elements=queries,
+        size_lo=spec.size_lo[a:b],
+        size_hi=spec.size_hi[a:b],
+        upper=upper,
+        list_totals=totals,
     )
     return replace(problem, members=members, queries=sized)
 
@@ -269,12 +275,8 @@ def _size_work(part: Part, holders: np.ndarray, sizes: np.ndarray) -> np.ndarray
 def support(engine: Engine, ranged: RangedProblem, planned: Work | None = None) -> Support:
     """Minimum support per user of a ranged level counted exactly (`Engine.min_support`
     samples one over the budget in its ranges, engine/ranged_sampled.py), from its plan
-    (`work`, made here when not given); a level whose queries cannot be cut in shards
-    (compositions) is gathered and counted as a whole."""
-    runner = engine.runner
+    (`work`, made here when not given)."""
     planned = planned or work(engine, ranged)
-    if ranged.mode == "compositions":
-        return engine.min_support(gather(ranged, runner))
     minimum = counted(engine, ranged, planned)
     minimum[minimum == compiled.kernels.UNSET] = 0
     return Support(minimum, planned.total, False)

@@ -58,6 +58,7 @@ class PieceSize:
     own: bool  # its queries are its members
     upper: bool
     flags: bool
+    totals: bool  # its queries keep their whole lists' totals (compositions)
 
 
 def piece_size(piece: Piece) -> PieceSize:
@@ -70,6 +71,7 @@ def piece_size(piece: Piece) -> PieceSize:
         spec.elements is problem.members,
         spec.upper is not None,
         flags is not None,
+        spec.list_totals is not None,
     )
 
 
@@ -91,8 +93,8 @@ class _Joining:
         self.users = np.cumsum([0] + [size.users for size in sizes]).tolist()
         self.members = np.cumsum([0] + [size.members for size in sizes]).tolist()
         self.queries = np.cumsum([0] + [size.queries for size in sizes]).tolist()
-        if len({size.upper for size in sizes}) > 1:
-            raise ValueError("the pieces of a shard disagree on their queries' bounds")
+        if len({(size.upper, size.totals) for size in sizes}) > 1:
+            raise ValueError("the pieces of a shard disagree on their queries' bounds or totals")
         self.made = False
 
     def _make(self, first: CountingProblem) -> None:
@@ -107,6 +109,7 @@ class _Joining:
         self.size_hi = np.empty(users, dtype=spec.size_hi.dtype)
         self.upper = np.empty(self.queries[-1]) if self.sizes[0].upper else None
         self.flags = np.zeros(users, dtype=bool) if self.sizes[0].flags else None
+        self.totals = np.empty(users) if self.sizes[0].totals else None
 
     def put(self, problem: CountingProblem, flags: np.ndarray | None, k: int) -> None:
         """The k-th piece, in its place."""
@@ -124,19 +127,28 @@ class _Joining:
             self.upper[q : q + spec.upper.shape[0]] = spec.upper
         if self.flags is not None and flags is not None:
             self.flags[u : u + n] = flags
+        if self.totals is not None and spec.list_totals is not None:
+            self.totals[u : u + n] = spec.list_totals
 
     def __sizeof__(self) -> int:
         if not self.made:
             return 0
         held = (self.member_lists, self.query_lists, self.size_lo, self.size_hi, self.upper)
-        return nbytes(*held, self.flags)
+        return nbytes(*held, self.flags, self.totals)
 
     def joined(self) -> Piece:
         if not self.made:
             raise ValueError("a shard is joined from one piece at least")
         match, ordered, mode, compose, delta = self.settings
         spec = QuerySpec(
-            self.query_lists, self.size_lo, self.size_hi, self.upper, mode, compose, delta
+            self.query_lists,
+            self.size_lo,
+            self.size_hi,
+            self.upper,
+            mode,
+            compose,
+            delta,
+            self.totals,
         )
         return CountingProblem(self.member_lists, spec, match, ordered), self.flags
 

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from prudence_cli.engine import compiled
-from prudence_cli.engine.indexes import _Postings, _segment_sums
+from prudence_cli.engine.indexes import _Postings
 from prudence_cli.engine.problem import MODES, CountingProblem
 
 _FIRST_ROUND = 4  # random draws per target in the first round; doubled each round
@@ -37,9 +37,8 @@ def sampled_widths(problem: CountingProblem) -> np.ndarray:
     spec = problem.queries
     lengths = spec.elements.lengths
     if spec.mode == "compositions":
-        totals = _segment_sums(spec.elements.values, spec.elements.offsets)
         usable = (spec.size_hi > 0) & (lengths > 0)
-        return np.where(usable, np.minimum(spec.compose, totals), 0).astype(np.int64)
+        return np.where(usable, np.minimum(spec.compose, spec.totals()), 0).astype(np.int64)
     width = np.minimum(spec.size_hi, lengths).astype(np.int64)
     return np.where((width >= np.maximum(spec.size_lo, 1)) & (width > 0), width, 0)
 
@@ -107,8 +106,7 @@ class Drawer:
         self.widths = sampled_widths(problem)
         upper = spec.upper if spec.upper is not None else np.full(q.values.shape, np.inf)
         self.common = (q.offsets, q.elements, q.values, upper)
-        totals = _segment_sums(q.values, q.offsets)
-        self.settings = (MODES.index(spec.mode), spec.compose, totals, spec.delta)
+        self.settings = (MODES.index(spec.mode), spec.compose, spec.totals(), spec.delta)
         self.rarity = rarity
         self.key = key
 

@@ -12,9 +12,11 @@ holds it at or after that position, with every later element of the query after 
 
 The suffixes keep the lists' users (the offsets of every user, empty where nothing is
 kept), so that results are reduced by user code as before, and `kept` renumbers the
-planning process's positions (of its start indexes) into the shard's. Counting on the
-shards gives every support bit for bit (the tests compare them on random problems).
-Queries drawn as compositions are not cut: their size depends on the whole list.
+planning process's positions (of its start indexes) into the shard's. Queries drawn as
+compositions keep the totals of their whole lists (`QuerySpec.list_totals`): a
+composition's size H_u is of the whole list, its parts of the positions it is made of.
+Counting on the shards gives every support bit for bit (the tests compare them on random
+problems).
 """
 
 from __future__ import annotations
@@ -84,15 +86,12 @@ class Shard:
         return (self.queries or self.members).at(positions)
 
 
-def can_shard(problem: CountingProblem) -> bool:
-    """Whether the level's queries may be cut to suffixes (see the module docstring)."""
-    return problem.queries.mode != "compositions"
-
-
 def shard(problem: CountingProblem, lo: int, hi: int) -> Shard:
     """The level's data that the partitions within [lo, hi) read."""
     members = suffixes(problem.members, lo, hi)
     spec = problem.queries
+    if spec.mode == "compositions" and spec.list_totals is None:
+        spec = replace(spec, list_totals=spec.totals())
     if spec.elements is problem.members:
         queries = None
         spec = replace(spec, elements=members.lists)

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from prudence_cli.engine.plan import SizePlan, _segment_sums
+from prudence_cli.engine.plan import SizePlan
 from prudence_cli.engine.problem import CountingProblem, QuerySpec
 
 
@@ -27,8 +27,7 @@ def whole_targets(problem: CountingProblem) -> np.ndarray:
     lengths = spec.elements.lengths
     whole = (np.maximum(spec.size_lo, 1) <= lengths) & (lengths <= spec.size_hi)
     if spec.mode == "compositions":
-        totals = _segment_sums(spec.elements.values, spec.elements.offsets)
-        whole &= spec.compose >= totals
+        whole &= spec.compose >= spec.totals()
     return whole
 
 

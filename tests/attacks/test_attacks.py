@@ -14,7 +14,12 @@ from prudence_cli.attacks.base import KnowledgeLevel
 from prudence_cli.attacks.registry import ATTACKS
 from prudence_cli.engine import Engine
 from prudence_cli.engine.runner import LocalRunner
-from tests.conftest import presence_view, probability_view, trajectory_view
+from tests.conftest import (
+    presence_view,
+    probability_view,
+    ranges_number_as_the_whole,
+    trajectory_view,
+)
 from tests.reference import trajectory_attack_risks, vector_attack_risks
 
 # each test runs with the kernels as Python and compiled (tests/conftest.py)
@@ -128,28 +133,14 @@ def test_ranges_number_visits_as_the_whole_view(case, data):
     """A range of users given the whole view's visit codes (VisitCodes, gathered from any
     cut of the view into parts) numbers its visits as the whole view does: its visit sets
     are the whole view's rows of its users."""
-    from prudence_cli.dataviews.trajectory import VisitCodes
-
-    trips, users = case
-    view = trajectory_view(trips, users)
+    view = trajectory_view(*case)
     cuts = sorted(data.draw(st.lists(st.integers(0, view.n_users), max_size=3)))
-    bounds = [0, *cuts, view.n_users]
-    parts = [view.users(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
-
-    def call(method, *args):
-        return [getattr(part, method)(*args) for part in parts]
-
-    codes = VisitCodes.of(call)
+    codes = ranges_number_as_the_whole(view, "visits", "visit_sets", [0, *cuts, view.n_users])
     own = view.numbered("visits").codes
     assert (codes.low, codes.span) == (own.low, own.span) or not view.rows
     assert np.array_equal(codes.keys, own.keys)
     whole = view.visit_sets()
     assert int(whole.elements.max(initial=-1)) < max(codes.keys.shape[0], 1)
-    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
-        ranged = view.users(a, b).numbered("visits", codes).visit_sets()
-        lo, hi = whole.offsets[a], whole.offsets[b]
-        assert np.array_equal(ranged.offsets, whole.offsets[a : b + 1] - lo)
-        assert np.array_equal(ranged.elements, whole.elements[lo:hi])
     with pytest.raises(ValueError, match="number no"):
         view.numbered("places")
 

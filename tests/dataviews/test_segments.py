@@ -22,9 +22,11 @@ from prudence_cli.dataviews.registry import format_classes
 from prudence_cli.dataviews.restore import view_from_table
 from prudence_cli.dataviews.segments import SegmentView
 from prudence_cli.engine import Engine
+from prudence_cli.engine.runner import LocalRunner
 from prudence_cli.errors import ConfigError, InputError
 from prudence_cli.io.readers import read_points
 from prudence_cli.sanitize.ledger import join_views
+from tests.conftest import ranges_number_as_the_whole
 from tests.reference import trajectory_attack_risks
 
 CONFIG = """\
@@ -148,17 +150,10 @@ def segment_trajectories(draw):
     return data, list(range(n))
 
 
-@settings(max_examples=60, deadline=None)
-@given(
-    segment_trajectories(),
-    st.sampled_from([1, 2, 3, "all"]),
-    st.sampled_from(["auto", "keyed", "posting"]),
-)
-def test_subtrajectory_equals_the_reference(case, h, strategy):
-    data, users = case
+def segment_view(data, users) -> SegmentView:
     rows = [(u, seg, to, to + dt) for u, visits in data.items() for seg, to, dt in visits]
     arr = np.array(rows, dtype=np.int64).reshape(-1, 4)
-    view = SegmentView(
+    return SegmentView(
         "d1",
         (("time", 3600),),
         len(users),
@@ -168,12 +163,59 @@ def test_subtrajectory_equals_the_reference(case, h, strategy):
         tbin=arr[:, 2],
         tbin_end=arr[:, 3],
     )
+
+
+ENGINES = [
+    Engine(),
+    Engine(strategy="keyed"),
+    Engine(strategy="posting"),
+    # levels made in ranges of users, each numbering its triples as the whole view
+    Engine(runner=LocalRunner(shards=3), partition_instances=3),
+    Engine(strategy="posting", runner=LocalRunner(shards=2)),
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    segment_trajectories(),
+    st.sampled_from([1, 2, 3, "all"]),
+    st.sampled_from(range(len(ENGINES))),
+)
+def test_subtrajectory_equals_the_reference(case, h, engine_index):
+    data, users = case
+    view = segment_view(data, users)
     level = KnowledgeLevel("subtrajectory", (("h", h),))
-    got = ATTACKS["subtrajectory"].risks(view, level, Engine(strategy=strategy)).risk
+    got = ATTACKS["subtrajectory"].risks(view, level, ENGINES[engine_index]).risk
     # Definition 10: triples (segment, t_o, t_d) as the elements of a location sequence
     as_sequences = {u: [((s, a, a + b), 0) for s, a, b in v] for u, v in data.items()}
     expected = trajectory_attack_risks(as_sequences, users, "location_sequence", h)
     np.testing.assert_allclose(got, [expected[u] for u in users])
+
+
+@settings(max_examples=60, deadline=None)
+@given(segment_trajectories(), st.data())
+def test_ranges_number_triples_as_the_whole_view(case, data):
+    """A range of users given the whole view's triple codes (TripleCodes, gathered from
+    any cut of the view into parts) numbers its triples as the whole view does."""
+    view = segment_view(*case)
+    cuts = sorted(data.draw(st.lists(st.integers(0, view.n_users), max_size=3)))
+    codes = ranges_number_as_the_whole(view, "triples", "triples", [0, *cuts, view.n_users])
+    own = view.numbered("triples").codes
+    for mine, theirs in zip(codes.triples, own.triples, strict=True):
+        assert np.array_equal(mine, theirs)
+    with pytest.raises(ValueError, match="number no"):
+        view.numbered("visits")
+
+
+def test_a_triple_missing_from_the_codes_is_refused():
+    """Ranks are looked up among the whole view's triples: one not there is a bug, never a
+    neighbour's code."""
+    from prudence_cli.dataviews.segments import TripleCodes
+
+    view = segment_view({0: [(1, 0, 0)], 1: [(2, 1, 1)]}, [0, 1])
+    codes = TripleCodes.of(lambda method: [view.users(0, 1).distinct_triples()])
+    with pytest.raises(AssertionError, match="not among"):
+        view.numbered("triples", codes).triples()
 
 
 def test_sample_segments_command(tmp_path):

@@ -124,11 +124,13 @@ def test_views_kept_on_the_workers_are_the_local_ones(
                 assert (piece.first, piece.last) == (a, b)
                 assert np.array_equal(piece.view.location, local.users(a, b).location)
                 assert np.array_equal(piece.view.user, local.users(a, b).user)
-            for kind in local.numberings:  # a trajectory's visits, numbered as the whole's
-                whole_sets = local.visit_sets()
+            # a trajectory's visits, a segments view's triples, numbered as the whole's
+            for kind in local.numberings:
+                lists = {"visits": "visit_sets", "triples": "triples"}[kind]
+                whole_sets = getattr(local, lists)()
                 first, futures = kept.kept_ranges(cluster, kind)
                 for a, b, future in zip(first[:-1], first[1:], futures, strict=True):
-                    sets = future.result().view.visit_sets()
+                    sets = getattr(future.result().view, lists)()
                     lo, hi = whole_sets.offsets[a], whole_sets.offsets[b]
                     assert np.array_equal(sets.elements, whole_sets.elements[lo:hi])
                     assert np.array_equal(sets.offsets, whole_sets.offsets[a : b + 1] - lo)

@@ -122,7 +122,55 @@ def test_dask_catalog_equals_local(name, cluster, tmp_path):
                     pd.testing.assert_frame_equal(x, y)
 
 
-@pytest.mark.parametrize("name", ["demo", "vectors", "trajectory"])
+# shipped configs cut to one dataview, their attacks at h = 2 and all, and their levels
+NEVER_GATHERED = {
+    "trajectory": (
+        {"[500m, 1km]": "[500m]", "[1h, 1d]": "[1h]", "[1, 3]": "[1]"},
+        "  - {attack: location, knowledge: {h: [2, all]}}\n"
+        "  - {attack: location_sequence, knowledge: {h: [2]}}\n"
+        "  - {attack: visit, knowledge: {h: [1]}}\n",
+        4,
+    ),
+    "segments": (
+        {"[30min, 1h, 5h]": "[30min]"},
+        "  - {attack: subtrajectory, knowledge: {h: [2, all]}}\n",
+        2,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NEVER_GATHERED))
+def test_a_view_of_trajectories_on_the_workers_is_never_gathered(
+    name, cluster, tmp_path, monkeypatch
+):
+    """Every attack on trajectories makes its levels in the ranges the workers keep:
+    `location` too, whose compositions of each target's whole multiset (h = all) are
+    counted shard by shard, and `subtrajectory`, each range numbering its triples as the
+    whole view does: the local catalog, without the view's rows ever coming here."""
+    from prudence_cli.dataviews.on_workers import KeptView
+
+    cuts, attacks, levels = NEVER_GATHERED[name]
+    text = (CONFIGS / f"{name}.yaml").read_text()
+    text = text[: text.index("attacks:")]
+    text = text.replace("../sample_data", str(CONFIGS.parent / "sample_data"))
+    for old, new in cuts.items():
+        text = text.replace(old, new)
+    (tmp_path / "t.yaml").write_text(text + "attacks:\n" + attacks)
+    config = load_config(tmp_path / "t.yaml")
+    local = run_assessment(config, tmp_path / "local", _engine(config), None)
+
+    def gathered(self):
+        raise AssertionError("the view was gathered")
+
+    monkeypatch.setattr(KeptView, "whole", gathered)
+    spread = run_assessment(config, tmp_path / "dask", _engine(config, cluster), None)
+    assert _same_catalog(local.output, spread.output) == 3
+    risks = pd.read_csv(local.output / "irac.csv")
+    assert len(risks) == levels
+    assert risks.notna().all().all()
+
+
+@pytest.mark.parametrize("name", ["demo", "vectors", "trajectory", "segments"])
 def test_a_sampled_assessment_on_dask_is_the_local_one(name, cluster, tmp_path, monkeypatch):
     """Levels over the budget, sampled: on the workers, in the ranges of the dataviews
     kept there (presence, trajectory) or made from the view (vectors), the same catalog — the same
@@ -682,7 +730,7 @@ def test_of_several_bad_parts_the_first_in_file_order_is_named(cluster, tmp_path
     assert _pieces_left(cluster) == []
 
 
-@pytest.mark.parametrize(("match", "mode"), [m for m in MATCH_MODES if m[1] != "compositions"])
+@pytest.mark.parametrize(("match", "mode"), MATCH_MODES)
 def test_a_ranged_level_over_the_budget_is_sampled_on_the_workers(match, mode, cluster):
     """A level in ranges of users on the workers, over the budget: its targets draw in
     their ranges, every chunk of queries is counted on each worker against the users it

@@ -21,8 +21,6 @@ from tests.engine.test_engine import MATCH_MODES, random_problem
 
 pytestmark = pytest.mark.usefixtures("kernels")
 
-SHARDABLE = [case for case in MATCH_MODES if case[1] != "compositions"]
-
 
 def _same_problem(a: CountingProblem, b: CountingProblem) -> None:
     for x, y in ((a.members, b.members), (a.queries.elements, b.queries.elements)):
@@ -37,7 +35,7 @@ def _same_problem(a: CountingProblem, b: CountingProblem) -> None:
 @settings(max_examples=80, deadline=None)
 @given(
     seed=st.integers(0, 10_000),
-    case=st.sampled_from(SHARDABLE),
+    case=st.sampled_from(MATCH_MODES),
     strategy=st.sampled_from(["auto", "keyed", "posting"]),
     partition=st.sampled_from([1, 3, 20, 10_000]),
     ranges=st.integers(1, 6),
@@ -89,7 +87,7 @@ def test_a_level_over_the_budget_is_sampled_in_its_ranges_as_the_whole_level():
 @settings(max_examples=80, deadline=None)
 @given(
     seed=st.integers(0, 10_000),
-    case=st.sampled_from(SHARDABLE),
+    case=st.sampled_from(MATCH_MODES),
     sample=st.integers(1, 12),
     partition=st.sampled_from([1, 5, 10_000]),
     ranges=st.integers(1, 6),
@@ -151,7 +149,7 @@ def test_worked_example_of_two_ranges():
     assert support(engine, level).minimum.tolist() == [2, 1, 2, 3]
 
 
-@pytest.mark.parametrize("case", SHARDABLE)
+@pytest.mark.parametrize("case", MATCH_MODES)
 def test_a_level_of_whole_records_over_the_budget_is_counted_exactly_not_gathered(case):
     """Whole records are never sampled: a level made only of them, over the budget with
     `sample` set, is counted exactly from its ranges (it was gathered, then split again,

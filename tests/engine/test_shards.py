@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from prudence_cli.engine import Elements, Engine
+from prudence_cli.engine.indexes import _enumerate_queries
 from prudence_cli.engine.runner import LocalRunner
 from prudence_cli.engine.shards import shard, shard_ranges, suffixes
 from tests.engine.test_engine import MATCH_MODES, random_problem
@@ -75,3 +76,22 @@ def test_a_shard_holds_less_than_the_level():
         for (lo, hi), _ in shard_ranges(parts, weights, 4)
     ]
     assert len(sizes) == 4 and max(sizes) < 0.8 * n and min(sizes) < 0.4 * n
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), h=st.sampled_from([2, 3, 6]), lo=st.integers(0, 8))
+def test_a_shard_draws_the_compositions_of_the_whole_lists(seed, h, lo):
+    """A composition's size H_u = min(H, Σ lower) is of the target's whole list, not of
+    the suffix a shard holds: the shard's queries begun in [lo, lo + 2) are the whole
+    level's, no more (a suffix's smaller total would draw sub-multisets never asked)."""
+    rng = np.random.default_rng(seed)
+    problem = random_problem(rng, 30, 9, h, match="dominance", mode="compositions")
+    piece = shard(problem, lo, lo + 2)
+    spec, cut = problem.queries, piece.problem.queries
+    q = spec.elements
+    starts = np.flatnonzero((q.elements >= lo) & (q.elements < lo + 2))
+    for s in range(1, h + 1):
+        whole = _enumerate_queries(spec, starts, s)
+        found = _enumerate_queries(cut, piece.query_positions(starts), s)
+        for a, b in zip(whole, found, strict=True):
+            np.testing.assert_array_equal(a, b)
