@@ -278,8 +278,10 @@ def finish_range(told: Told, numbers: Numbering, config: Config, keep: bool = Fa
     return Finished(told.k, {}, None, missed)
 
 
-# the dataview formats whose rows are the selected points (each at its time), not pairs
-POINT_FORMATS = ("trajectory", "segments")
+# the dataview formats built of the selected points (each at its time), not of their
+# pairs: trajectories and segments (their rows are the points), profiles (each pair's
+# visits before the split)
+POINT_FORMATS = ("trajectory", "segments", "profiles")
 
 
 @dataclass(frozen=True)
@@ -327,6 +329,15 @@ def _address() -> str:
         return str(get_worker().address)
     except (ImportError, ValueError):
         return "here"
+
+
+def range_span(told: Told) -> tuple[int, int] | None:
+    """The first and the last time (UTC ns) of the range's points (None: no point)."""
+    placed = _placed(told)
+    assert placed.time is not None  # kept for the formats of points (finish_range)
+    if placed.time.shape[0] == 0:
+        return None
+    return int(placed.time.min()), int(placed.time.max())
 
 
 def range_cells(told: Told, side: float) -> np.ndarray:

@@ -1,7 +1,7 @@
 """Dataviews built where the points are: on a Dask cluster, the selected points stay
 on the workers that selected them (cluster_input, `keep`), and each range of users
 builds its view — presence and probability views of the (user, location) pairs of its
-points, trajectory and segments views of the points themselves — kept on the worker's
+points, trajectory, segments and profiles views of the points themselves — kept on the worker's
 disk (dataviews/on_workers.py holds what the assessing process keeps of it): the
 assessing process never receives the points, nor the views' rows.
 
@@ -40,11 +40,13 @@ from prudence_cli.cluster_select import (
     range_nearest,
     range_pairs,
     range_points,
+    range_span,
     read_back,
 )
 from prudence_cli.cluster_tasks import pinned, windowed
 from prudence_cli.config import Config
 from prudence_cli.dataviews.base import Located, Pairs
+from prudence_cli.dataviews.profiles import middle
 from prudence_cli.io.points import ReadProgress
 from prudence_cli.select import Selection
 from prudence_cli.space import (
@@ -60,10 +62,11 @@ PAIR_FORMATS = ("presence", "probability")
 
 def views_on_workers(config: Config) -> bool:
     """Whether the dataviews can be built in ranges of users where their points are:
-    presence or probability views (of the pairs alone), trajectory or segments views (of
-    each person's own points), on grids, towers or segments, and nothing else of the run
-    needing the points (the utility aggregate reads them; regions are placed by their
-    polygons; profiles, bins and clusters views read every point's time or place)."""
+    presence or probability views (of the pairs alone), trajectory, segments or profiles
+    views (of each person's own points; profiles split at the middle of all ranges'
+    times, `middle`), on grids, towers or segments, and nothing else of the run needing
+    the points (the utility aggregate reads them; regions are placed by their polygons;
+    bins and clusters views number what every point falls in)."""
     view = config.dataview
     return (
         view.format in (*PAIR_FORMATS, *POINT_FORMATS)
@@ -133,6 +136,19 @@ class PointsOnWorkers:
 
         found = dict(self._each(holding, submit))
         return table, [found[t.k] for t in holding]
+
+    def middle(self) -> int:
+        """The middle of the points' time span (dataviews/profiles.middle_of), from each
+        range's first and last time."""
+        told = [t for t in self.kept.told if t.points]
+
+        def span(i: int) -> Any:
+            return self._pinned(_numbered_span, told[i], i)
+
+        found = [s for _, s in self._each(told, span) if s is not None]
+        if not found:
+            return 0
+        return middle(min(s[0] for s in found), max(s[1] for s in found))
 
     def _cells(self, told: list[Any], side: float) -> tuple[pd.DataFrame, np.ndarray]:
         """The cells of every range's points on the grid of `side`: the table of a local
@@ -286,6 +302,10 @@ def _unless_rows(values: np.ndarray, rows: np.ndarray) -> np.ndarray | None:
     if np.array_equal(values, rows):
         return None
     return values
+
+
+def _numbered_span(told: Told, i: int) -> tuple[int, tuple[int, int] | None]:
+    return i, range_span(told)
 
 
 def _removed(path: str) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Generator, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -88,6 +89,9 @@ def build_dataviews(
 
             if kept is not None:  # assessed: its ranges leave the workers' disks
                 kept.close()
+            if view_class.format == "profiles" and settings.split is None:
+                # every range splits at the middle of all points' times, as a local run
+                settings = replace(settings, split=selection.placed.middle())
             dims = tuple(values.items())
             grid = values.get("grid")
             kept = kept_view(

@@ -118,7 +118,12 @@ def middle_of(selection: Selection) -> int:
     times = selection.points[C.TIME].to_numpy()
     if times.shape[0] == 0:
         return 0
-    return int(times.min() // 2 + times.max() // 2)
+    return middle(int(times.min()), int(times.max()))
+
+
+def middle(first: int, last: int) -> int:
+    """The middle of the times [first, last] (UTC ns), rounded down by halves."""
+    return first // 2 + last // 2
 
 
 def profile_rows(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
 
@@ -23,6 +23,9 @@ from prudence_cli.dataviews.build import build_dataviews, count_dataviews
 from prudence_cli.dataviews.profiles import ProfilesView
 from prudence_cli.randomized.sweep import SweepOptions, sweep
 from prudence_cli.select import Selection
+
+if TYPE_CHECKING:
+    from prudence_cli.dataviews.on_workers import KeptView
 
 
 @dataclass(frozen=True)
@@ -54,7 +57,11 @@ def assess_profiles(
     views_meta: list[DataviewEntry] = []
     done = 0
     views = build_dataviews(selection, config.dataview, config.input.timezone, split)
-    for view_index, view in enumerate(views):
+    ids = selection.ids  # gathered once, when the workers keep them
+    for view_index, built in enumerate(views):
+        # the sweep reads every profile: a view kept on the workers comes here (its rows,
+        # never the points)
+        view = cast("KeptView", built).whole() if built.on_workers else built
         assert isinstance(view, ProfilesView)
         dims = view.labels
         shown = view.shown
@@ -67,9 +74,7 @@ def assess_profiles(
         for row in sweep(view, config.mechanisms, levels, options, view_index, step):
             rows.append({"dataview": view.id, **dims, **row})
         split_at = pd.Timestamp(view.split, tz="UTC").isoformat()
-        views_meta.append(
-            writer.write_view(view, selection.ids, {}, view.locations, split=split_at)
-        )
+        views_meta.append(writer.write_view(view, ids, {}, view.locations, split=split_at))
     table = randomized_frame(rows, config, knowledge)
     table.to_csv(writer.folder / RANDOMIZED, index=False)
     return ProfilesAssessment(views_meta, table, _settings(config, options, split), total)

@@ -63,6 +63,7 @@ def _left(cluster) -> list[str]:
         ("probability", None),  # its own dimensions
         ("trajectory", [500.0, 4e7]),  # of the points, with their times
         ("segments", None),  # of the points, with their leave times, on the segments
+        ("randomize", None),  # profiles of the points, split at the middle of all times
     ],
 )
 def test_views_kept_on_the_workers_are_the_local_ones(
@@ -104,6 +105,10 @@ def test_views_kept_on_the_workers_are_the_local_ones(
                 if x is not None:
                     assert x.dtype == y.dtype and np.array_equal(x, y), (local.id, field)
             assert np.array_equal(kept.offsets, local.offsets) and kept.rows == local.rows
+            # and the rest: ids, dimensions, a trajectory's clock, profiles' split
+            held = {*local.row_fields, "locations", "codes"}
+            for name in (f.name for f in dataclasses.fields(local) if f.name not in held):
+                assert getattr(whole, name) == getattr(local, name), name
             for kind in ("locations", "visits", "records", "segments"):
                 assert np.array_equal(kept.coverage(kind), local.coverage(kind)), kind
             assert kept.users_in_view == local.users_in_view

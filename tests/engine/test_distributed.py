@@ -170,6 +170,30 @@ def test_a_view_of_trajectories_on_the_workers_is_never_gathered(
     assert risks.notna().all().all()
 
 
+def test_profiles_are_built_on_the_workers_and_swept_as_the_local_ones(
+    cluster, tmp_path, monkeypatch
+):
+    """Profiles dataviews are built where the points are, split at the middle of every
+    range's times: the randomized sweep reads their rows, never the points — the local
+    catalog."""
+    from prudence_cli.cluster_views import PointsOnWorkers
+
+    config = _small("randomize")
+    split_at = []
+    middle = PointsOnWorkers.middle
+
+    def spied(self):
+        split_at.append(middle(self))
+        return split_at[-1]
+
+    monkeypatch.setattr(PointsOnWorkers, "middle", spied)
+    local = run_assessment(config, tmp_path / "local", _engine(config), None)
+    spread = run_assessment(config, tmp_path / "dask", _engine(config, cluster), None)
+    assert split_at  # the points stayed on the workers
+    assert _same_catalog(local.output, spread.output) == 0  # the sweep writes its tables
+    assert spread.manifest["dataviews"] == local.manifest["dataviews"]
+
+
 @pytest.mark.parametrize("name", ["demo", "vectors", "trajectory", "segments"])
 def test_a_sampled_assessment_on_dask_is_the_local_one(name, cluster, tmp_path, monkeypatch):
     """Levels over the budget, sampled: on the workers, in the ranges of the dataviews
