@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from prudence_cli import columns as C
+from prudence_cli.arrays import distinct
 from prudence_cli.dataviews.base import (
     BuildSettings,
     Dataview,
@@ -37,9 +38,17 @@ Triple = tuple[np.ndarray, np.ndarray, np.ndarray]  # segments, t_origin and t_d
 class TripleCodes:
     """The distinct (segment, t_origin, t_destination) of a whole view, in lexicographic
     order: a triple's code is its rank. What numbers the triples of a range of the view's
-    users as the whole view numbers them (`SegmentView.triples`)."""
+    users as the whole view numbers them (`SegmentView.triples`).
 
-    triples: Triple  # int64 each, sorted, distinct
+    A triple is found by its parts' ranks, never packed whole (a segment × two spans of
+    time bins can pass 64 bits): each part's rank among the distinct values of that part,
+    the (segment, t_origin) pair's rank among the distinct pairs, and the triple as
+    pair rank × |t_destination values| + its rank — below 2^62 while the codes are
+    numbered in 32 bits — searched among the sorted `keys`."""
+
+    parts: Triple  # the distinct values of each part, sorted (int64)
+    pairs: np.ndarray  # the distinct (segment, t_origin) as rank × |t_origin| + rank
+    keys: np.ndarray  # the triples as pair rank × |t_destination| + rank: sorted, distinct
 
     @classmethod
     def of(cls, call: Callable[..., list[Any]]) -> TripleCodes:
@@ -50,32 +59,37 @@ class TripleCodes:
             np.concatenate([f[k] for f in found] or [np.zeros(0, np.int64)]) for k in range(3)
         ]
         del found
-        return cls(_distinct(*joined))
+        triples = _distinct(*joined)
+        del joined
+        Elements.check_codes(triples[0].shape[0] - 1)
+        parts = tuple(distinct(part) for part in triples)
+        ranks = [np.searchsorted(values, part) for values, part in zip(parts, triples, strict=True)]
+        pair = ranks[0] * max(parts[1].shape[0], 1) + ranks[1]
+        pairs = distinct(pair)
+        keys = np.searchsorted(pairs, pair) * max(parts[2].shape[0], 1) + ranks[2]
+        return cls((parts[0], parts[1], parts[2]), pairs, keys)
 
     def ranks(self, location: np.ndarray, tbin: np.ndarray, tbin_end: np.ndarray) -> np.ndarray:
-        """Each row's code: the rank of its triple among the codes' (every one there).
-        The rows and the codes sorted together, each code before the rows equal to it:
-        a row's rank is the number of codes before it, less one."""
-        k, n = self.triples[0].shape[0], location.shape[0]
-        keys = [
-            np.concatenate([mine, theirs.astype(np.int64)])
-            for mine, theirs in zip(self.triples, (location, tbin, tbin_end), strict=True)
+        """Each row's code: the rank of its triple among the codes' (every one there; a
+        row's triple that is not is an error, never a neighbour's code)."""
+        ranks = [
+            _rank(values, part.astype(np.int64, copy=False))
+            for values, part in zip(self.parts, (location, tbin, tbin_end), strict=True)
         ]
-        row = np.concatenate([np.zeros(k, dtype=np.int8), np.ones(n, dtype=np.int8)])
-        order = np.lexsort((row, keys[2], keys[1], keys[0]))
-        del keys, row
-        rank = np.cumsum(order < k) - 1
-        found = np.empty(n, dtype=np.int64)
-        rows = order >= k
-        found[order[rows] - k] = rank[rows]
-        del order, rank, rows
-        held = (
-            code[found] == theirs
-            for code, theirs in zip(self.triples, (location, tbin, tbin_end), strict=True)
-        )
-        if n and (k == 0 or not all(bool(same.all()) for same in held)):
-            raise AssertionError("a triple of the rows is not among the view's codes")
-        return found
+        pair = _rank(self.pairs, ranks[0] * max(self.parts[1].shape[0], 1) + ranks[1])
+        return _rank(self.keys, pair * max(self.parts[2].shape[0], 1) + ranks[2])
+
+
+def _rank(values: np.ndarray, found: np.ndarray) -> np.ndarray:
+    """The position of each of `found` among the sorted distinct `values` (all there)."""
+    at = np.searchsorted(values, found)
+    if found.shape[0] == 0:
+        return at
+    if values.shape[0] == 0 or not np.array_equal(
+        values[np.minimum(at, values.shape[0] - 1)], found
+    ):
+        raise AssertionError("a triple of the rows is not among the view's codes")
+    return at
 
 
 def _distinct(location: np.ndarray, tbin: np.ndarray, tbin_end: np.ndarray) -> Triple:

@@ -80,13 +80,20 @@ class Elements:
         np.cumsum(np.bincount(user, minlength=n_users), out=offsets[1:])
         vals = np.zeros(len(elements)) if values is None else np.asarray(values, dtype=float)
         codes = np.asarray(elements)
-        if codes.dtype != np.int32 and codes.size and int(codes.max()) > _LARGEST_CODE:
+        if codes.dtype != np.int32 and codes.size:
+            Elements.check_codes(int(codes.max()))
+        return Elements(offsets, codes.astype(np.int32, copy=False), vals)
+
+    @staticmethod
+    def check_codes(largest: int) -> None:
+        """Refuses element codes up to `largest` that the engine cannot number in 32 bits
+        (BudgetError)."""
+        if largest > _LARGEST_CODE:
             raise BudgetError(
-                f"{int(codes.max()) + 1:,} distinct elements (places, or visits at a place "
+                f"{largest + 1:,} distinct elements (places, or visits at a place "
                 f"and time) are more than the engine numbers ({_LARGEST_CODE + 1:,}): "
                 "assess a coarser dataview (a larger grid or time granularity)"
             )
-        return Elements(offsets, codes.astype(np.int32, copy=False), vals)
 
     def select(self, keep: np.ndarray) -> Elements:
         """The same users with only the positions where `keep` is True."""
@@ -185,6 +192,14 @@ def nbytes(*held: object) -> int:
     for item in held:
         walk(item)
     return sum(seen.values())
+
+
+def whole_lists(spec: QuerySpec) -> None:
+    """Refuses the queries of a shard (lists cut to suffixes, `list_totals` kept): what
+    draws a target's queries or tells its whole record reads each whole list, and would
+    read past a suffix into the next person's."""
+    if spec.list_totals is not None:
+        raise AssertionError("queries drawn or told whole from lists cut to a shard")
 
 
 def segment_sums(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:

@@ -53,7 +53,6 @@ from prudence_cli.engine.ranged_shards import (
     _keyed_part,
     _posting_part,
     _whole_part,
-    joined,
     surveyed,
 )
 from prudence_cli.engine.runner import Joined
@@ -176,15 +175,6 @@ def users_of(problem: CountingProblem, a: int, b: int) -> CountingProblem:
 def _lists_of(lists: Elements, a: int, b: int) -> Elements:
     lo, hi = int(lists.offsets[a]), int(lists.offsets[b])
     return Elements(lists.offsets[a : b + 1] - lo, lists.elements[lo:hi], lists.values[lo:hi])
-
-
-def gather(ranged: RangedProblem, runner: Any) -> CountingProblem:
-    """The whole level in this process."""
-    return joined(runner.each(_problem_of, ranged.parts))
-
-
-def _problem_of(part: Part) -> CountingProblem:
-    return part.problem
 
 
 # --- the plan, from each range's sums ---------------------------------------------------

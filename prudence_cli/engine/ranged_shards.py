@@ -4,7 +4,6 @@ its worker joins from the pieces, with the partition tasks that read it."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,11 +37,6 @@ def surveyed(problem: CountingProblem) -> Part:
     return Part(problem, whole, without_whole(problem, whole) if whole.any() else problem)
 
 
-def joined(problems: list[CountingProblem]) -> CountingProblem:
-    """One problem of the users of `problems`, one after the other."""
-    return joined_pieces([(problem, None) for problem in problems])[0]
-
-
 # a piece of a shard: a range's problem cut to the shard, and which of its targets are
 # whole (None: not the whole-record queries' shard)
 Piece = tuple[CountingProblem, "np.ndarray | None"]
@@ -73,14 +67,6 @@ def piece_size(piece: Piece) -> PieceSize:
         flags is not None,
         spec.list_totals is not None,
     )
-
-
-def joined_pieces(pieces: Sequence[Piece]) -> Piece:
-    """The pieces' users one after the other, as one piece."""
-    joining = _Joining([piece_size(piece) for piece in pieces])
-    for k, piece in enumerate(pieces):
-        joining.put(*piece, k)
-    return joining.joined()
 
 
 class _Joining:

@@ -26,7 +26,7 @@ import numpy as np
 
 from prudence_cli.engine import compiled
 from prudence_cli.engine.indexes import _Postings
-from prudence_cli.engine.problem import MODES, CountingProblem
+from prudence_cli.engine.problem import MODES, CountingProblem, whole_lists
 
 _FIRST_ROUND = 4  # random draws per target in the first round; doubled each round
 
@@ -35,6 +35,7 @@ def sampled_widths(problem: CountingProblem) -> np.ndarray:
     """Per user: the size of the sampled queries (items in compositions mode), 0 for users
     without a query: the largest size, whose queries are the most specific."""
     spec = problem.queries
+    whole_lists(spec)
     lengths = spec.elements.lengths
     if spec.mode == "compositions":
         usable = (spec.size_hi > 0) & (lengths > 0)
@@ -103,7 +104,7 @@ class Drawer:
     def __init__(self, problem: CountingProblem, rarity: np.ndarray, key: int) -> None:
         spec = problem.queries
         q = spec.elements
-        self.widths = sampled_widths(problem)
+        self.widths = sampled_widths(problem)  # of whole lists (`whole_lists`)
         upper = spec.upper if spec.upper is not None else np.full(q.values.shape, np.inf)
         self.common = (q.offsets, q.elements, q.values, upper)
         self.settings = (MODES.index(spec.mode), spec.compose, spec.totals(), spec.delta)

@@ -16,7 +16,7 @@ from dataclasses import replace
 import numpy as np
 
 from prudence_cli.engine.plan import SizePlan
-from prudence_cli.engine.problem import CountingProblem, QuerySpec
+from prudence_cli.engine.problem import CountingProblem, QuerySpec, whole_lists
 
 
 def whole_targets(problem: CountingProblem) -> np.ndarray:
@@ -24,6 +24,7 @@ def whole_targets(problem: CountingProblem) -> np.ndarray:
     each element's own bound: in `compositions` mode that needs H_u = Σ lower, so that
     every part is the element's whole multiplicity."""
     spec = problem.queries
+    whole_lists(spec)
     lengths = spec.elements.lengths
     whole = (np.maximum(spec.size_lo, 1) <= lengths) & (lengths <= spec.size_hi)
     if spec.mode == "compositions":

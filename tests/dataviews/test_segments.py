@@ -201,8 +201,10 @@ def test_ranges_number_triples_as_the_whole_view(case, data):
     cuts = sorted(data.draw(st.lists(st.integers(0, view.n_users), max_size=3)))
     codes = ranges_number_as_the_whole(view, "triples", "triples", [0, *cuts, view.n_users])
     own = view.numbered("triples").codes
-    for mine, theirs in zip(codes.triples, own.triples, strict=True):
+    for mine, theirs in zip((*codes.parts, codes.pairs), (*own.parts, own.pairs), strict=True):
         assert np.array_equal(mine, theirs)
+    assert np.array_equal(codes.keys, own.keys)
+    assert np.array_equal(np.arange(codes.keys.shape[0]), np.unique(view.triples().elements))
     with pytest.raises(ValueError, match="number no"):
         view.numbered("visits")
 
@@ -216,6 +218,34 @@ def test_a_triple_missing_from_the_codes_is_refused():
     codes = TripleCodes.of(lambda method: [view.users(0, 1).distinct_triples()])
     with pytest.raises(AssertionError, match="not among"):
         view.numbered("triples", codes).triples()
+
+
+def test_triples_at_the_ends_of_64_bits_are_numbered_as_the_whole_view():
+    """Time bins anywhere in int64 and segments near 2^31: no triple is packed whole, so
+    none overflows; each range numbers its triples as pandas numbers the whole view's."""
+    low, high = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+    rows = [
+        (0, 2**31 - 2, low, high),
+        (0, 0, high, low),
+        (1, 2**31 - 2, low, high),
+        (1, 5, 0, 0),
+        (2, 0, high, high),
+        (2, 0, high, low),
+    ]
+    user, location, tbin, tbin_end = (np.array(c) for c in zip(*rows, strict=True))
+    view = SegmentView(
+        "d1",
+        (("time", 3600),),
+        3,
+        user.astype(np.int32),
+        location.astype(np.int32),
+        pd.DataFrame({"label": ["a"], "lon": 0.0, "lat": 0.0}),
+        tbin=tbin.astype(np.int64),
+        tbin_end=tbin_end.astype(np.int64),
+    )
+    codes = ranges_number_as_the_whole(view, "triples", "triples", [0, 1, 2, 3])
+    assert view.triples().elements.tolist() == [3, 0, 3, 2, 1, 0]
+    assert codes.keys.tolist() == sorted(set(codes.keys.tolist()))
 
 
 def test_sample_segments_command(tmp_path):

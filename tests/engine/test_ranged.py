@@ -14,12 +14,26 @@ from hypothesis import strategies as st
 
 from prudence_cli.engine import Elements, Engine, QuerySpec
 from prudence_cli.engine.problem import CountingProblem
-from prudence_cli.engine.ranged import gather, split, support, work
+from prudence_cli.engine.ranged import split, support, work
+from prudence_cli.engine.ranged_shards import _Joining, piece_size
 from prudence_cli.engine.runner import LocalRunner
 from prudence_cli.engine.whole import whole_targets, without_whole
 from tests.engine.test_engine import MATCH_MODES, random_problem
 
 pytestmark = pytest.mark.usefixtures("kernels")
+
+
+def gather(level, runner) -> CountingProblem:
+    """The ranged level's problem in this process: its ranges' users one after the other."""
+    pieces = [(problem, None) for problem in runner.each(_problem_of, level.parts)]
+    joining = _Joining([piece_size(piece) for piece in pieces])
+    for k, piece in enumerate(pieces):
+        joining.put(*piece, k)
+    return joining.joined()[0]
+
+
+def _problem_of(part) -> CountingProblem:
+    return part.problem
 
 
 def _same_problem(a: CountingProblem, b: CountingProblem) -> None:
