@@ -45,7 +45,15 @@ from prudence_cli.select import (
     select_rows,
     unplaced,
 )
-from prudence_cli.space import cell_keys, cells_of_keys, distinct_cells, grid_indexes, project
+from prudence_cli.space import (
+    cell_keys,
+    cells_of_keys,
+    distinct_cells,
+    grid_indexes,
+    project,
+    region_codes,
+    unproject,
+)
 
 
 @dataclass(frozen=True)
@@ -382,23 +390,38 @@ def range_pairs(
     return told.k, user, place, count
 
 
+@dataclass(frozen=True)
+class Regions:
+    """A layer's regions, as the ranges place their points in them (space.region_codes):
+    the polygons (lon/lat) and the run's CRS, which the points' x and y are in."""
+
+    polygons: list[Any]
+    crs: str
+
+
 def range_points(
-    told: Told, side: float | None, keys: np.ndarray | None, n_locations: int
-) -> tuple[Placed, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    told: Told, side: float | None, keys: np.ndarray | Regions | None, n_locations: int
+) -> tuple[Placed, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray] | None]:
     """The range's points (`Placed`, with their times), each one's location (as
     `range_pairs` places them) and the visits of its (user, location) pair; and the
     distinct pairs (arrays.visit_pairs): what dataviews/build.locate gives a local run,
-    for this range's points."""
+    for this range's points. In regions (−1 outside every one), as build.locate_regions
+    places them: a visit per point, no pairs."""
     placed = _placed(told)
     location = _located(placed, side, keys)
+    if isinstance(keys, Regions):
+        return placed, location, np.ones(location.shape[0], dtype=np.int64), None
     pair_count, pairs = visit_pairs(placed.user, location, n_locations)
     assert pair_count is not None
     return placed, location, pair_count, pairs
 
 
-def _located(placed: Placed, side: float | None, keys: np.ndarray | None) -> np.ndarray:
+def _located(placed: Placed, side: float | None, keys: np.ndarray | Regions | None) -> np.ndarray:
     """Each point's location code: its cell's among the sorted `keys` of the grid of
-    `side`, or its tower or segment (side None)."""
+    `side`, its region's (`keys` a Regions), or its tower or segment (side None)."""
+    if isinstance(keys, Regions):
+        lon, lat = unproject(placed.x, placed.y, keys.crs)
+        return region_codes(lon, lat, keys.polygons)
     if side is None:
         assert placed.location is not None
         return placed.location

@@ -34,6 +34,7 @@ from prudence_cli.cluster_scratch import Scratch
 from prudence_cli.cluster_select import (
     POINT_FORMATS,
     Placed,
+    Regions,
     Told,
     ids_path,
     range_cells,
@@ -64,15 +65,11 @@ def views_on_workers(config: Config) -> bool:
     """Whether the dataviews can be built in ranges of users where their points are:
     presence or probability views (of the pairs alone), trajectory, segments or profiles
     views (of each person's own points; profiles split at the middle of all ranges'
-    times, `middle`), on grids, towers or segments, and nothing else of the run needing
-    the points (the utility aggregate reads them; regions are placed by their polygons;
-    bins and clusters views number what every point falls in)."""
+    times, `middle`), on grids, towers, segments or regions, and nothing else of the run
+    needing the points (the utility aggregate reads them; bins and clusters views number
+    what every point falls in)."""
     view = config.dataview
-    return (
-        view.format in (*PAIR_FORMATS, *POINT_FORMATS)
-        and "regions" not in view.dimension_names
-        and config.utility_aggregate is None
-    )
+    return view.format in (*PAIR_FORMATS, *POINT_FORMATS) and config.utility_aggregate is None
 
 
 def read_on_workers(
@@ -104,10 +101,15 @@ class PointsOnWorkers:
     grid_made: tuple[float | None, ...] = ()  # the grid whose pairs the ranges keep (`views`)
 
     def views(
-        self, grid: float | None, build: Build, name: str
+        self,
+        grid: float | None,
+        build: Build,
+        name: str,
+        regions: tuple[pd.DataFrame, Regions] | None = None,
     ) -> tuple[pd.DataFrame, list[Built]]:
-        """The locations table of the grid of side `grid` (None: the towers or segments),
-        and each range's view, made by `build` of the range's pairs on the worker that
+        """The locations table of the grid of side `grid` (None: the towers or segments;
+        or the `regions`' table, with the regions the ranges place their points in), and
+        each range's view, made by `build` of the range's pairs on the worker that
         holds its points and kept on that worker's disk as `name` (what is left of it
         here: `Built`), in user order. A range's pairs on a grid are made once, and kept
         beside its points for the next view on the same grid."""
@@ -119,14 +121,17 @@ class PointsOnWorkers:
         starts = np.cumsum([0] + [t.users for t in told]).tolist()
         first = {t.k: int(starts[i]) for i, t in enumerate(told)}
         holding = [t for t in told if t.points]
-        if grid is None:
+        space_keys: np.ndarray | Regions | None
+        if regions is not None:
+            table, space_keys = regions
+        elif grid is None:
             if self.locations is None:
                 raise ValueError("a dataview without grid needs raw locations (towers, segments)")
-            table, keys = self.locations, None
+            table, space_keys = self.locations, None
         else:
-            table, keys = self._cells(holding, grid)
+            table, space_keys = self._cells(holding, grid)
         client = self.kept.client
-        (space,) = client.scatter([(table, keys)], broadcast=True, hash=False)
+        (space,) = client.scatter([(table, space_keys)], broadcast=True, hash=False)
 
         def submit(i: int) -> Any:
             t = holding[i]
@@ -240,7 +245,7 @@ def range_view(
     told: Told,
     first: int,
     side: float | None,
-    space: tuple[pd.DataFrame, np.ndarray | None],
+    space: tuple[pd.DataFrame, np.ndarray | Regions | None],
     build: Build,
     scratch: Scratch,
     name: str,
@@ -251,18 +256,19 @@ def range_view(
     table, keys = space
     points = None
     if build.points:
-        placed, location, pair_count, (user, place, count) = range_points(
-            told, side, keys, len(table)
-        )
+        placed, location, pair_count, found = range_points(told, side, keys, len(table))
         points = _points_frame(placed, first)
-        pairs = Pairs((user - first).astype(np.int32), place, count)
+        pairs: Pairs | None = None  # in regions: none (build.locate_regions)
+        if found is not None:
+            pairs = Pairs((found[0] - first).astype(np.int32), found[1], found[2])
         located = Located(location, table, pair_count, pairs)
-        del placed, location, pair_count, user, place, count
+        del placed, location, pair_count, found
     else:
         made = f"{told.path}.pairs-{side}"
         if os.path.exists(made):
             user, location, count = read_back(made)
         else:
+            assert not isinstance(keys, Regions)  # no format of pairs is in regions
             _, user, location, count = range_pairs(told, side, keys, len(table))
             scratch.written(Path(made).name, (user, location, count))
         nothing = np.zeros(0, dtype=np.int64)

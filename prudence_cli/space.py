@@ -292,6 +292,11 @@ def regions_of(
 ) -> tuple[np.ndarray, pd.DataFrame]:
     """Region code per point (−1 outside every region; the first region listed wins where
     they overlap) and the regions table (label, lon, lat of a point inside)."""
+    return region_codes(lon, lat, polygons), regions_table(labels, polygons)
+
+
+def region_codes(lon: np.ndarray, lat: np.ndarray, polygons: list[Any]) -> np.ndarray:
+    """Region code per point (−1 outside every region; the first listed wins)."""
     import shapely
 
     tree = shapely.STRtree(polygons)
@@ -302,8 +307,14 @@ def regions_of(
     first = np.ones(order.shape[0], dtype=bool)
     first[1:] = point_index[order][1:] != point_index[order][:-1]
     codes[point_index[order][first]] = region_index[order][first]
+    return codes
+
+
+def regions_table(labels: list[str], polygons: list[Any]) -> pd.DataFrame:
+    """The regions table: label, and lon, lat of a point inside each region."""
+    import shapely
+
     inside = shapely.point_on_surface(polygons)
-    table = pd.DataFrame(
+    return pd.DataFrame(
         {"label": labels, "lon": shapely.get_x(inside), "lat": shapely.get_y(inside)}
     )
-    return codes, table

@@ -94,8 +94,16 @@ def build_dataviews(
                 settings = replace(settings, split=selection.placed.middle())
             dims = tuple(values.items())
             grid = values.get("grid")
+            regions = layers[values["regions"]] if "regions" in values else None
             kept = kept_view(
-                selection.placed, selection.n_users, grid, view_class, next(ids), dims, settings
+                selection.placed,
+                selection.n_users,
+                grid,
+                view_class,
+                next(ids),
+                dims,
+                settings,
+                regions,
             )
             yield cast(Dataview, kept)  # serves as one (on_workers.py): what does not, asks
             continue

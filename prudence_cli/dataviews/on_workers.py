@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from prudence_cli.arrays import distinct
-from prudence_cli.cluster_select import POINT_FORMATS, read_back, read_ids
+from prudence_cli.cluster_select import POINT_FORMATS, Regions, read_back, read_ids
 from prudence_cli.cluster_tasks import pinned, windowed
 from prudence_cli.cluster_views import Built, PointsOnWorkers
 from prudence_cli.dataviews import coverage as covered
@@ -39,6 +39,8 @@ from prudence_cli.dataviews.base import (
     Located,
     ViewRange,
 )
+from prudence_cli.io.readers import read_region_layer
+from prudence_cli.space import regions_table
 
 if TYPE_CHECKING:
     from prudence_cli.select import Selection
@@ -90,11 +92,18 @@ def kept_view(
     view_id: str,
     dimensions: Dimensions,
     settings: BuildSettings,
+    regions: Path | None = None,
 ) -> KeptView:
     """The view `view_id` of the points `placed` on the grid of side `grid` (None: their
-    towers or segments), built in ranges on the workers and kept there."""
+    towers or segments; or in the regions of the GeoJSON layer `regions`), built in
+    ranges on the workers and kept there."""
     build = _Builder(view_class, view_id, dimensions, settings)
-    locations, built = placed.views(grid, build, view_id)
+    layer = None
+    if regions is not None:  # read here, placed there (build.locate_regions)
+        table = read_region_layer(regions)
+        labels, polygons = table["label"].tolist(), table["geometry"].tolist()
+        layer = (regions_table(labels, polygons), Regions(polygons, placed.crs))
+    locations, built = placed.views(grid, build, view_id, layer)
     return KeptView(view_id, dimensions, view_class, n_users, locations, built, placed)
 
 

@@ -6,6 +6,7 @@ trajectories and segments; the views and the cells are a local run's, to the bit
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import numpy as np
@@ -64,6 +65,7 @@ def _left(cluster) -> list[str]:
         ("trajectory", [500.0, 4e7]),  # of the points, with their times
         ("segments", None),  # of the points, with their leave times, on the segments
         ("randomize", None),  # profiles of the points, split at the middle of all times
+        ("randomize", "regions"),  # in regions, placed there (points outside some)
     ],
 )
 def test_views_kept_on_the_workers_are_the_local_ones(
@@ -80,6 +82,17 @@ def test_views_kept_on_the_workers_are_the_local_ones(
     config = load_config(CONFIGS / f"{name}.yaml")
     _parts(config.input.path, tmp_path / "parts")
     dims = config.dataview.dimensions
+    if grids == "regions":  # the unicity config's layers, and a few of its districts
+        layers = load_config(CONFIGS / "unicity.yaml").dataview.layers
+        districts = json.loads(dict(layers)["district"].read_text())
+        districts["features"] = districts["features"][:4]  # most points outside
+        (tmp_path / "few.geojson").write_text(json.dumps(districts))
+        layers = (*layers, ("few", tmp_path / "few.geojson"))
+        regions = ("regions", tuple(name for name, _ in layers))
+        config = dataclasses.replace(
+            config, dataview=dataclasses.replace(config.dataview, layers=layers)
+        )
+        dims, grids = (regions, *dims), None
     if grids is not None:
         dims = tuple((n, grids if n == "grid" else v) for n, v in dims)
     config = dataclasses.replace(
