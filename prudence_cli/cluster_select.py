@@ -271,7 +271,7 @@ def finish_range(told: Told, numbers: Numbering, config: Config, keep: bool = Fa
     ids = kept.labels.filter(pa.array(kept.present))
     if not keep:
         return Finished(told.k, columns, ids, missed)
-    timed = config.dataview.format in POINT_FORMATS  # its rows are the points themselves
+    timed = config.dataview.format in POINT_FORMATS  # built of the points, at their times
     placed = Placed(
         columns[C.USER],
         x,

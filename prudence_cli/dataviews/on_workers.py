@@ -406,8 +406,10 @@ def _range_table(path: str, ids: str, lo: int, hi: int, i: int) -> tuple[int, An
 
 
 def _range_whole(path: str, i: int) -> tuple[int, Dataview]:
+    """The kept range's view, without its locations table (the whole view's, kept here
+    once: KeptView.whole)."""
     view: Dataview = read_back(path)
-    return i, view
+    return i, replace(view, locations=view.locations.iloc[:0])
 
 
 def _sees(path: str, i: int) -> tuple[int, bool]:

@@ -55,6 +55,8 @@ def read_region_layer(path: Path) -> pd.DataFrame:
 
     data = read_json(path, "GeoJSON")
     features = data.get("features", []) if isinstance(data, dict) else []
+    if not isinstance(features, list):
+        raise InputError(path, "`features` is not a list (a FeatureCollection is expected)")
     labels, shapes = [], []
     for i, feature in enumerate(features):
         try:
@@ -63,7 +65,11 @@ def read_region_layer(path: Path) -> pd.DataFrame:
             raise InputError(path, f"feature {i} holds no valid geometry") from None
         if geom.geom_type not in ("Polygon", "MultiPolygon"):
             raise InputError(path, f"feature {i} is a {geom.geom_type}; regions are polygons")
+        if geom.is_empty:
+            raise InputError(path, f"feature {i} is an empty {geom.geom_type}")
         props = feature.get("properties") or {}
+        if not isinstance(props, dict):
+            raise InputError(path, f"feature {i}: its `properties` are not an object")
         labels.append(str(props.get("name", props.get("id", props.get("NAME", i)))))
         shapes.append(geom)
     if not shapes:

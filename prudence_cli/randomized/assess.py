@@ -21,6 +21,7 @@ from prudence_cli.catalog.records import DataviewEntry, RandomizeEntry
 from prudence_cli.config import Config
 from prudence_cli.dataviews.build import build_dataviews, count_dataviews
 from prudence_cli.dataviews.profiles import ProfilesView
+from prudence_cli.errors import InputError
 from prudence_cli.randomized.sweep import SweepOptions, sweep
 from prudence_cli.select import Selection
 
@@ -61,6 +62,13 @@ def assess_profiles(
     for view_index, built in enumerate(views):
         # the sweep reads every profile: a view kept on the workers comes here (its rows,
         # never the points)
+        if built.users_in_view == 0 and "regions" in dict(built.dimensions):
+            layer = dict(config.dataview.layers)[dict(built.dimensions)["regions"]]
+            raise InputError(
+                layer,
+                f"no selected point falls in any of its {len(built.locations)} regions: "
+                "give a layer that covers the data's area",
+            )
         view = cast("KeptView", built).whole() if built.on_workers else built
         assert isinstance(view, ProfilesView)
         dims = view.labels
