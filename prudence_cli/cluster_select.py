@@ -339,13 +339,14 @@ def _address() -> str:
         return "here"
 
 
-def range_span(told: Told) -> tuple[int, int] | None:
-    """The first and the last time (UTC ns) of the range's points (None: no point)."""
+def range_span(told: Told) -> tuple[int, tuple[int, int] | None]:
+    """The range's number, and the first and the last time (UTC ns) of its points (None:
+    no point)."""
     placed = _placed(told)
     assert placed.time is not None  # kept for the formats of points (finish_range)
     if placed.time.shape[0] == 0:
-        return None
-    return int(placed.time.min()), int(placed.time.max())
+        return told.k, None
+    return told.k, (int(placed.time.min()), int(placed.time.max()))
 
 
 def range_cells(told: Told, side: float) -> np.ndarray:

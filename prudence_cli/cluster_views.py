@@ -148,7 +148,7 @@ class PointsOnWorkers:
         told = [t for t in self.kept.told if t.points]
 
         def span(i: int) -> Any:
-            return self._pinned(_numbered_span, told[i], i)
+            return self._pinned(range_span, told[i])
 
         found = [s for _, s in self._each(told, span) if s is not None]
         if not found:
@@ -308,10 +308,6 @@ def _unless_rows(values: np.ndarray, rows: np.ndarray) -> np.ndarray | None:
     if np.array_equal(values, rows):
         return None
     return values
-
-
-def _numbered_span(told: Told, i: int) -> tuple[int, tuple[int, int] | None]:
-    return i, range_span(told)
 
 
 def _removed(path: str) -> None:
