@@ -340,8 +340,7 @@ def _address() -> str:
 
 
 def range_span(told: Told) -> tuple[int, tuple[int, int] | None]:
-    """The range's number, and the first and the last time (UTC ns) of its points (None:
-    no point)."""
+    """The range's number and its points' first and last time (UTC ns; None: none)."""
     placed = _placed(told)
     assert placed.time is not None  # kept for the formats of points (finish_range)
     if placed.time.shape[0] == 0:
