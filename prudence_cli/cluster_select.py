@@ -288,8 +288,8 @@ def finish_range(told: Told, numbers: Numbering, config: Config, keep: bool = Fa
 
 # the dataview formats built of the selected points (each at its time), not of their
 # pairs: trajectories and segments (their rows are the points), profiles (each pair's
-# visits before the split)
-POINT_FORMATS = ("trajectory", "segments", "profiles")
+# visits before the split), bins (each point's time bin)
+POINT_FORMATS = ("trajectory", "segments", "profiles", "bins")
 
 
 @dataclass(frozen=True)
@@ -310,7 +310,7 @@ def placed_path(told: Told) -> str:
     return told.path + ".placed"
 
 
-def _placed(told: Told) -> Placed:
+def placed_points(told: Told) -> Placed:
     placed: Placed = read_back(placed_path(told))
     return placed
 
@@ -339,19 +339,10 @@ def _address() -> str:
         return "here"
 
 
-def range_span(told: Told) -> tuple[int, tuple[int, int] | None]:
-    """The range's number and its points' first and last time (UTC ns; None: none)."""
-    placed = _placed(told)
-    assert placed.time is not None  # kept for the formats of points (finish_range)
-    if placed.time.shape[0] == 0:
-        return told.k, None
-    return told.k, (int(placed.time.min()), int(placed.time.max()))
-
-
 def range_cells(told: Told, side: float) -> np.ndarray:
     """The keys (space.cell_keys) of the cells of side `side` the range's points fall
     in, sorted."""
-    placed = _placed(told)
+    placed = placed_points(told)
     cx, cy, _ = distinct_cells(*grid_indexes(placed.x, placed.y, side), inverse=False)
     return cell_keys(cx, cy)
 
@@ -362,7 +353,7 @@ def range_nearest(
     """The range's number, and for the cells of keys `off_map` (sorted) that its points
     fall in: which of them, the squared distance of its point nearest the centre, and
     that point's x and y (the first such point on ties, as space.grid_cells takes it)."""
-    placed = _placed(told)
+    placed = placed_points(told)
     key = cell_keys(*grid_indexes(placed.x, placed.y, side))
     at = np.minimum(np.searchsorted(off_map, key), off_map.size - 1)
     inside = np.flatnonzero(off_map[at] == key)
@@ -384,8 +375,8 @@ def range_pairs(
     """The range's number and its distinct (user, location) pairs, sorted, with their
     visits: on the grid of `side` whose cells have the sorted `keys`, or on the towers
     or segments."""
-    placed = _placed(told)
-    location = _located(placed, side, keys)
+    placed = placed_points(told)
+    location = point_codes(placed, side, keys)
     _, (user, place, count) = visit_pairs(placed.user, location, n_locations, per_point=False)
     return told.k, user, place, count
 
@@ -407,8 +398,8 @@ def range_points(
     distinct pairs (arrays.visit_pairs): what dataviews/build.locate gives a local run,
     for this range's points. In regions (−1 outside every one), as build.locate_regions
     places them: a visit per point, no pairs."""
-    placed = _placed(told)
-    location = _located(placed, side, keys)
+    placed = placed_points(told)
+    location = point_codes(placed, side, keys)
     if isinstance(keys, Regions):
         return placed, location, np.ones(location.shape[0], dtype=np.int64), None
     pair_count, pairs = visit_pairs(placed.user, location, n_locations)
@@ -416,7 +407,9 @@ def range_points(
     return placed, location, pair_count, pairs
 
 
-def _located(placed: Placed, side: float | None, keys: np.ndarray | Regions | None) -> np.ndarray:
+def point_codes(
+    placed: Placed, side: float | None, keys: np.ndarray | Regions | None
+) -> np.ndarray:
     """Each point's location code: its cell's among the sorted `keys` of the grid of
     `side`, its region's (`keys` a Regions), or its tower or segment (side None)."""
     if isinstance(keys, Regions):

@@ -1,18 +1,19 @@
 """Dataviews built where the points are: on a Dask cluster, the selected points stay
 on the workers that selected them (cluster_input, `keep`), and each range of users
 builds its view — presence and probability views of the (user, location) pairs of its
-points, trajectory, segments and profiles views of the points themselves — kept on the worker's
-disk (dataviews/on_workers.py holds what the assessing process keeps of it): the
-assessing process never receives the points, nor the views' rows.
+points, trajectory, segments, profiles and bins views of the points themselves — kept on
+the worker's disk (dataviews/on_workers.py holds what the assessing process keeps of
+it): the assessing process never receives the points, nor the views' rows.
 
 For a grid, each range first tells which cells its points fall in; the assessing
 process numbers the cells of all ranges in the order of their ids and places their
 centres (a centre off the projection's map at the point nearest it, found among every
 range's) as space.grid_cells does; then each range places its points in those cells and
 counts its pairs. For towers or segments, the points' codes are already numbered across
-the ranges. A person's points are all in one range, and the ranges are in user order,
-so the ranges' pairs (or points), one after the other, are those of a local run, in its
-order.
+the ranges. A bins view's bins (space × time bin) are numbered as the cells are: each
+range tells its first and last time bin, then the bins its points fall in. A person's
+points are all in one range, and the ranges are in user order, so the ranges' pairs (or
+points), one after the other, are those of a local run, in its order.
 """
 
 from __future__ import annotations
@@ -37,11 +38,11 @@ from prudence_cli.cluster_select import (
     Regions,
     Told,
     ids_path,
+    placed_points,
     range_cells,
     range_nearest,
     range_pairs,
     range_points,
-    range_span,
     read_back,
 )
 from prudence_cli.cluster_tasks import pinned, windowed
@@ -63,13 +64,13 @@ PAIR_FORMATS = ("presence", "probability")
 
 def views_on_workers(config: Config) -> bool:
     """Whether the dataviews can be built in ranges of users where their points are:
-    presence or probability views (of the pairs alone), trajectory, segments or profiles
-    views (of each person's own points; profiles split at the middle of all ranges'
-    times, `middle`), on grids, towers, segments or regions, and nothing else of the run
-    needing the points (the utility aggregate reads them; bins and clusters views number
-    what every point falls in)."""
-    view = config.dataview
-    return view.format in (*PAIR_FORMATS, *POINT_FORMATS) and config.utility_aggregate is None
+    presence or probability views (of the pairs alone), trajectory, segments, profiles or
+    bins views (of each person's own points; profiles split at the middle of all ranges'
+    times, `middle`; bins numbered across the ranges, on_workers.bin_numbering), on
+    grids, towers, segments or regions (clusters views number every crossing of a
+    segment, whoever made it). The utility aggregate is counted in the same ranges
+    (measures/ranges_activity.py)."""
+    return config.dataview.format in (*PAIR_FORMATS, *POINT_FORMATS)
 
 
 def read_on_workers(
@@ -99,6 +100,7 @@ class PointsOnWorkers:
     locations: pd.DataFrame | None  # towers or segments, numbered
     closed: bool = False
     grid_made: tuple[float | None, ...] = ()  # the grid whose pairs the ranges keep (`views`)
+    cells_made: tuple[float, pd.DataFrame, np.ndarray] | None = None  # the last grid's (`_space`)
 
     def views(
         self,
@@ -106,13 +108,15 @@ class PointsOnWorkers:
         build: Build,
         name: str,
         regions: tuple[pd.DataFrame, Regions] | None = None,
+        bins: Any = None,  # dataviews/bins.BinNumbering
     ) -> tuple[pd.DataFrame, list[Built]]:
         """The locations table of the grid of side `grid` (None: the towers or segments;
         or the `regions`' table, with the regions the ranges place their points in), and
         each range's view, made by `build` of the range's pairs on the worker that
         holds its points and kept on that worker's disk as `name` (what is left of it
-        here: `Built`), in user order. A range's pairs on a grid are made once, and kept
-        beside its points for the next view on the same grid."""
+        here: `Built`), in user order; a bins view's bins numbered as `bins` numbers
+        them (dataviews/on_workers.bin_numbering). A range's pairs on a grid are made
+        once, and kept beside its points for the next view on the same grid."""
         told = self.kept.told
         if self.grid_made and self.grid_made[0] != grid:  # the last grid's pairs go
             made = self.grid_made[0]
@@ -121,17 +125,9 @@ class PointsOnWorkers:
         starts = np.cumsum([0] + [t.users for t in told]).tolist()
         first = {t.k: int(starts[i]) for i, t in enumerate(told)}
         holding = [t for t in told if t.points]
-        space_keys: np.ndarray | Regions | None
-        if regions is not None:
-            table, space_keys = regions
-        elif grid is None:
-            if self.locations is None:
-                raise ValueError("a dataview without grid needs raw locations (towers, segments)")
-            table, space_keys = self.locations, None
-        else:
-            table, space_keys = self._cells(holding, grid)
+        table, space_keys = self.space(grid, regions)
         client = self.kept.client
-        (space,) = client.scatter([(table, space_keys)], broadcast=True, hash=False)
+        (space,) = client.scatter([(table, space_keys, bins)], broadcast=True, hash=False)
 
         def submit(i: int) -> Any:
             t = holding[i]
@@ -141,6 +137,40 @@ class PointsOnWorkers:
 
         found = dict(self._each(holding, submit))
         return table, [found[t.k] for t in holding]
+
+    def space(
+        self, grid: float | None, regions: tuple[pd.DataFrame, Regions] | None = None
+    ) -> tuple[pd.DataFrame, np.ndarray | Regions | None]:
+        """The locations table of the grid of side `grid`, the towers or segments (None)
+        or the `regions`, and what the ranges place their points by: the cells' keys,
+        the regions, or nothing (their codes). A grid's cells are found once for the
+        views that follow on the same grid."""
+        if regions is not None:
+            return regions
+        if grid is None:
+            if self.locations is None:
+                raise ValueError("a dataview without grid needs raw locations (towers, segments)")
+            return self.locations, None
+        if self.cells_made is None or self.cells_made[0] != grid:
+            holding = [t for t in self.kept.told if t.points]
+            self.cells_made = (grid, *self._cells(holding, grid))
+        return self.cells_made[1], self.cells_made[2]
+
+    def on_ranges(self, task: Any, *args: Any) -> dict[int, Any]:
+        """`task(told, *args)` run on the worker holding each range's points (of the
+        ranges holding some): the results by range number (a task returns (told.k, its
+        result))."""
+        holding = [t for t in self.kept.told if t.points]
+
+        def submit(i: int) -> Any:
+            return self._pinned(task, holding[i], *args)
+
+        return dict(self._each(holding, submit))
+
+    def broadcast(self, value: Any) -> Any:
+        """`value` sent to every worker once: a future the ranges' tasks take."""
+        (future,) = self.kept.client.scatter([value], broadcast=True, hash=False)
+        return future
 
     def middle(self) -> int:
         """The middle of the points' time span (dataviews/profiles.middle_of), from each
@@ -245,7 +275,7 @@ def range_view(
     told: Told,
     first: int,
     side: float | None,
-    space: tuple[pd.DataFrame, np.ndarray | Regions | None],
+    space: tuple[pd.DataFrame, np.ndarray | Regions | None, Any],  # Any: bins.BinNumbering
     build: Build,
     scratch: Scratch,
     name: str,
@@ -253,7 +283,7 @@ def range_view(
     """Range `told.k`'s view (`PointsOnWorkers.views`), its users numbered from 0."""
     from distributed import get_worker
 
-    table, keys = space
+    table, keys, bins = space
     points = None
     if build.points:
         placed, location, pair_count, found = range_points(told, side, keys, len(table))
@@ -261,7 +291,7 @@ def range_view(
         pairs: Pairs | None = None  # in regions: none (build.locate_regions)
         if found is not None:
             pairs = Pairs((found[0] - first).astype(np.int32), found[1], found[2])
-        located = Located(location, table, pair_count, pairs)
+        located = Located(location, table, pair_count, pairs, bins)
         del placed, location, pair_count, found
     else:
         made = f"{told.path}.pairs-{side}"
@@ -278,7 +308,7 @@ def range_view(
     view = build(told.users, points, located)
     del points, located, pairs
     path = scratch.written(f"range-{told.k}.{name}", view)
-    held = np.bincount(view.location, minlength=len(table))
+    held = np.bincount(view.location, minlength=len(view.locations))
     per_user = np.diff(view.offsets).astype(np.int32)
     built = Built(
         get_worker().address,
@@ -292,6 +322,15 @@ def range_view(
         np.flatnonzero(held),
     )
     return told.k, built
+
+
+def range_span(told: Told) -> tuple[int, tuple[int, int] | None]:
+    """The range's number and its points' first and last time (UTC ns; None: none)."""
+    placed = placed_points(told)
+    assert placed.time is not None  # kept for the formats of points (finish_range)
+    if placed.time.shape[0] == 0:
+        return told.k, None
+    return told.k, (int(placed.time.min()), int(placed.time.max()))
 
 
 def _points_frame(placed: Placed, first: int) -> pd.DataFrame:

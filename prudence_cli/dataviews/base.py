@@ -48,6 +48,8 @@ class Located:
     locations: pd.DataFrame  # label, lon, lat per location code
     pair_count: np.ndarray  # per point: visits of its (user, location) pair
     pairs: Pairs | None = None  # on a grid or towers: the pairs the points make
+    # a range of users' points on a worker: the whole view's bins (bins.BinNumbering)
+    bins: Any = None  # (dataviews/bins.BinNumbering)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from prudence_cli import columns as C
+from prudence_cli.arrays import distinct
 from prudence_cli.dataviews.base import (
     BuildSettings,
     Dimensions,
@@ -51,23 +52,56 @@ class BinsView(PresenceView):
         settings: BuildSettings,
     ) -> BinsView:
         """The activity of each user in each (space, time bin) of the profile; the time
-        bins of d span every selected point, those outside the space units too."""
+        bins of d span every selected point, those outside the space units too. The bins
+        are numbered from these points, or as `located.bins` numbers them (a range of
+        users on a worker: the whole view's numbering)."""
         seconds = int(dict(dimensions)["time"])
         points = selection.points
         tbin = local_bins(points[C.TIME].to_numpy(), seconds, settings.timezone)
-        period = period_bins(tbin, seconds, settings.timezone, *settings.period)
-        user, location, count, table, d = bin_rows(
-            points[C.USER].to_numpy(), located.location, tbin, located.locations, seconds, period
-        )
+        numbering = located.bins
+        if numbering is None:
+            period = period_bins(tbin, seconds, settings.timezone, *settings.period)
+            keys = bin_keys(located.location, tbin, period)[1]
+            numbering = number_bins(distinct(keys), located.locations, seconds, period)
+        user, location, count = numbering.rows(points[C.USER].to_numpy(), located.location, tbin)
         return cls(
             view_id,
             dimensions,
             selection.n_users,
             user,
             location,
-            table,
+            numbering.table,
             count=count,
-            dimensionality=d,
+            dimensionality=numbering.d,
+        )
+
+
+@dataclass(frozen=True)
+class BinNumbering:
+    """The bins of a profile: the first and last time bin of its period (local clock,
+    both included), the keys (`bin_keys`) of the bins some point falls in, sorted — a
+    bin's code is its key's rank —, their table, and the profile's dimensionality d."""
+
+    period: tuple[int, int]
+    keys: np.ndarray
+    table: pd.DataFrame
+    d: int
+
+    def rows(
+        self, user: np.ndarray, space: np.ndarray, tbin: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(user, bin, activity) rows of the points, sorted by user and bin (points in no
+        space unit: none). Every point's bin must be numbered."""
+        inside, key = bin_keys(space, tbin, self.period)
+        code = np.searchsorted(self.keys, key)
+        if code.size and (code.max() >= self.keys.size or not (self.keys[code] == key).all()):
+            raise ValueError("a point falls in a bin the numbering does not hold")
+        n_bins = max(self.keys.shape[0], 1)
+        pairs, counts = np.unique(user[inside].astype(np.int64) * n_bins + code, return_counts=True)
+        return (
+            (pairs // n_bins).astype(np.int32),
+            (pairs % n_bins).astype(np.int32),
+            counts.astype(np.int32),
         )
 
 
@@ -91,6 +125,38 @@ def period_bins(
     return low, max(last, default=low)
 
 
+def bin_keys(
+    space: np.ndarray, tbin: np.ndarray, period: tuple[int, int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The points in a space unit (a mask), and the key of each one's bin: space code ×
+    the period's time bins + its time bin's rank in the period."""
+    low, high = period
+    inside = space >= 0
+    tbin = tbin[inside]
+    if tbin.size and (tbin.min() < low or tbin.max() > high):
+        raise ValueError(f"time bins {tbin.min()}..{tbin.max()} outside the period {period}")
+    return inside, space[inside].astype(np.int64) * (high - low + 1) + (tbin - low)
+
+
+def number_bins(
+    keys: np.ndarray, spaces: pd.DataFrame, seconds: int, period: tuple[int, int]
+) -> BinNumbering:
+    """The numbering of the bins of the distinct, sorted `keys` (`bin_keys`): their
+    table, labelled space@start, and d = space units × time bins of the period."""
+    low, high = period
+    span = high - low + 1
+    bin_space = keys // span
+    starts = pd.to_datetime((keys % span + low) * seconds, unit="s").strftime("%Y-%m-%dT%H:%M")
+    table = pd.DataFrame(
+        {
+            "label": spaces["label"].to_numpy()[bin_space].astype(str) + "@" + np.asarray(starts),
+            "lon": spaces["lon"].to_numpy()[bin_space],
+            "lat": spaces["lat"].to_numpy()[bin_space],
+        }
+    )
+    return BinNumbering(period, keys, table, len(spaces) * span)
+
+
 def bin_rows(
     user: np.ndarray,
     space: np.ndarray,
@@ -102,29 +168,5 @@ def bin_rows(
     """(user, bin, activity) rows sorted by user and bin, the bins table, and the
     profile's dimensionality d = space units × time bins of the period (its first and last
     time bin, see `period_bins`): the d of the EM- and KL-disclosure averages."""
-    keep = space >= 0
-    user, space, tbin = user[keep], space[keep], tbin[keep]
-    low, high = period
-    if tbin.size and (tbin.min() < low or tbin.max() > high):
-        raise ValueError(f"time bins {tbin.min()}..{tbin.max()} outside the period {period}")
-    span = high - low + 1
-    key = space.astype(np.int64) * span + (tbin - low)
-    bins, code = np.unique(key, return_inverse=True)
-    n_bins = max(bins.shape[0], 1)
-    pairs, counts = np.unique(user.astype(np.int64) * n_bins + code.ravel(), return_counts=True)
-    bin_space = bins // span
-    starts = pd.to_datetime((bins % span + low) * seconds, unit="s").strftime("%Y-%m-%dT%H:%M")
-    table = pd.DataFrame(
-        {
-            "label": spaces["label"].to_numpy()[bin_space].astype(str) + "@" + np.asarray(starts),
-            "lon": spaces["lon"].to_numpy()[bin_space],
-            "lat": spaces["lat"].to_numpy()[bin_space],
-        }
-    )
-    return (
-        (pairs // n_bins).astype(np.int32),
-        (pairs % n_bins).astype(np.int32),
-        counts.astype(np.int32),
-        table,
-        len(spaces) * span,
-    )
+    numbering = number_bins(distinct(bin_keys(space, tbin, period)[1]), spaces, seconds, period)
+    return (*numbering.rows(user, space, tbin), numbering.table, numbering.d)

@@ -28,7 +28,15 @@ import numpy as np
 import pandas as pd
 
 from prudence_cli.arrays import distinct
-from prudence_cli.cluster_select import POINT_FORMATS, Regions, read_back, read_ids
+from prudence_cli.cluster_select import (
+    POINT_FORMATS,
+    Regions,
+    Told,
+    placed_points,
+    point_codes,
+    read_back,
+    read_ids,
+)
 from prudence_cli.cluster_tasks import pinned, windowed
 from prudence_cli.cluster_views import Built, PointsOnWorkers
 from prudence_cli.dataviews import coverage as covered
@@ -39,6 +47,8 @@ from prudence_cli.dataviews.base import (
     Located,
     ViewRange,
 )
+from prudence_cli.dataviews.bins import BinNumbering, bin_keys, number_bins, period_bins
+from prudence_cli.dataviews.trajectory import local_bins
 from prudence_cli.io.readers import read_region_layer
 from prudence_cli.space import regions_table
 
@@ -96,15 +106,44 @@ def kept_view(
 ) -> KeptView:
     """The view `view_id` of the points `placed` on the grid of side `grid` (None: their
     towers or segments; or in the regions of the GeoJSON layer `regions`), built in
-    ranges on the workers and kept there."""
+    ranges on the workers and kept there. A bins view's bins are numbered across the
+    ranges first (PointsOnWorkers.bins): its locations are those bins."""
     build = _Builder(view_class, view_id, dimensions, settings)
     layer = None
     if regions is not None:  # read here, placed there (build.locate_regions)
         table = read_region_layer(regions)
         labels, polygons = table["label"].tolist(), table["geometry"].tolist()
         layer = (regions_table(labels, polygons), Regions(polygons, placed.crs))
-    locations, built = placed.views(grid, build, view_id, layer)
+    bins = None
+    if view_class.format == "bins":
+        seconds = int(dict(dimensions)["time"])
+        bins = bin_numbering(placed, grid, layer, seconds, settings)
+    locations, built = placed.views(grid, build, view_id, layer, bins)
+    if bins is not None:
+        locations = bins.table
     return KeptView(view_id, dimensions, view_class, n_users, locations, built, placed)
+
+
+def bin_numbering(
+    placed: PointsOnWorkers,
+    grid: float | None,
+    regions: tuple[pd.DataFrame, Regions] | None,
+    seconds: int,
+    settings: BuildSettings,
+) -> BinNumbering:
+    """The bins of a profile of `seconds` on the grid of side `grid` (None: the towers;
+    or in the `regions`), numbered as a local run numbers them (dataviews/bins.py): its
+    period spans the configured one and every range's first and last time bin on the
+    local clock; its bins are those every range's points fall in."""
+    table, space_keys = placed.space(grid, regions)
+    timezone = settings.timezone
+    ends = [e for e in placed.on_ranges(_range_time_bins, seconds, timezone).values() if e]
+    tbin = np.array(ends, dtype=np.int64).ravel()
+    period = period_bins(tbin, seconds, timezone, *settings.period)
+    space = placed.broadcast(space_keys)
+    seen = placed.on_ranges(_range_bin_keys, grid, space, seconds, timezone, period).values()
+    keys = distinct(np.concatenate(list(seen))) if seen else np.zeros(0, np.int64)
+    return number_bins(keys, table, seconds, period)
 
 
 @dataclass(eq=False)
@@ -410,6 +449,35 @@ def _range_whole(path: str, i: int) -> tuple[int, Dataview]:
     once: KeptView.whole)."""
     view: Dataview = read_back(path)
     return i, replace(view, locations=view.locations.iloc[:0])
+
+
+def _range_time_bins(told: Told, seconds: int, timezone: str) -> tuple[int, tuple[int, int] | None]:
+    """The range's number and its points' first and last time bin of `seconds` on the
+    local clock of `timezone` (None: no point)."""
+    placed = placed_points(told)
+    assert placed.time is not None  # kept for the formats of points (finish_range)
+    if placed.time.shape[0] == 0:
+        return told.k, None
+    tbin = local_bins(placed.time, seconds, timezone)  # not monotonic in time: DST
+    return told.k, (int(tbin.min()), int(tbin.max()))
+
+
+def _range_bin_keys(
+    told: Told,
+    side: float | None,
+    keys: np.ndarray | Regions | None,
+    seconds: int,
+    timezone: str,
+    period: tuple[int, int],
+) -> tuple[int, np.ndarray]:
+    """The range's number and the keys (bins.bin_keys) of the bins of `seconds` in
+    `period` its points fall in, sorted: placed on the grid of `side` whose cells have
+    the sorted `keys` (or in the regions `keys`, or on the towers)."""
+    placed = placed_points(told)
+    assert placed.time is not None
+    space = point_codes(placed, side, keys)
+    tbin = local_bins(placed.time, seconds, timezone)
+    return told.k, distinct(bin_keys(space, tbin, period)[1])
 
 
 def _sees(path: str, i: int) -> tuple[int, bool]:

@@ -17,9 +17,9 @@ time zone, as the dataviews' bins.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import pandas as pd
@@ -42,37 +42,80 @@ class Space:
     layer: Path | None = None
 
 
+class Activity(Protocol):
+    """The selected points' activity per space unit and time bin, wherever the points
+    are: here (`PointsActivity`) or on a cluster's workers
+    (cluster_views.RangesActivity)."""
+
+    def counts(self, space: Space, seconds: int) -> pd.DataFrame:
+        """Points per (unit, time bin of `seconds` on the local clock): columns unit,
+        tbin, count, in the order of each one's first point (`cell_counts`)."""
+        ...
+
+    def polygons(self, space: Space) -> list[shapely.Geometry]:
+        """Each unit's polygon in the points' projected CRS."""
+        ...
+
+
+@dataclass
+class PointsActivity:
+    """The activity of the selected points held here."""
+
+    selection: Selection
+    timezone: str
+    _units: dict[Space, tuple[np.ndarray, list[shapely.Geometry]]] = field(default_factory=dict)
+
+    def counts(self, space: Space, seconds: int) -> pd.DataFrame:
+        time = self.selection.points[C.TIME].to_numpy()
+        return cell_counts(self._of(space)[0], local_bins(time, seconds, self.timezone))
+
+    def polygons(self, space: Space) -> list[shapely.Geometry]:
+        return self._of(space)[1]
+
+    def _of(self, space: Space) -> tuple[np.ndarray, list[shapely.Geometry]]:
+        if space not in self._units:
+            self._units[space] = units(self.selection, space)
+        return self._units[space]
+
+
 def units(selection: Selection, space: Space) -> tuple[np.ndarray, list[shapely.Geometry]]:
     """Unit code per selected point (−1 outside every unit) and each unit's polygon in
     the selection's projected CRS."""
-    import shapely
-
     x = selection.points[C.X].to_numpy()
     y = selection.points[C.Y].to_numpy()
     if space.grid is not None:
-        side = space.grid
-        codes, cells = grid_cells(x, y, side, selection.crs)
+        codes, cells = grid_cells(x, y, space.grid, selection.crs)
         corner = cells["label"].str.split("_", expand=True).astype(np.int64).to_numpy()
-        boxes = shapely.box(
-            corner[:, 0] * side,
-            corner[:, 1] * side,
-            (corner[:, 0] + 1) * side,
-            (corner[:, 1] + 1) * side,
-        )
-        return codes.astype(np.int64), list(boxes)
+        return codes.astype(np.int64), cell_boxes(corner[:, 0], corner[:, 1], space.grid)
     assert space.layer is not None
     regions = read_region_layer(space.layer)
     lon, lat = unproject(x, y, selection.crs)
     codes, _ = regions_of(lon, lat, regions["label"].tolist(), regions["geometry"].tolist())
-    polygons = shapely.transform(
-        np.asarray(regions["geometry"].tolist(), dtype=object),
-        lambda xy: np.column_stack(project(xy[:, 0], xy[:, 1], selection.crs)),
+    return codes.astype(np.int64), projected_regions(regions["geometry"].tolist(), selection.crs)
+
+
+def cell_boxes(cx: np.ndarray, cy: np.ndarray, side: float) -> list[shapely.Geometry]:
+    """The squares of the grid cells in column `cx` and row `cy`."""
+    import shapely
+
+    return list(shapely.box(cx * side, cy * side, (cx + 1) * side, (cy + 1) * side))
+
+
+def projected_regions(polygons: list[shapely.Geometry], crs: str) -> list[shapely.Geometry]:
+    """A layer's polygons (lon/lat) in the projected `crs`, for their areas."""
+    import shapely
+
+    return list(
+        shapely.transform(
+            np.asarray(polygons, dtype=object),
+            lambda xy: np.column_stack(project(xy[:, 0], xy[:, 1], crs)),
+        )
     )
-    return codes.astype(np.int64), list(polygons)
 
 
 def cell_counts(codes: np.ndarray, tbin: np.ndarray) -> pd.DataFrame:
-    """Points per (unit, time bin): columns unit, tbin, count (points outside: none)."""
+    """Points per (unit, time bin): columns unit, tbin, count (points outside: none), in
+    the order of each one's first point."""
     inside = codes >= 0
     frame = pd.DataFrame({"unit": codes[inside], "tbin": tbin[inside]})
     return frame.groupby(["unit", "tbin"], sort=False).size().rename("count").reset_index()
@@ -94,22 +137,17 @@ def overlap_shares(profile: list[shapely.Geometry], target: list[shapely.Geometr
 
 
 def aggregate_error(
-    selection: Selection,
-    timezone: str,
-    profile: tuple[Space, int],
-    aggregate: tuple[Space, int],
+    activity: Activity, profile: tuple[Space, int], aggregate: tuple[Space, int]
 ) -> float:
     """The share of the aggregate's activity misplaced when it is answered from the
     profile (space, seconds); 0 when the profile is the aggregate itself."""
-    time = selection.points[C.TIME].to_numpy()
     (p_space, p_seconds), (a_space, a_seconds) = profile, aggregate
-    p_codes, p_polygons = units(selection, p_space)
-    a_codes, a_polygons = units(selection, a_space)
-    truth = cell_counts(a_codes, local_bins(time, a_seconds, timezone))
+    truth = activity.counts(a_space, a_seconds)
     total = int(truth["count"].sum())
     if total == 0:
         return 0.0
-    counts = cell_counts(p_codes, local_bins(time, p_seconds, timezone))
+    counts = activity.counts(p_space, p_seconds)
+    p_polygons, a_polygons = activity.polygons(p_space), activity.polygons(a_space)
     # each profile bin [τ·P, (τ+1)·P) over the aggregate bins t it overlaps
     start = counts["tbin"].to_numpy() * p_seconds
     end = start + p_seconds
@@ -135,14 +173,13 @@ def aggregate_error(
 
 
 def aggregate_table(
-    selection: Selection,
-    timezone: str,
+    activity: Activity,
     profiles: list[tuple[dict[str, str], Space, int]],
     aggregate: tuple[Space, int],
 ) -> pd.DataFrame:
     """One row per profile: its dimension labels, `score` = 1 − error, `aggregate_error`."""
     rows = []
     for labels, space, seconds in profiles:
-        error = aggregate_error(selection, timezone, (space, seconds), aggregate)
+        error = aggregate_error(activity, (space, seconds), aggregate)
         rows.append({**labels, "score": 1.0 - error, "aggregate_error": error})
     return pd.DataFrame(rows)

@@ -13,7 +13,7 @@ from prudence_cli.config.dimensions import dimension_label
 from prudence_cli.dataviews.restore import parse_dimensions
 from prudence_cli.errors import PrudenceError
 from prudence_cli.io.readers import read_utility_scores
-from prudence_cli.measures.aggregate import Space, aggregate_table
+from prudence_cli.measures.aggregate import Activity, PointsActivity, Space, aggregate_table
 from prudence_cli.select import Selection
 
 
@@ -36,7 +36,13 @@ def aggregate_utility(config: Config, selection: Selection) -> pd.DataFrame:
         grid=aggregate.grid,
         layer=layers[aggregate.layer] if aggregate.layer is not None else None,
     )
-    return aggregate_table(selection, config.input.timezone, profiles, (target, aggregate.seconds))
+    timezone = config.input.timezone
+    activity: Activity = PointsActivity(selection, timezone)
+    if selection.placed is not None:  # the points are on Dask workers: counted there
+        from prudence_cli.measures.ranges_activity import RangesActivity  # Dask's
+
+        activity = RangesActivity(selection.placed, timezone)
+    return aggregate_table(activity, profiles, (target, aggregate.seconds))
 
 
 def utility_scores(config: Config) -> pd.DataFrame:

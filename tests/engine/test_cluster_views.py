@@ -6,6 +6,7 @@ trajectories and segments; the views and the cells are a local run's, to the bit
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 from pathlib import Path
 
@@ -66,6 +67,9 @@ def _left(cluster) -> list[str]:
         ("segments", None),  # of the points, with their leave times, on the segments
         ("randomize", None),  # profiles of the points, split at the middle of all times
         ("randomize", "regions"),  # in regions, placed there (points outside some)
+        ("unicity", None),  # bins in regions, numbered across the ranges
+        ("unicity", [500.0, 4e7]),  # bins on a grid
+        ("unicity", "towers"),  # bins of the towers
     ],
 )
 def test_views_kept_on_the_workers_are_the_local_ones(
@@ -82,6 +86,13 @@ def test_views_kept_on_the_workers_are_the_local_ones(
     config = load_config(CONFIGS / f"{name}.yaml")
     _parts(config.input.path, tmp_path / "parts")
     dims = config.dataview.dimensions
+    if name == "unicity":  # bins; no utility aggregate (it reads the points here)
+        config = dataclasses.replace(config, utility_aggregate=None)
+        times = ("time", dict(dims)["time"][:2])
+        if grids == "towers":
+            dims, grids = (times,), None
+        elif grids is not None:
+            dims = (("grid", tuple(grids)), times)
     if grids == "regions":  # the unicity config's layers, and a few of its districts
         layers = load_config(CONFIGS / "unicity.yaml").dataview.layers
         districts = json.loads(dict(layers)["district"].read_text())
@@ -214,6 +225,51 @@ def test_mobility_measured_on_the_workers_is_the_local_one(
         for x, y in zip(a.compared(risks), b.compared(risks), strict=True):
             for frame, same in zip(x, y, strict=True):
                 pd.testing.assert_frame_equal(frame, same, check_exact=True)
+    finally:
+        there.placed.close()
+    assert _left(cluster) == []
+
+
+@pytest.mark.parametrize(
+    ("target", "grids"),
+    [("district", None), (1000.0, None), ("municipality", [500.0, 3000.0])],
+)
+def test_the_utility_aggregate_counted_on_the_workers_is_the_local_one(
+    target, grids, cluster, tmp_path, monkeypatch
+):
+    """The declared aggregate's error of each bins profile, from the ranges' counts of
+    the points kept on the workers, is a local run's, to the bit: in regions (points
+    outside some) or on a grid, for profiles in regions or on grids."""
+    from prudence_cli import cluster_input
+    from prudence_cli.measures.utility import aggregate_utility
+    from prudence_cli.prepare import prepare
+
+    monkeypatch.setattr(cluster_input, "_ranges", lambda client, rows: 5)
+    config = load_config(CONFIGS / "unicity.yaml")
+    _parts(config.input.path, tmp_path / "parts")
+    assert config.utility_aggregate is not None
+    aggregate = config.utility_aggregate
+    if isinstance(target, float):
+        aggregate = dataclasses.replace(aggregate, grid=target, layer=None, seconds=7200)
+    else:
+        aggregate = dataclasses.replace(aggregate, layer=target)
+    dims = config.dataview.dimensions
+    if grids is not None:
+        dims = (("grid", tuple(grids)), *(d for d in dims if d[0] != "regions"))
+    config = dataclasses.replace(
+        config,
+        input=dataclasses.replace(config.input, path=tmp_path / "parts"),
+        dataview=dataclasses.replace(config.dataview, dimensions=dims),
+        utility_aggregate=aggregate,
+    )
+    here = prepare(config).selection
+    there = prepare(config, client=cluster.client).selection
+    try:
+        assert there.placed is not None and len(there.points) == 0  # the points stayed there
+        local = aggregate_utility(config, here)
+        assert len(local) == len(list(itertools.product(*(v for _, v in dims))))
+        assert (local["aggregate_error"] > 0).any()
+        pd.testing.assert_frame_equal(aggregate_utility(config, there), local, check_exact=True)
     finally:
         there.placed.close()
     assert _left(cluster) == []

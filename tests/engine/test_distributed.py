@@ -104,12 +104,12 @@ def test_dask_catalog_equals_local(name, cluster, tmp_path):
     assert spread.manifest["engine"]["backend"] == "dask"
     assert spread.manifest["engine"]["workers"] == 2
     parted = _same_catalog(local.output, spread.output)
-    # presence, probability, trajectory and segments views stay on the workers, which
-    # write their tables: the dataview's, its risks and its people's measures
-    pairs = config.dataview.format in ("presence", "probability", "trajectory", "segments")
+    # presence, probability, trajectory, segments and bins views stay on the workers,
+    # which write their tables: the dataview's, its risks and its people's measures
+    kept = ("presence", "probability", "trajectory", "segments", "bins")
     views = spread.manifest["dataviews"]
     tables = sum(2 + (view.get("measures") is not None) for view in views)
-    assert parted == (tables if pairs else 0)
+    assert parted == (tables if config.dataview.format in kept else 0)
     if parted:  # read back through the catalog, every part checked
         a, b = open_catalog(local.output), open_catalog(spread.output)
         for view in views:

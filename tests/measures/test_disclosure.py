@@ -301,18 +301,19 @@ def _selection(points):
 
 
 def test_aggregate_error_by_hand():
-    from prudence_cli.measures.aggregate import Space, aggregate_error
+    from prudence_cli.measures.aggregate import PointsActivity, Space, aggregate_error
 
     # one 1 km cell over 2 hours holds 4 points, one in each 500 m cell and hour pair
     selection = _selection([(100, 100, 10), (600, 100, 20), (100, 600, 70), (600, 600, 90)])
+    activity = PointsActivity(selection, "UTC")
     fine = (Space(grid=500.0), 3600)
     coarse = (Space(grid=1000.0), 7200)
-    assert aggregate_error(selection, "UTC", fine, fine) == pytest.approx(0.0)
+    assert aggregate_error(activity, fine, fine) == pytest.approx(0.0)
     # the coarse count 4 spreads as 0.5 over 4 cells × 2 hours: half the activity is
     # misplaced (|0.5 − 1| × 4 + |0.5 − 0| × 4 = 4, over 2 × 4)
-    assert aggregate_error(selection, "UTC", coarse, fine) == pytest.approx(0.5)
+    assert aggregate_error(activity, coarse, fine) == pytest.approx(0.5)
     # answering a coarser aggregate from a finer profile loses nothing
-    assert aggregate_error(selection, "UTC", fine, coarse) == pytest.approx(0.0)
+    assert aggregate_error(activity, fine, coarse) == pytest.approx(0.0)
 
 
 def test_aggregate_utility_in_the_catalog(tmp_path, monkeypatch):
