@@ -3,7 +3,7 @@
     python benchmarks/cluster.py [--people 10000000] [--files 20] [--limit-gb 3]
                                  [--workers 2] [--skip-local] [--h 2]
                                  [--sample N --max-instances M]
-                                 [--trajectory [--attack visit|location]]
+                                 [--trajectory [--attack visit|location] | --unicity]
 
 1. Data: `--people` people of the end-to-end benchmark's habits (10 GPS fixes each, 5-9
    favourite places of a 20,000-place lattice over Pisa, Zipf popularity, June 2011),
@@ -21,9 +21,10 @@
 The config: the end-to-end benchmark's (one presence dataview, 250 m grid,
 `unique_location` at h = 2, or `--h`; with `--sample N --max-instances M`, a level over
 M instances is sampled, N a person; with `--trajectory`, a trajectory dataview, 250 m
-and 1 h, and `location_sequence` instead, or `--attack visit` or `location`); the
-deployment: the tests' (tests/engine/test_cluster.py). Results:
-benchmarks/out/cluster_<people>[_traj[_visit|_location]][_h<h>][_s<N>].json.
+and 1 h, and `location_sequence` instead, or `--attack visit` or `location`; with
+`--unicity`, a bins dataview, 250 m and 6 h, and `unicity` with 3 points drawn by
+activity, EM/KL on 200 people); the deployment: the tests' (tests/engine/test_cluster.py).
+Results: benchmarks/out/cluster_<people>[_traj[_visit|_location]|_unicity][_h<h>][_s<N>].json.
 Not run in CI.
 """
 
@@ -195,9 +196,12 @@ def main() -> None:
     parser.add_argument(
         "--attack", choices=["location_sequence", "visit", "location"], default=None
     )
+    parser.add_argument("--unicity", action="store_true")
     args = parser.parse_args()
     if args.attack and not args.trajectory:
         parser.error("--attack chooses the attack of --trajectory")
+    if args.unicity and args.trajectory:
+        parser.error("--unicity and --trajectory are two different dataviews")
     attack = args.attack or "location_sequence"
     if args.h < 1 or (args.sample is not None and args.sample < 1):
         parser.error("--h and --sample are at least 1")
@@ -206,6 +210,7 @@ def main() -> None:
     limit = int(args.limit_gb * 2**30)
     parts = parts_for(args.people, args.files)
     name = f"{args.people}" + ("_traj" if args.trajectory else "")
+    name += "_unicity" if args.unicity else ""
     name += "" if attack == "location_sequence" else f"_{attack}"
     name += f"_h{args.h}" if args.h != 2 or args.sample else ""
     name += f"_s{args.sample}" if args.sample else ""
@@ -216,6 +221,13 @@ def main() -> None:
         text = text.replace("format: presence", "format: trajectory")
         text = text.replace("{grid: [250m]}", "{grid: [250m], time: [1h]}")
         text = text.replace("attack: unique_location", f"attack: {attack}")
+    if args.unicity:
+        text = text.replace("format: presence", "format: bins")
+        text = text.replace("{grid: [250m]}", "{grid: [250m], time: [6h]}")
+        text = text.replace(
+            "attack: unique_location\n    knowledge: {h: [2]}",
+            "attack: unicity\n    knowledge: {points: [3], draw: [activity], samples: [200]}",
+        )
     if args.sample:
         limit_of = args.max_instances or 1_000_000
         text += f"engine: {{max_instances: {limit_of}, sample: {args.sample}}}\n"
@@ -230,8 +242,8 @@ def main() -> None:
         "h": args.h,
         "sample": args.sample,
         "max_instances": args.max_instances,
-        "format": "trajectory" if args.trajectory else "presence",
-        "attack": attack if args.trajectory else "unique_location",
+        "format": "trajectory" if args.trajectory else "bins" if args.unicity else "presence",
+        "attack": attack if args.trajectory else "unicity" if args.unicity else "unique_location",
         "cpus": os.cpu_count(),
     }
     if not args.skip_local:

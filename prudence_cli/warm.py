@@ -34,6 +34,7 @@ from prudence_cli.dataviews.presence import PresenceView, ProbabilityView
 from prudence_cli.dataviews.trajectory import TrajectoryView
 from prudence_cli.engine import Elements, Engine
 from prudence_cli.engine.jit import running
+from prudence_cli.engine.runner import LocalRunner
 from prudence_cli.measures.empirical import evaluate
 from prudence_cli.randomized.attacks import l1_distances
 from prudence_cli.randomized.mechanisms import affinity, neighbourhoods
@@ -128,9 +129,11 @@ def warm(strategy: str) -> list[tuple[str, float]]:
 
 
 def _unicity(view: Dataview) -> None:
+    """Unicity made whole, and in ranges of users (as on a cluster's workers)."""
     attack = ATTACKS["unicity"]
     level = attack.levels({"points": (2,), "draw": ("activity",), "samples": (2,)})[0]
     attack.risks(view, level, _ENGINES["posting"][0])
+    attack.risks(view, level, Engine(strategy="posting", runner=LocalRunner(shards=2)))
 
 
 def _evaluate() -> None:

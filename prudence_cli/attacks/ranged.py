@@ -49,7 +49,13 @@ def level_problem(
     return CountingProblem(members, spec, match=match, ordered=ordered)
 
 
-def in_ranges(attack: Instances, engine: Engine) -> bool:
+class Local(Protocol):
+    """An attack that says whether its levels are made in ranges (`local`)."""
+
+    local: ClassVar[bool]
+
+
+def in_ranges(attack: Local, engine: Engine) -> bool:
     """Whether `attack`'s levels are made in ranges of users on `engine`'s workers."""
     return attack.local and engine.runner.shards > 1
 
@@ -65,17 +71,26 @@ def ranged_level(
     to (and let go once it is made: a worker holds a level, not the view besides it);
     `known_ones` ask nothing (`level_problem`)."""
     runner = engine.runner
-    if view.on_workers:  # its ranges are there already
-        first, ranges = cast("KeptView", view).kept_ranges(runner, attack.numbering)
-    else:
-        if attack.numbering is not None:  # numbered as a whole, for its ranges
-            view = view.numbered(attack.numbering)
-        first = user_ranges(view.offsets, runner.shards)
-        pairs = zip(first[:-1].tolist(), first[1:].tolist(), strict=True)
-        ranges = runner.place(ViewRange(view.users(a, b), a, b) for a, b in pairs)
+    first, ranges = view_ranges(view, runner, attack.numbering)
     parts = runner.each_kept(_range_level, ranges, attack, level, known_ones)
     del ranges  # each range's rows go once its level is made
     return of_parts(parts, first, runner)
+
+
+def view_ranges(
+    view: Dataview, runner: Any, numbering: str | None = None
+) -> tuple[np.ndarray, list[Any]]:
+    """The first user of each range of the view's users (and |U| last), and each range's
+    rows as a ViewRange kept on the runner's workers: the ranges of a view kept there
+    (KeptView), or ranges of about equal rows sent there. With a `numbering`
+    (Dataview.numberings), its elements numbered as the whole view numbers them."""
+    if view.on_workers:  # its ranges are there already
+        return cast("KeptView", view).kept_ranges(runner, numbering)
+    if numbering is not None:  # numbered as a whole, for its ranges
+        view = view.numbered(numbering)
+    first = user_ranges(view.offsets, runner.shards)
+    pairs = zip(first[:-1].tolist(), first[1:].tolist(), strict=True)
+    return first, runner.place(ViewRange(view.users(a, b), a, b) for a, b in pairs)
 
 
 def _range_level(

@@ -20,15 +20,19 @@ import numpy as np
 import pandas as pd
 
 from prudence_cli.attacks.base import Attack, AttackResult
+from prudence_cli.attacks.ranged import in_ranges
 from prudence_cli.config.knowledge import KnowledgeLevel
 from prudence_cli.dataviews.base import CountedView
 from prudence_cli.dataviews.bins import BinsView
 from prudence_cli.engine import Engine
-from prudence_cli.measures.disclosure import disclosure, draw_knowledge
+from prudence_cli.measures.disclosure import disclosure, disclosure_in_ranges, draw_knowledge
 
 
 class UnicityAttack(Attack[CountedView]):
     name: ClassVar[str] = "unicity"
+    # on several workers, its levels are made in ranges of users where they are counted:
+    # each person's knowledge is drawn from the person's rows (measures/disclosure_ranges.py)
+    local: ClassVar[bool] = True
 
     def risks(
         self,
@@ -38,16 +42,21 @@ class UnicityAttack(Attack[CountedView]):
         known_ones: np.ndarray | None = None,
         computed: Mapping[str, np.ndarray] | None = None,
     ) -> AttackResult:
-        rng = np.random.default_rng(
-            np.random.SeedSequence(engine.seed, spawn_key=(*engine.seed_key, 3))
-        )
-        records = view.elements()
-        known = draw_knowledge(records, level["points"], level["draw"] == "activity", rng)
+        seed = (engine.seed, (*engine.seed_key, 3))
+        weighted = level["draw"] == "activity"
         samples = None if level["samples"] == "all" else int(level["samples"])
-        # a bins view read back from a catalog or a ledger has no d (not stored: 0), and a
-        # presence view none at all: there EM and KL average over the bins someone is in
-        d = (view.dimensionality or None) if isinstance(view, BinsView) else None
-        found = disclosure(records, known, engine, samples, rng, d)
+        if in_ranges(self, engine):  # drawn and counted where the view's ranges are
+            found, n_known = disclosure_in_ranges(
+                view, level["points"], weighted, seed, engine, samples
+            )
+        else:
+            # a bins view read back from a catalog or a ledger has no d (not stored: 0), and
+            # a presence view none at all: there EM and KL average over the bins someone is in
+            d = (view.dimensionality or None) if isinstance(view, BinsView) else None
+            rng = np.random.default_rng(np.random.SeedSequence(seed[0], spawn_key=seed[1]))
+            records = view.elements()
+            known = draw_knowledge(records, level["points"], weighted, rng)
+            found, n_known = disclosure(records, known, engine, samples, rng, d), int(known.sum())
         risk = np.zeros(view.n_users)
         present = found.class_size > 0
         risk[present] = 1.0 / found.class_size[present]
@@ -65,4 +74,4 @@ class UnicityAttack(Attack[CountedView]):
             "kl_ci": found.kl_ci,
             "sampled_people": float(found.sampled.shape[0]),
         }
-        return AttackResult(risk, int(known.sum()), False, measures, {"disclosure": table})
+        return AttackResult(risk, n_known, False, measures, {"disclosure": table})

@@ -136,6 +136,13 @@ NEVER_GATHERED = {
         "  - {attack: subtrajectory, knowledge: {h: [2, all]}}\n",
         2,
     ),
+    # bins: unicity's knowledge drawn in the ranges, its classes and EM/KL counted there
+    "unicity": (
+        {"[district, municipality]": "[district]", "[1h, 6h, 12h, 24h]": "[6h]"},
+        "  - attack: unicity\n"
+        "    knowledge: {points: [2, 4], draw: [activity, uniform], samples: [all, 40]}\n",
+        8,
+    ),
 }
 
 
@@ -146,7 +153,9 @@ def test_a_view_of_trajectories_on_the_workers_is_never_gathered(
     """Every attack on trajectories makes its levels in the ranges the workers keep:
     `location` too, whose compositions of each target's whole multiset (h = all) are
     counted shard by shard, and `subtrajectory`, each range numbering its triples as the
-    whole view does: the local catalog, without the view's rows ever coming here."""
+    whole view does; and `unicity` on bins, its knowledge drawn in the ranges from the
+    stream a whole draw reads: the local catalog, without the view's rows ever coming
+    here."""
     from prudence_cli.dataviews.on_workers import KeptView
 
     cuts, attacks, levels = NEVER_GATHERED[name]
@@ -164,7 +173,9 @@ def test_a_view_of_trajectories_on_the_workers_is_never_gathered(
 
     monkeypatch.setattr(KeptView, "whole", gathered)
     spread = run_assessment(config, tmp_path / "dask", _engine(config, cluster), None)
-    assert _same_catalog(local.output, spread.output) == 3
+    views = spread.manifest["dataviews"]  # its table, risks [and people's measures]
+    tables = sum(2 + (view.get("measures") is not None) for view in views)
+    assert _same_catalog(local.output, spread.output) == tables
     risks = pd.read_csv(local.output / "irac.csv")
     assert len(risks) == levels
     assert risks.notna().all().all()
@@ -565,8 +576,9 @@ def test_em_and_kl_are_computed_on_the_workers_to_the_bit(cluster, monkeypatch):
     values, bit for bit, as in the assessing process (the sums added in chunk order)."""
     from prudence_cli.engine import Elements
     from prudence_cli.measures import disclosure as measures
+    from prudence_cli.measures import disclosure_sums
 
-    monkeypatch.setattr(measures, "EM_KL_CHUNK", 5)
+    monkeypatch.setattr(disclosure_sums, "EM_KL_CHUNK", 5)
     rng = np.random.default_rng(2)
     lengths = rng.integers(1, 6, 60)
     bins = np.concatenate([np.sort(rng.choice(12, n, replace=False)) for n in lengths])

@@ -87,7 +87,7 @@ def test_measures_equal_the_literal_definitions(case, chunk):
     sizes, em, kl = dense_disclosure(dense, dense_known)
     remap = {j: used.index(j) for j in used}
     compact = [[row[j] for j in used] for row in matrix]
-    default, measures.disclosure.EM_KL_CHUNK = measures.disclosure.EM_KL_CHUNK, chunk
+    default, measures.disclosure_sums.EM_KL_CHUNK = measures.disclosure_sums.EM_KL_CHUNK, chunk
     try:
         found = disclosure(
             records(compact),
@@ -97,7 +97,7 @@ def test_measures_equal_the_literal_definitions(case, chunk):
             np.random.default_rng(0),
         )
     finally:
-        measures.disclosure.EM_KL_CHUNK = default
+        measures.disclosure_sums.EM_KL_CHUNK = default
     assert found.class_size.tolist() == sizes
     assert found.em_user == pytest.approx([sum(r) / len(used) for r in em])
     assert found.kl_user == pytest.approx([sum(r) / len(used) for r in kl])
@@ -149,6 +149,68 @@ def test_unicity_attack_risk_is_one_over_the_class():
     assert result.measures["unicity"] == pytest.approx(np.mean(result.risk[:4] == 1))
     again = ATTACKS["unicity"].risks(view, level, Engine(seed=1))
     assert np.array_equal(result.risk, again.risk)
+
+
+@st.composite
+def activity(draw):
+    """A bins view of random activity: users (some without any bin), bins, counts."""
+    n = draw(st.integers(1, 12))
+    d = draw(st.integers(1, 7))
+    rows = [
+        (i, j, draw(st.integers(1, 9)))
+        for i in range(n)
+        for j in range(d)
+        if draw(st.integers(0, 2)) == 0
+    ]
+    rows = rows or [(0, 0, 1)]
+    arr = np.array(rows)
+    return BinsView(
+        "d1",
+        (("time", 3600),),
+        n,
+        arr[:, 0].astype(np.int32),
+        arr[:, 1].astype(np.int32),
+        pd.DataFrame({"label": [f"b{j}" for j in range(d)], "lon": 0.0, "lat": 0.0}),
+        count=arr[:, 2].astype(np.int32),
+        dimensionality=draw(st.sampled_from([0, d + 3])),
+    )
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    activity(),
+    st.integers(1, 4),
+    st.sampled_from(["activity", "uniform"]),
+    st.sampled_from(["all", 1, 3]),
+    st.integers(2, 5),
+    st.sampled_from([1, 2, 4096]),
+    st.integers(0, 3),
+)
+def test_unicity_in_ranges_is_the_whole_one(view, points, draw, samples, shards, chunk, seed):
+    """Unicity made in ranges of users (measures/disclosure_ranges.py) — each range
+    drawing its users' knowledge from the whole draw's stream at its first row, the
+    classes counted in ranges, EM/KL from the ranges' counts of each class, chunk by
+    chunk — gives the whole computation's numbers, to the bit: risks, every measure,
+    the per-bin EM and KL."""
+    from prudence_cli.engine.runner import LocalRunner
+
+    level = KnowledgeLevel("unicity", (("points", points), ("draw", draw), ("samples", samples)))
+    default, measures.disclosure_sums.EM_KL_CHUNK = measures.disclosure_sums.EM_KL_CHUNK, chunk
+    try:
+        whole = ATTACKS["unicity"].risks(view, level, Engine(seed=seed))
+        ranged = ATTACKS["unicity"].risks(
+            view, level, Engine(seed=seed, runner=LocalRunner(shards=shards))
+        )
+    finally:
+        measures.disclosure_sums.EM_KL_CHUNK = default
+    assert np.array_equal(whole.risk, ranged.risk)
+    assert whole.instances == ranged.instances
+    assert whole.measures.keys() == ranged.measures.keys()
+    for key, value in whole.measures.items():
+        assert np.array_equal(value, ranged.measures[key], equal_nan=True), key
+    pd.testing.assert_frame_equal(
+        whole.tables["disclosure"], ranged.tables["disclosure"], check_exact=True
+    )
 
 
 def _sample_cdr(runner, users, days):

@@ -1,0 +1,218 @@
+"""Unicity's knowledge, classes and EM/KL-disclosure (measures/disclosure.py) made in
+ranges of users where they are kept: on a Dask cluster, the ranges of a dataview kept
+on the workers (dataviews/on_workers.py), whose rows never come to the assessing
+process.
+
+- **Knowledge**: each range draws its users' known bins from the same random stream a
+  whole draw reads — a row's number is the row's place in the view, so a range starts
+  the stream (PCG64) that many numbers ahead — and keeps them.
+- **Classes** |E_i|: the ranges' records and known bins are a ranged counting problem
+  (engine/ranged.py), counted as every ranged level is.
+- **EM/KL**: the sampled users are drawn here from the stream after the knowledge's
+  numbers, as a whole run draws them. For each chunk of them (EM_KL_CHUNK, so that the
+  per-bin sums are added as a whole run adds them), their known bins are fetched from
+  their ranges, every range counts the members it holds of each one's class and the bins
+  those are active in (`member_bins`), and the assessing process adds the ranges'
+  counts up (`em_kl_of_counts`): the same numbers, added in the same order, as the
+  whole computation. What it holds is vectors per bin, and per chunk the counts of its
+  classes' bins.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import numpy as np
+
+from prudence_cli.attacks.ranged import view_ranges
+from prudence_cli.dataviews.base import CountedView, Dataview, ViewRange
+from prudence_cli.engine import CountingProblem, Elements, Engine, QuerySpec
+from prudence_cli.engine.jit import choose
+from prudence_cli.engine.ranged import of_parts, surveyed
+from prudence_cli.engine.ranged_shards import Part
+from prudence_cli.measures import disclosure_sums as sums
+from prudence_cli.measures.disclosure_sums import (
+    Disclosure,
+    bin_shares,
+    chunks_added,
+    draw_knowledge,
+    em_kl_of_counts,
+    finished,
+    member_bins,
+    postings,
+    sampled_users,
+)
+
+# the sampled users whose classes' counts come from the ranges at once: bounds what a
+# range sends back (the bins of their classes' members) to a few hundred classes' worth
+FETCHED = 512
+
+# the seed of the knowledge's random stream: SeedSequence(entropy, spawn_key=key)
+Seed = tuple[int, tuple[int, ...]]
+
+
+@dataclass
+class KnowledgeRange:
+    """A range of users (the `first` among all, numbered from 0 here): their records (1
+    per bin they are active in) and the bins of their knowledge."""
+
+    first: int
+    records: Elements
+    known: Elements
+    dimensionality: int  # a bins view's d (0: unknown, or not a bins view)
+    _postings: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+
+    @property
+    def last(self) -> int:
+        return self.first + self.records.n_users
+
+    def postings(self, n_bins: int) -> tuple[np.ndarray, np.ndarray]:
+        """The posting lists of the bins [0, n_bins) of the range's records (made once)."""
+        if n_bins not in self._postings:
+            self._postings.clear()
+            self._postings[n_bins] = postings(self.records, n_bins)
+        return self._postings[n_bins]
+
+
+def disclosure_in_ranges(
+    view: Dataview,
+    points: int,
+    weighted: bool,
+    seed: Seed,
+    engine: Engine,
+    samples: int | None,
+) -> tuple[Disclosure, int]:
+    """measures.disclosure of the knowledge `draw_knowledge` draws (`points` bins a user,
+    `weighted` by activity, from the stream of `seed`), made in the view's ranges of
+    users on the engine's runner; and how many bins are known in all. The same numbers
+    as drawing and counting the whole view; d is a bins view's dimensionality (as each
+    range's view tells it; None where it is unknown, 0, or the view has none)."""
+    runner = engine.runner
+    first, ranges = view_ranges(view, runner)
+    offsets = view.offsets
+    before = {int(a): int(offsets[a]) for a in first[:-1]}  # the rows before each range
+    kept = runner.each_kept(_drawn, ranges, points, weighted, seed, before)
+    del ranges  # each range's rows go once its knowledge is drawn
+    parts = runner.each_kept(_class_part, kept)
+    sizes = engine.min_support(of_parts(parts, first, runner)).minimum
+    engine.forget()
+    del parts
+    n_bins, known, dimensionality = 0, 0, 0
+    active = np.zeros(0, dtype=np.int64)
+    for top, held, counts, d in runner.each_streamed(_census, kept):
+        n_bins, known, dimensionality = max(n_bins, top + 1), known + held, max(dimensionality, d)
+        active = np.r_[active, np.zeros(max(counts.shape[0] - active.shape[0], 0), np.int64)]
+        active[: counts.shape[0]] += counts
+    present = np.diff(offsets) > 0
+    rng = _stream(seed, int(offsets[-1]))  # past the knowledge's numbers
+    users = sampled_users(present, samples, rng)
+    q, untouched_kl = bin_shares(active, int(present.sum()))
+    mean = offsets[-1] / view.n_users if view.n_users else 0
+    choose(int(sizes[users].sum() * mean))
+    chunk = sums.EM_KL_CHUNK
+    found = [
+        _chunk(runner, kept, users[k : k + chunk], q, untouched_kl, engine.worker())
+        for k in range(0, max(users.shape[0], 1), chunk)
+    ]
+    measures = finished(
+        sizes, present, users, chunks_added(found), q, untouched_kl, n_bins, dimensionality or None
+    )
+    return measures, known
+
+
+def _chunk(
+    runner: Any,
+    kept: list[Any],
+    users: np.ndarray,
+    q: np.ndarray,
+    untouched_kl: np.ndarray,
+    worker: tuple[int | None, bool],
+) -> tuple[np.ndarray, ...]:
+    """`em_kl_sums` of the chunk of sampled `users`, from the ranges' counts, FETCHED
+    classes at a time (the per-bin sums added as one chunk adds them)."""
+    n_bins = q.shape[0]
+    em_sum, kl_sum, touched = np.zeros(n_bins), np.zeros(n_bins), np.zeros(n_bins)
+    shares = (q, untouched_kl, float(q.sum()), float(untouched_kl.sum()))
+    em_user, kl_user = np.zeros(users.shape[0]), np.zeros(users.shape[0])
+    for at in range(0, users.shape[0], FETCHED):
+        fetched = users[at : at + FETCHED].astype(np.int64)
+        lists = runner.each(_known_of, kept, fetched)  # each range's, in user order
+        lengths = np.concatenate([length for length, _ in lists])
+        q_offsets = np.r_[0, np.cumsum(lengths)].astype(np.int64)
+        q_elements = np.concatenate([elements for _, elements in lists]).astype(np.int64)
+        counted = runner.each(_members_of, kept, q_offsets, q_elements, n_bins, worker)
+        members = np.stack([c[0] for c in counted])
+        shift = np.cumsum([0] + [c[2].shape[0] for c in counted[:-1]])
+        positions = np.stack([c[1] + s for c, s in zip(counted, shift, strict=True)])
+        bins = np.concatenate([c[2] for c in counted])
+        counts = np.concatenate([c[3] for c in counted])
+        found = (members, positions, bins, counts, len(counted))
+        em, kl = em_kl_of_counts(*found, *shares, em_sum, kl_sum, touched)
+        em_user[at : at + fetched.shape[0]] = em
+        kl_user[at : at + fetched.shape[0]] = kl
+    return em_user, kl_user, em_sum, kl_sum, touched
+
+
+def _drawn(
+    rows: ViewRange, points: int, weighted: bool, seed: Seed, before: dict[int, int]
+) -> KnowledgeRange:
+    """The range's records and its users' knowledge, drawn from the whole draw's stream
+    at the range's first row."""
+    records = cast(CountedView, rows.view).elements()
+    known = draw_knowledge(records, points, weighted, _stream(seed, before[rows.first]))
+    ones = Elements(records.offsets, records.elements, np.ones(records.elements.shape[0]))
+    d = int(getattr(rows.view, "dimensionality", 0))
+    return KnowledgeRange(rows.first, ones, ones.select(known), d)
+
+
+def _stream(seed: Seed, ahead: int) -> np.random.Generator:
+    """The random stream of `seed` (numpy's default generator, PCG64), `ahead` numbers
+    on: where a whole draw would be after that many rows' numbers."""
+    bits = np.random.PCG64(np.random.SeedSequence(seed[0], spawn_key=seed[1]))
+    bits.advance(ahead)
+    return np.random.Generator(bits)
+
+
+def _class_part(held: KnowledgeRange) -> Part:
+    """The range's share of the classes' counting problem (measures/disclosure.class_sizes)."""
+    sizes = held.known.lengths.astype(np.int64)
+    spec = QuerySpec(held.known, size_lo=sizes, size_hi=sizes)
+    return surveyed(CountingProblem(held.records, spec, match="contains"))
+
+
+def _census(held: KnowledgeRange) -> tuple[int, int, np.ndarray, int]:
+    """The range's largest bin, how many bins its users know, its users per bin, and its
+    view's d."""
+    elements = held.records.elements
+    top, known = int(elements.max(initial=-1)), int(held.known.elements.shape[0])
+    return top, known, np.bincount(elements), held.dimensionality
+
+
+def _known_of(held: KnowledgeRange, users: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The known bins of those of `users` (ascending, among all) in the range: the
+    length of each one's, and the bins one after the other."""
+    local = users[(users >= held.first) & (users < held.last)] - held.first
+    known = held.known
+    lengths = known.lengths[local].astype(np.int64)
+    parts = [known.elements[known.offsets[u] : known.offsets[u + 1]] for u in local.tolist()]
+    elements = np.concatenate(parts) if parts else np.zeros(0, dtype=known.elements.dtype)
+    return lengths, elements
+
+
+def _members_of(
+    held: KnowledgeRange,
+    q_offsets: np.ndarray,
+    q_elements: np.ndarray,
+    n_bins: int,
+    worker: tuple[int | None, bool],
+) -> tuple[np.ndarray, ...]:
+    """`member_bins` of the queries among the range's users (a task: its kernels run as
+    the planning process chose)."""
+    from prudence_cli.engine.tasks import _as_planned
+
+    _as_planned(worker)
+    records = held.records
+    return member_bins(
+        records.offsets, records.elements, *held.postings(n_bins), q_offsets, q_elements
+    )
