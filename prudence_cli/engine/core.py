@@ -105,8 +105,10 @@ class Engine:
 
     def worker(self) -> tuple[int | None, bool]:
         """How a task's kernels run: numba's threads in it, and compiled or not (as here:
-        a Dask worker's process has chosen nothing)."""
-        return self.worker_threads, jit.is_compiled()
+        a Dask worker's process has chosen nothing). A choice left pending until the
+        first kernel is called (jit.choose) is made now, on the presence of the kernels
+        in numba's cache: a level counted only in tasks calls none here first."""
+        return self.worker_threads, jit.runs_compiled(compiled.kernels.candidates)
 
     def plan(self, problem: CountingProblem) -> list[SizePlan]:
         """Estimate the work per query size before any enumeration (whole-record queries

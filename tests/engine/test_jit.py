@@ -49,6 +49,19 @@ def test_work_past_a_third_of_a_second_compiles_when_numbas_cache_holds_the_kern
 
 
 @pytest.mark.usefixtures("fresh")
+@pytest.mark.parametrize("in_cache", [True, False])
+def test_a_choice_pending_is_made_before_a_task_is_sent(monkeypatch, in_cache):
+    """A level counted only in tasks (a ranged level on a cluster) calls no kernel here
+    before its tasks are sent: the choice the work left pending is made on numba's cache
+    when the engine tells the tasks how to run (Engine.worker), not left as Python."""
+    from prudence_cli.engine import Engine
+
+    monkeypatch.setattr(jit, "_in_cache", lambda dispatcher: in_cache)
+    jit.choose(jit.PYTHON_WORK + 1)
+    assert Engine().worker()[1] is in_cache
+
+
+@pytest.mark.usefixtures("fresh")
 def test_without_the_cache_python_runs_until_compiling_would_pay(monkeypatch):
     monkeypatch.setattr(jit, "_in_cache", lambda dispatcher: False)
     half = jit.COMPILE_WORK // 2
