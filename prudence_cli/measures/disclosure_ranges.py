@@ -14,8 +14,8 @@ process.
   their ranges, every range counts the members it holds of each one's class and the bins
   those are active in (`member_bins`), and the assessing process adds the ranges'
   counts up (`em_kl_of_counts`): the same numbers, added in the same order, as the
-  whole computation. What it holds is vectors per bin, and per chunk the counts of its
-  classes' bins.
+  whole computation. What it holds is vectors per bin, and the counts of the bins of a
+  group of classes of about FETCHED rows at a time.
 """
 
 from __future__ import annotations
@@ -44,9 +44,10 @@ from prudence_cli.measures.disclosure_sums import (
     sampled_users,
 )
 
-# the sampled users whose classes' counts come from the ranges at once: bounds what a
-# range sends back (the bins of their classes' members) to a few hundred classes' worth
-FETCHED = 512
+# the bins' counts the ranges send back at once, about (a bin and a count each): the
+# sampled users of a chunk are fetched in groups whose classes' members' rows — their
+# class sizes × the mean row count — add up to about this
+FETCHED = 1 << 22
 
 # the seed of the knowledge's random stream: SeedSequence(entropy, spawn_key=key)
 Seed = tuple[int, tuple[int, ...]]
@@ -111,8 +112,9 @@ def disclosure_in_ranges(
     mean = offsets[-1] / view.n_users if view.n_users else 0
     choose(int(sizes[users].sum() * mean))
     chunk = sums.EM_KL_CHUNK
+    rows = (sizes[users] * mean).astype(np.int64)  # the rows of each one's class, about
     found = [
-        _chunk(runner, kept, users[k : k + chunk], q, untouched_kl, engine.worker())
+        _chunk(runner, kept, users[k : k + chunk], rows[k : k + chunk], q, untouched_kl, engine)
         for k in range(0, max(users.shape[0], 1), chunk)
     ]
     measures = finished(
@@ -125,18 +127,23 @@ def _chunk(
     runner: Any,
     kept: list[Any],
     users: np.ndarray,
+    rows: np.ndarray,
     q: np.ndarray,
     untouched_kl: np.ndarray,
-    worker: tuple[int | None, bool],
+    engine: Engine,
 ) -> tuple[np.ndarray, ...]:
-    """`em_kl_sums` of the chunk of sampled `users`, from the ranges' counts, FETCHED
-    classes at a time (the per-bin sums added as one chunk adds them)."""
+    """`em_kl_sums` of the chunk of sampled `users`, from the ranges' counts, fetched in
+    groups of about FETCHED `rows` of their classes (the per-bin sums added as one chunk
+    adds them)."""
     n_bins = q.shape[0]
     em_sum, kl_sum, touched = np.zeros(n_bins), np.zeros(n_bins), np.zeros(n_bins)
     shares = (q, untouched_kl, float(q.sum()), float(untouched_kl.sum()))
     em_user, kl_user = np.zeros(users.shape[0]), np.zeros(users.shape[0])
-    for at in range(0, users.shape[0], FETCHED):
-        fetched = users[at : at + FETCHED].astype(np.int64)
+    worker = engine.worker()
+    cuts = np.searchsorted(np.cumsum(rows), np.arange(FETCHED, int(rows.sum()), FETCHED))
+    bounds = np.unique(np.r_[0, cuts + 1, users.shape[0]]).tolist()  # each takes one
+    for at, end in zip(bounds[:-1], bounds[1:], strict=True):
+        fetched = users[at:end].astype(np.int64)
         lists = runner.each(_known_of, kept, fetched)  # each range's, in user order
         lengths = np.concatenate([length for length, _ in lists])
         q_offsets = np.r_[0, np.cumsum(lengths)].astype(np.int64)
@@ -149,8 +156,8 @@ def _chunk(
         counts = np.concatenate([c[3] for c in counted])
         found = (members, positions, bins, counts, len(counted))
         em, kl = em_kl_of_counts(*found, *shares, em_sum, kl_sum, touched)
-        em_user[at : at + fetched.shape[0]] = em
-        kl_user[at : at + fetched.shape[0]] = kl
+        em_user[at:end] = em
+        kl_user[at:end] = kl
     return em_user, kl_user, em_sum, kl_sum, touched
 
 
