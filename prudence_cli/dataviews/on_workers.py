@@ -4,14 +4,13 @@ built on the worker that holds the range's points and kept on that worker's disk
 assessing process holds a `KeptView`: vectors per person (the rows, visits and distinct
 locations of each) and per place (the locations the view holds), never the view's rows.
 
-The attacks whose levels are made in ranges of users (attacks/ranged.py) make them from
-these ranges where they are. The catalog's per-person tables — the dataview's rows, the
-risks, the mobility measures — are made range by range on the workers, with the ids
-each keeps (cluster_select.KeptIds), and written there as a folder of parts when the
-workers see the catalog's folder (`sees`), else here, part after part. What needs the
-whole view (an attack whose levels are not made in ranges) gathers it (`whole`): the
-same view a local run builds, row for row.
-"""
+Attacks whose levels are made in ranges of users (attacks/ranged.py) make them in these
+ranges. The catalog's per-person tables — the dataview's rows, the risks, the mobility
+measures — are made range by range on the workers, with the ids each keeps
+(cluster_select.KeptIds), and written there as a folder of parts when the workers see
+the catalog's folder (`sees`), else here, part after part. What needs the whole view (an
+attack whose levels are not made in ranges) gathers it (`whole`): the view a local run
+builds, row for row."""
 
 from __future__ import annotations
 
@@ -424,10 +423,11 @@ def _in_order(found: Iterable[tuple[int, pd.DataFrame]]) -> Iterator[pd.DataFram
 def _range_of(
     path: str, first: int, last: int, numbering: str | None = None, codes: Any = None
 ) -> ViewRange:
+    """A kept range as a level reads it: its locations table only as long (no level
+    reads a label; a bins view's is every bin, as many as its rows)."""
     view: Dataview = read_back(path)
-    if numbering is not None:
-        view = view.numbered(numbering, codes)
-    return ViewRange(view, first, last)
+    view = replace(view, locations=pd.DataFrame(index=pd.RangeIndex(len(view.locations))))
+    return ViewRange(view if numbering is None else view.numbered(numbering, codes), first, last)
 
 
 def _range_call(path: str, method: str, args: tuple[Any, ...], i: int) -> tuple[int, Any]:

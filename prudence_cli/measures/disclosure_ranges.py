@@ -6,8 +6,11 @@ process.
 - **Knowledge**: each range draws its users' known bins from the same random stream a
   whole draw reads — a row's number is the row's place in the view, so a range starts
   the stream (PCG64) that many numbers ahead — and keeps them.
-- **Classes** |E_i|: the ranges' records and known bins are a ranged counting problem
-  (engine/ranged.py), counted as every ranged level is.
+- **Classes** |E_i|: each range's users' known bins travel, a chunk at a time, to every
+  worker holding ranges, which counts the members of each class among the users it
+  holds; the counts are added up. No range's records leave its worker (a counting
+  problem cut into shards would join the members of each shard on one worker: at 10M
+  people, more than a worker of 5 GiB holds).
 - **EM/KL**: the sampled users are drawn here from the stream after the knowledge's
   numbers, as a whole run draws them. For each chunk of them (EM_KL_CHUNK, so that the
   per-bin sums are added as a whole run adds them), their known bins are fetched from
@@ -27,15 +30,14 @@ import numpy as np
 
 from prudence_cli.attacks.ranged import view_ranges
 from prudence_cli.dataviews.base import CountedView, Dataview, ViewRange
-from prudence_cli.engine import CountingProblem, Elements, Engine, QuerySpec
+from prudence_cli.engine import Elements, Engine
 from prudence_cli.engine.jit import choose
-from prudence_cli.engine.ranged import of_parts, surveyed
-from prudence_cli.engine.ranged_shards import Part
 from prudence_cli.measures import disclosure_sums as sums
 from prudence_cli.measures.disclosure_sums import (
     Disclosure,
     bin_shares,
     chunks_added,
+    class_members,
     draw_knowledge,
     em_kl_of_counts,
     finished,
@@ -72,7 +74,9 @@ class KnowledgeRange:
         """The posting lists of the bins [0, n_bins) of the range's records (made once)."""
         if n_bins not in self._postings:
             self._postings.clear()
-            self._postings[n_bins] = postings(self.records, n_bins)
+            post_offsets, post_users = postings(self.records, n_bins)
+            small = np.int32 if post_users.shape[0] < 2**31 else np.int64  # held: half
+            self._postings[n_bins] = post_offsets.astype(small), post_users.astype(np.int32)
         return self._postings[n_bins]
 
 
@@ -95,16 +99,14 @@ def disclosure_in_ranges(
     before = {int(a): int(offsets[a]) for a in first[:-1]}  # the rows before each range
     kept = runner.each_kept(_drawn, ranges, points, weighted, seed, before)
     del ranges  # each range's rows go once its knowledge is drawn
-    parts = runner.each_kept(_class_part, kept)
-    sizes = engine.min_support(of_parts(parts, first, runner)).minimum
-    engine.forget()
-    del parts
     n_bins, known, dimensionality = 0, 0, 0
     active = np.zeros(0, dtype=np.int64)
     for top, held, counts, d in runner.each_streamed(_census, kept):
         n_bins, known, dimensionality = max(n_bins, top + 1), known + held, max(dimensionality, d)
         active = np.r_[active, np.zeros(max(counts.shape[0] - active.shape[0], 0), np.int64)]
         active[: counts.shape[0]] += counts
+    choose(int(offsets[-1]))
+    sizes = _class_sizes(runner, kept, first, n_bins, engine.worker())
     present = np.diff(offsets) > 0
     rng = _stream(seed, int(offsets[-1]))  # past the knowledge's numbers
     users = sampled_users(present, samples, rng)
@@ -121,6 +123,24 @@ def disclosure_in_ranges(
         sizes, present, users, chunks_added(found), q, untouched_kl, n_bins, dimensionality or None
     )
     return measures, known
+
+
+def _class_sizes(
+    runner: Any, kept: list[Any], first: np.ndarray, n_bins: int, worker: tuple[int | None, bool]
+) -> np.ndarray:
+    """|E_i| per user (0 for a user without any bin): each range's users' knowledge,
+    CLASSES users at a time, sent to every worker holding ranges, which counts the
+    members it holds of each one's class (`class_members`); the counts added up. No
+    range's records leave its worker."""
+    sizes = np.zeros(int(first[-1]), dtype=np.int64)
+    calls = (
+        (held, (lo, min(lo + CLASSES, b - a), n_bins, worker))
+        for held, a, b in zip(kept, first[:-1].tolist(), first[1:].tolist(), strict=True)
+        for lo in range(0, b - a, CLASSES)
+    )
+    for users, counts in runner.checked(_queries, calls, _members_here, kept, _added):
+        sizes[users] = counts
+    return sizes
 
 
 def _chunk(
@@ -168,9 +188,17 @@ def _drawn(
     at the range's first row."""
     records = cast(CountedView, rows.view).elements()
     known = draw_knowledge(records, points, weighted, _stream(seed, before[rows.first]))
-    ones = Elements(records.offsets, records.elements, np.ones(records.elements.shape[0]))
+    ones = _ones(records.offsets, records.elements)
     d = int(getattr(rows.view, "dimensionality", 0))
-    return KnowledgeRange(rows.first, ones, ones.select(known), d)
+    owners = np.repeat(np.arange(records.n_users), records.lengths)
+    offsets = np.zeros(records.n_users + 1, dtype=np.int64)
+    np.cumsum(np.bincount(owners[known], minlength=records.n_users), out=offsets[1:])
+    return KnowledgeRange(rows.first, ones, _ones(offsets, records.elements[known]), d)
+
+
+def _ones(offsets: np.ndarray, elements: np.ndarray) -> Elements:
+    """Lists whose values are all 1 (no memory of their own: counting reads no value)."""
+    return Elements(offsets, elements, np.broadcast_to(np.float64(1.0), elements.shape))
 
 
 def _stream(seed: Seed, ahead: int) -> np.random.Generator:
@@ -181,11 +209,47 @@ def _stream(seed: Seed, ahead: int) -> np.random.Generator:
     return np.random.Generator(bits)
 
 
-def _class_part(held: KnowledgeRange) -> Part:
-    """The range's share of the classes' counting problem (measures/disclosure.class_sizes)."""
-    sizes = held.known.lengths.astype(np.int64)
-    spec = QuerySpec(held.known, size_lo=sizes, size_hi=sizes)
-    return surveyed(CountingProblem(held.records, spec, match="contains"))
+# a range's users whose knowledge goes to the workers at once to be counted
+CLASSES = 1 << 16
+
+# a class query as it travels: the known bins (offsets, bins), the users asking (among
+# all), the number of bins and how the kernels run
+Queries = tuple[np.ndarray, np.ndarray, np.ndarray, int, tuple[int | None, bool]]
+
+
+def _queries(
+    held: KnowledgeRange, lo: int, hi: int, n_bins: int, worker: tuple[int | None, bool]
+) -> Queries:
+    """The knowledge of the range's users [lo, hi) who know a bin, as class queries."""
+    known = held.known
+    local = lo + np.flatnonzero(known.lengths[lo:hi] > 0)
+    lengths = known.lengths[local].astype(np.int64)
+    offsets = np.r_[0, np.cumsum(lengths)].astype(np.int64)
+    elements = known.elements[known.offsets[lo] : known.offsets[hi]]
+    return offsets, elements.astype(np.int64), local + held.first, n_bins, worker
+
+
+def _members_here(queries: Queries, *held: KnowledgeRange) -> np.ndarray:
+    """The members of each query's class among the users of the ranges `held` (on one
+    worker: a task whose kernels run as the planning process chose)."""
+    from prudence_cli.engine.tasks import _as_planned
+
+    offsets, elements, _, n_bins, worker = queries
+    _as_planned(worker)
+    counts = np.zeros(offsets.shape[0] - 1, dtype=np.int64)
+    for part in held:
+        records = part.records
+        found = class_members(
+            records.offsets, records.elements, *part.postings(n_bins), offsets, elements
+        )
+        counts += found
+    return counts
+
+
+def _added(queries: Queries, *counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The users asking, and their classes' members over every worker."""
+    users = queries[2]
+    return users, np.sum(counts, axis=0) if counts else np.zeros(users.shape[0], np.int64)
 
 
 def _census(held: KnowledgeRange) -> tuple[int, int, np.ndarray, int]:

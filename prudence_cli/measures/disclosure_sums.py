@@ -218,6 +218,21 @@ def member_bins(offsets, elements, post_offsets, post_users, q_offsets, q_elemen
 
 
 @kernel
+def class_members(offsets, elements, post_offsets, post_users, q_offsets, q_elements):
+    """Per query t of q_elements[q_offsets[t]:q_offsets[t + 1]] (not empty): how many
+    users of these lists hold all of it (the members of its class here)."""
+    n_queries = q_offsets.shape[0] - 1
+    members = np.zeros(n_queries, np.int64)
+    for t in range(n_queries):
+        a = q_offsets[t]
+        b = q_offsets[t + 1]
+        for v in candidates(post_offsets, post_users, q_elements, a, b):
+            if _holds(elements, offsets[v], offsets[v + 1], q_elements, a, b):
+                members[t] += 1
+    return members
+
+
+@kernel
 def em_kl_of_counts(
     members,
     offsets,

@@ -185,21 +185,24 @@ def activity(draw):
     st.integers(2, 5),
     st.sampled_from([1, 2, 4096]),
     st.sampled_from([1, 7, 1 << 22]),
+    st.sampled_from([1, 3, 1 << 16]),
     st.integers(0, 3),
 )
 def test_unicity_in_ranges_is_the_whole_one(
-    view, points, draw, samples, shards, chunk, fetched, seed
+    view, points, draw, samples, shards, chunk, fetched, classes, seed
 ):
     """Unicity made in ranges of users (measures/disclosure_ranges.py) — each range
     drawing its users' knowledge from the whole draw's stream at its first row, the
-    classes counted in ranges, EM/KL from the ranges' counts of each class, chunk by
-    chunk, a few classes' rows at a time — gives the whole computation's numbers, to the
-    bit: risks, every measure, the per-bin EM and KL."""
+    classes counted where the ranges are, a few users' knowledge at a time, EM/KL from
+    the ranges' counts of each class, chunk by chunk, a few classes' rows at a time —
+    gives the whole computation's numbers, to the bit: risks, every measure, the
+    per-bin EM and KL."""
     from prudence_cli.engine.runner import LocalRunner
 
     level = KnowledgeLevel("unicity", (("points", points), ("draw", draw), ("samples", samples)))
     default, measures.disclosure_sums.EM_KL_CHUNK = measures.disclosure_sums.EM_KL_CHUNK, chunk
     group, measures.disclosure_ranges.FETCHED = measures.disclosure_ranges.FETCHED, fetched
+    sent, measures.disclosure_ranges.CLASSES = measures.disclosure_ranges.CLASSES, classes
     try:
         whole = ATTACKS["unicity"].risks(view, level, Engine(seed=seed))
         ranged = ATTACKS["unicity"].risks(
@@ -208,6 +211,7 @@ def test_unicity_in_ranges_is_the_whole_one(
     finally:
         measures.disclosure_sums.EM_KL_CHUNK = default
         measures.disclosure_ranges.FETCHED = group
+        measures.disclosure_ranges.CLASSES = sent
     assert np.array_equal(whole.risk, ranged.risk)
     assert whole.instances == ranged.instances
     assert whole.measures.keys() == ranged.measures.keys()
