@@ -155,18 +155,3 @@ def number_bins(
         }
     )
     return BinNumbering(period, keys, table, len(spaces) * span)
-
-
-def bin_rows(
-    user: np.ndarray,
-    space: np.ndarray,
-    tbin: np.ndarray,
-    spaces: pd.DataFrame,
-    seconds: int,
-    period: tuple[int, int],
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, pd.DataFrame, int]:
-    """(user, bin, activity) rows sorted by user and bin, the bins table, and the
-    profile's dimensionality d = space units × time bins of the period (its first and last
-    time bin, see `period_bins`): the d of the EM- and KL-disclosure averages."""
-    numbering = number_bins(distinct(bin_keys(space, tbin, period)[1]), spaces, seconds, period)
-    return (*numbering.rows(user, space, tbin), numbering.table, numbering.d)

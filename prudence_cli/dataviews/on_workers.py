@@ -106,7 +106,7 @@ def kept_view(
     """The view `view_id` of the points `placed` on the grid of side `grid` (None: their
     towers or segments; or in the regions of the GeoJSON layer `regions`), built in
     ranges on the workers and kept there. A bins view's bins are numbered across the
-    ranges first (PointsOnWorkers.bins): its locations are those bins."""
+    ranges first (`bin_numbering`): its locations are those bins."""
     build = _Builder(view_class, view_id, dimensions, settings)
     layer = None
     if regions is not None:  # read here, placed there (build.locate_regions)

@@ -45,7 +45,7 @@ class Space:
 class Activity(Protocol):
     """The selected points' activity per space unit and time bin, wherever the points
     are: here (`PointsActivity`) or on a cluster's workers
-    (cluster_views.RangesActivity)."""
+    (measures/ranges_activity.RangesActivity)."""
 
     def counts(self, space: Space, seconds: int) -> pd.DataFrame:
         """Points per (unit, time bin of `seconds` on the local clock): columns unit,

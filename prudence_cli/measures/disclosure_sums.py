@@ -12,6 +12,7 @@ the same bins in the same order — a bin's place is where the first member acti
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -326,9 +327,9 @@ def _user_terms(
         em_term = abs(p1 - q[e])
         kl_term = 0.0
         if p1 > 0:
-            kl_term += p1 * np.log(p1 / q[e])
+            kl_term += p1 * math.log(p1 / q[e])
         if p1 < 1:
-            kl_term += (1 - p1) * np.log((1 - p1) / (1 - q[e]))
+            kl_term += (1 - p1) * math.log((1 - p1) / (1 - q[e]))
         em += em_term - q[e]
         kl += kl_term - untouched_kl[e]
         em_sum[e] += em_term

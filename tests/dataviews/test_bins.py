@@ -7,11 +7,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prudence_cli.dataviews.bins import bin_rows, period_bins
+from prudence_cli.arrays import distinct
+from prudence_cli.dataviews.bins import bin_keys, number_bins, period_bins
 from prudence_cli.dataviews.trajectory import local_bins
 
 HOUR = 3600
 ROME = "Europe/Rome"
+
+
+def bin_rows(user, space, tbin, spaces, seconds, period):
+    """(user, bin, activity) rows, the bins table and d, as BinsView.build numbers the
+    bins of these points."""
+    numbering = number_bins(distinct(bin_keys(space, tbin, period)[1]), spaces, seconds, period)
+    return (*numbering.rows(user, space, tbin), numbering.table, numbering.d)
 
 
 def ns(text: str) -> int:

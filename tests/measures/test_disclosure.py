@@ -112,6 +112,27 @@ def test_measures_equal_the_literal_definitions(case, chunk):
     assert remap is not None
 
 
+def test_em_and_kl_are_the_same_as_python_and_compiled():
+    """The kernels run as Python or compiled by numba, as the work and numba's cache
+    decide (engine/jit.py): the measures must not depend on it, to the last bit — KL's
+    logarithms are the C library's both ways (numpy's own may differ by one ulp)."""
+    from prudence_cli.engine import jit
+
+    rng = np.random.default_rng(11)
+    lengths = rng.integers(1, 9, 300)
+    bins = np.concatenate([np.sort(rng.choice(40, n, replace=False)) for n in lengths])
+    counts = rng.integers(1, 20, bins.size).astype(float)
+    lists = Elements.from_rows(300, np.repeat(np.arange(300), lengths), bins, counts)
+    known = draw_knowledge(lists, 2, True, np.random.default_rng(3))
+    found = []
+    for mode in ("python", "compiled"):
+        with jit.running(mode):
+            found.append(disclosure(lists, known, Engine(), None, np.random.default_rng(4)))
+    python, compiled = found
+    for name in ("em_user", "kl_user", "em_attribute", "kl_attribute"):
+        assert np.array_equal(getattr(python, name), getattr(compiled, name)), name
+
+
 def test_knowledge_draws_are_seeded_and_weighted():
     recs = Elements.from_rows(
         1, np.zeros(4, dtype=int), np.arange(4), np.array([1.0, 1.0, 1.0, 97.0])
