@@ -31,7 +31,7 @@ import pandas as pd
 from prudence_cli import columns as C
 from prudence_cli.arrays import distinct
 from prudence_cli.cluster_input import Kept, read_and_select
-from prudence_cli.cluster_scratch import Scratch
+from prudence_cli.cluster_scratch import Scratch, given_back
 from prudence_cli.cluster_select import (
     POINT_FORMATS,
     Placed,
@@ -100,7 +100,7 @@ class PointsOnWorkers:
     locations: pd.DataFrame | None  # towers or segments, numbered
     closed: bool = False
     grid_made: tuple[float | None, ...] = ()  # the grid whose pairs the ranges keep (`views`)
-    cells_made: tuple[float, pd.DataFrame, np.ndarray] | None = None  # the last grid's (`_space`)
+    cells_made: tuple[float, pd.DataFrame, np.ndarray] | None = None  # the last grid's (`space`)
 
     def views(
         self,
@@ -136,6 +136,8 @@ class PointsOnWorkers:
             )
 
         found = dict(self._each(holding, submit))
+        with contextlib.suppress(Exception):  # what building the views freed goes back
+            self.kept.client.run(given_back, on_error="ignore")
         return table, [found[t.k] for t in holding]
 
     def space(

@@ -49,7 +49,7 @@ class Located:
     pair_count: np.ndarray  # per point: visits of its (user, location) pair
     pairs: Pairs | None = None  # on a grid or towers: the pairs the points make
     # a range of users' points on a worker: the whole view's bins (bins.BinNumbering)
-    bins: Any = None  # (dataviews/bins.BinNumbering)
+    bins: Any = None
 
 
 @dataclass(frozen=True)

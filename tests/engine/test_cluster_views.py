@@ -86,7 +86,7 @@ def test_views_kept_on_the_workers_are_the_local_ones(
     config = load_config(CONFIGS / f"{name}.yaml")
     _parts(config.input.path, tmp_path / "parts")
     dims = config.dataview.dimensions
-    if name == "unicity":  # bins; no utility aggregate (it reads the points here)
+    if name == "unicity":  # bins alone (the aggregate has a test of its own)
         config = dataclasses.replace(config, utility_aggregate=None)
         times = ("time", dict(dims)["time"][:2])
         if grids == "towers":

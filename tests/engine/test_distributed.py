@@ -77,7 +77,8 @@ def _same_catalog(a: Path, b: Path) -> int:
     from prudence_cli.catalog.folder import RISKS_TEXT, VIEW_TEXT
     from prudence_cli.catalog.tables import parts_of, read_table
 
-    pd.testing.assert_frame_equal(pd.read_csv(a / "irac.csv"), pd.read_csv(b / "irac.csv"))
+    irac = pd.read_csv(a / "irac.csv"), pd.read_csv(b / "irac.csv")
+    pd.testing.assert_frame_equal(*irac, check_exact=True)
     names = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
     folders = {name for name in names if (b / name).is_dir()}
     parted = {p.relative_to(b) for name in folders for p in parts_of(b / name)}
