@@ -221,11 +221,9 @@ def _queries(
     held: KnowledgeRange, lo: int, hi: int, n_bins: int, worker: tuple[int | None, bool]
 ) -> Queries:
     """The knowledge of the range's users [lo, hi) who know a bin, as class queries."""
-    known = held.known
-    local = lo + np.flatnonzero(known.lengths[lo:hi] > 0)
-    lengths = known.lengths[local].astype(np.int64)
+    local = lo + np.flatnonzero(held.known.lengths[lo:hi] > 0)
+    lengths, elements = _lists_of(held.known, local)
     offsets = np.r_[0, np.cumsum(lengths)].astype(np.int64)
-    elements = known.elements[known.offsets[lo] : known.offsets[hi]]
     return offsets, elements.astype(np.int64), local + held.first, n_bins, worker
 
 
@@ -263,12 +261,16 @@ def _census(held: KnowledgeRange) -> tuple[int, int, np.ndarray, int]:
 def _known_of(held: KnowledgeRange, users: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The known bins of those of `users` (ascending, among all) in the range: the
     length of each one's, and the bins one after the other."""
-    local = users[(users >= held.first) & (users < held.last)] - held.first
-    known = held.known
-    lengths = known.lengths[local].astype(np.int64)
-    parts = [known.elements[known.offsets[u] : known.offsets[u + 1]] for u in local.tolist()]
-    elements = np.concatenate(parts) if parts else np.zeros(0, dtype=known.elements.dtype)
-    return lengths, elements
+    return _lists_of(held.known, users[(users >= held.first) & (users < held.last)] - held.first)
+
+
+def _lists_of(lists: Elements, users: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The lists of `users` (ascending): the length of each, and their elements one
+    after the other."""
+    lengths = lists.lengths[users].astype(np.int64)
+    before = np.cumsum(lengths) - lengths  # where each one's elements go
+    at = np.repeat(lists.offsets[users] - before, lengths) + np.arange(int(lengths.sum()))
+    return lengths, lists.elements[at]
 
 
 def _members_of(

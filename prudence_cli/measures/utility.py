@@ -41,7 +41,10 @@ def aggregate_utility(config: Config, selection: Selection) -> pd.DataFrame:
     if selection.placed is not None:  # the points are on Dask workers: counted there
         from prudence_cli.measures.ranges_activity import RangesActivity  # Dask's
 
-        activity = RangesActivity(selection.placed, timezone)
+        wanted: dict[Space, set[int]] = {target: {aggregate.seconds}}
+        for _, space, seconds in profiles:  # each space's points placed once
+            wanted.setdefault(space, set()).add(seconds)
+        activity = RangesActivity(selection.placed, timezone, wanted)
     return aggregate_table(activity, profiles, (target, aggregate.seconds))
 
 
