@@ -60,11 +60,9 @@ class UnicityAttack(Attack[CountedView]):
         risk = np.zeros(view.n_users)
         present = found.class_size > 0
         risk[present] = 1.0 / found.class_size[present]
-        labels = view.locations["label"].to_numpy()
-        bins = np.arange(found.em_attribute.shape[0])
-        table = pd.DataFrame(
-            {"bin": labels[bins], "em": found.em_attribute, "kl": found.kl_attribute}
-        )
+        # the labels as the table holds them (millions of bins: no Python string a bin)
+        labels = view.locations["label"].array[: found.em_attribute.shape[0]]
+        table = pd.DataFrame({"bin": labels, "em": found.em_attribute, "kl": found.kl_attribute})
         measures = {
             "unicity": found.unicity,
             "k_disclosure": found.k_disclosure,

@@ -319,11 +319,13 @@ def gathered(labels: np.ndarray, codes: np.ndarray) -> Any:
     return labels[codes]
 
 
-def text_column(values: np.ndarray) -> Any:
-    """A numpy array of text as a table's text column (see `gathered`)."""
+def text_column(values: np.ndarray | pa.Array) -> Any:
+    """A numpy or Arrow array of text as a table's text column (see `gathered`)."""
+    if not isinstance(values, pa.Array):
+        values = pa.array(values, type=pa.string())
     if _ARROW_TEXT is not None:
-        return pd.array(pa.array(values, type=pa.string()), dtype=_ARROW_TEXT)
-    return values.astype(object)
+        return pd.array(values, dtype=_ARROW_TEXT)
+    return values.to_numpy(zero_copy_only=False).astype(object)
 
 
 def _arrow_text() -> Any:

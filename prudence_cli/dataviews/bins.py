@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from prudence_cli import columns as C
 from prudence_cli.arrays import distinct
@@ -22,6 +24,7 @@ from prudence_cli.dataviews.base import (
     BuildSettings,
     Dimensions,
     Located,
+    text_column,
 )
 from prudence_cli.dataviews.presence import PresenceView
 from prudence_cli.dataviews.trajectory import local_bins
@@ -142,16 +145,24 @@ def number_bins(
     keys: np.ndarray, spaces: pd.DataFrame, seconds: int, period: tuple[int, int]
 ) -> BinNumbering:
     """The numbering of the bins of the distinct, sorted `keys` (`bin_keys`): their
-    table, labelled space@start, and d = space units × time bins of the period."""
+    table, labelled space@start, and d = space units × time bins of the period. The
+    labels are joined as Arrow text from those of the space units and of the time bins
+    used (millions of bins: no Python string a bin)."""
     low, high = period
-    span = high - low + 1
-    bin_space = keys // span
-    starts = pd.to_datetime((keys % span + low) * seconds, unit="s").strftime("%Y-%m-%dT%H:%M")
+    bin_space, offset = np.divmod(keys, high - low + 1)
+    times, time_of = np.unique(offset, return_inverse=True)
+    starts = pd.to_datetime((times + low) * seconds, unit="s").strftime("%Y-%m-%dT%H:%M")
+    space_labels = pa.array(spaces["label"].to_numpy().astype(str), type=pa.string())
+    labels = pc.binary_join_element_wise(
+        space_labels.take(bin_space),
+        pa.array(np.asarray(starts, dtype=str), type=pa.string()).take(time_of.ravel()),
+        "@",
+    )
     table = pd.DataFrame(
         {
-            "label": spaces["label"].to_numpy()[bin_space].astype(str) + "@" + np.asarray(starts),
+            "label": text_column(labels),
             "lon": spaces["lon"].to_numpy()[bin_space],
             "lat": spaces["lat"].to_numpy()[bin_space],
         }
     )
-    return BinNumbering(period, keys, table, len(spaces) * span)
+    return BinNumbering(period, keys, table, len(spaces) * (high - low + 1))

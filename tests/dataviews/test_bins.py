@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from prudence_cli.arrays import distinct
 from prudence_cli.dataviews.bins import bin_keys, number_bins, period_bins
@@ -72,3 +74,32 @@ def test_d_is_every_space_unit_times_every_time_bin_of_the_period():
     assert again[4] == 3 * 6 and again[3]["label"].tolist() == table["label"].tolist()
     with pytest.raises(ValueError, match="outside the period"):
         bin_rows(user, space, tbin, spaces, HOUR, (period[0] + 1, period[1]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    data=st.data(),
+    seconds=st.sampled_from([900, HOUR, 6 * HOUR, 86400]),
+    low=st.integers(-50, 500_000),
+    numbers=st.booleans(),
+)
+def test_bins_are_labelled_space_at_their_start_on_the_local_clock(data, seconds, low, numbers):
+    """Each bin's label, lon and lat, as the literal space@start of its key: a space
+    unit's label (text, or numbers as text) and its time bin's start."""
+    n_space = data.draw(st.integers(1, 6))
+    span = data.draw(st.integers(1, 40))
+    labels = list(range(100, 100 + n_space)) if numbers else [f"s{i}-é" for i in range(n_space)]
+    spaces = pd.DataFrame(
+        {"label": labels, "lon": np.arange(n_space) + 0.5, "lat": -np.arange(n_space) - 0.25}
+    )
+    keys = np.array(
+        sorted(data.draw(st.sets(st.integers(0, n_space * span - 1), max_size=30))), dtype=np.int64
+    )
+    numbering = number_bins(keys, spaces, seconds, (low, low + span - 1))
+    table = numbering.table
+    assert numbering.d == n_space * span and len(table) == keys.size
+    for key, (label, lon, lat) in zip(keys, table.itertuples(index=False), strict=True):
+        space, offset = divmod(int(key), span)
+        start = pd.Timestamp((low + offset) * seconds, unit="s").strftime("%Y-%m-%dT%H:%M")
+        assert label == f"{labels[space]}@{start}"
+        assert (lon, lat) == (spaces["lon"][space], spaces["lat"][space])
