@@ -36,16 +36,15 @@ from prudence_cli.engine import compiled, jit, ranged, ranged_sampled
 from prudence_cli.engine.indexes import _by_rarity, _Indexes, _n_elements, _query_sizes_ok
 from prudence_cli.engine.jit import set_threads
 from prudence_cli.engine.plan import (
-    _BYTES_PER_ELEMENT,
     _BYTES_PER_INSTANCE,
     _BYTES_PER_KEY_ELEMENT,
-    _BYTES_PER_USER,
     STRATEGIES,
     SizePlan,
     _gb,
     _partitions,
     _query_sizes,
     drawing_targets,
+    level_bytes,
     plan_cost,
     size_plans,
     size_work,
@@ -263,7 +262,7 @@ class Engine:
         and `users`: `partition_instances`, or fewer to fit `memory`."""
         if self.memory is None:
             return self.partition_instances
-        base = _BYTES_PER_ELEMENT * elements + _BYTES_PER_USER * users
+        base = level_bytes(elements, users)
         per_instance = _BYTES_PER_INSTANCE + _BYTES_PER_KEY_ELEMENT * s
         room = self.memory - base
         if room < per_instance:
@@ -352,10 +351,11 @@ class Engine:
         partition's, its positions numbered as its shard numbers them (None: whole);
         with `postings` (the indexes and the number of elements) the tasks also take the
         posting lists of the data they have."""
-        count = self.runner.shards
-        if count <= 1 or len(parts) <= 1:
+        if self.runner.shards <= 1 or len(parts) <= 1:
             shared: Any = problem if postings is None else (problem, postings[0].postings())
             return self.runner.run(task, shared, (arguments(None, lo, hi) for lo, hi in parts))
+        elements = problem.members.elements.shape[0] + problem.queries.elements.elements.shape[0]
+        count = self.runner.shard_count(level_bytes(elements, problem.n_users))
 
         def sharded() -> Iterator[tuple[Any, list[tuple[Any, ...]]]]:
             for (lo, hi), group in shard_ranges(parts, weights, count):

@@ -25,6 +25,12 @@ _BYTES_PER_ELEMENT = 48  # the level's data: lists, values, posting lists, start
 _BYTES_PER_USER = 40  # offsets, supports, partial results
 
 
+def level_bytes(elements: int, users: int) -> int:
+    """About the memory of a level's data: `elements` positions (members and queries)
+    of `users`, with what its tasks derive from them (posting lists, start indexes)."""
+    return _BYTES_PER_ELEMENT * elements + _BYTES_PER_USER * users
+
+
 @dataclass(frozen=True)
 class SizePlan:
     """The work for one query size: instance counts and the chosen strategy."""

@@ -40,6 +40,7 @@ from prudence_cli.engine.plan import (
     _partitions,
     _query_sizes,
     drawing_targets,
+    level_bytes,
     size_plans,
     size_work,
     work_cost,
@@ -360,8 +361,9 @@ class _Level:
         weights: np.ndarray,
         arguments: Any,
     ) -> None:
+        count = self.runner.shard_count(level_bytes(self.planned.elements, self.users))
+
         def shards() -> Iterator[tuple[Joined, list[tuple[Any, ...]]]]:
-            count = max(self.runner.shards, 1)
             for (lo, hi), group in shard_ranges(parts, weights, count):
                 pieces = self.runner.each_kept(_cut, self.parts, lo, hi, kind)
                 shared = Joined(ShardJoiner(self.n, kind), pieces)

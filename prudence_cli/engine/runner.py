@@ -27,7 +27,12 @@ from typing import Any, Protocol
 import numpy as np
 
 from prudence_cli.engine.connect import connected
-from prudence_cli.engine.streams import IN_FLIGHT, arrays_as_arguments, gathered, streamed
+from prudence_cli.engine.streams import (
+    IN_FLIGHT,
+    arrays_as_arguments,
+    one_shard_a_worker,
+    streamed,
+)
 from prudence_cli.errors import PrudenceError
 
 Task = Callable[..., Any]
@@ -77,6 +82,11 @@ class LocalRunner:
 
     def __init__(self, shards: int = 1) -> None:
         self.shards = shards  # more than 1: the engine cuts levels into shards (tests)
+
+    def shard_count(self, level_bytes: int) -> int:
+        """Shards of a level of about `level_bytes` (here: as many as the runner was
+        given, whatever their size)."""
+        return self.shards
 
     def run(self, task: Task, shared: Any, arguments: Iterable[tuple[Any, ...]]) -> Iterator[Any]:
         for args in arguments:
@@ -180,7 +190,8 @@ class DaskRunner:
         self.addresses = sorted(nthreads)
         self.workers = len(self.addresses)
         self.threads = sum(nthreads.values())  # tasks the workers run at once
-        self.shards = self.workers  # a shard of each level per worker
+        self.shards = self.workers  # a shard of each level per worker, or more (`shard_count`)
+        self.memory_limit = _smallest_limit(self.client)
         self.scheduler = scheduler or "LocalCluster"
         # where futures kept by `pinned` and `each_kept` are, by key (a few per level)
         self._homes: dict[str, list[str] | None] = {}
@@ -214,40 +225,37 @@ class DaskRunner:
         )
         return handle
 
+    def shard_count(self, level_bytes: int) -> int:
+        """Shards of a level of about `level_bytes`: one per worker, more when one would
+        not fit a `SHARD_SHARE` of the smallest worker's memory limit (Dask's; none: no
+        more). A worker holds one shard at a time (`run_sharded`)."""
+        if self.memory_limit <= 0:
+            return self.shards
+        return max(self.shards, -(-level_bytes * SHARD_SHARE // self.memory_limit))
+
     def run_sharded(
         self, task: Task, shards: Shards, prepare: Callable[[Any], Any] | None = None
     ) -> Iterator[Any]:
-        """Each shard's data sent to one worker (in turn) and its tasks run there, where
-        the data is: no worker holds another's shard (elsewhere only when that worker is
-        gone: a restarted worker has another address). One shard is built at a time
-        here, and dropped once sent; a `Joined` one is joined there from its pieces, and
-        they go before the next shard's are cut. `prepare` (of a shard's data) runs once on its
-        worker, and its tasks take what it gives: what can be derived there is not sent."""
-        futures: list[Any] = []
-        handles: list[Any] = []
+        """Each shard's data sent to one worker and its tasks run there, where the data
+        is, a worker holding one shard at a time (streams.one_shard_a_worker). A
+        `Joined` shard is joined there from its pieces, and they go before the next
+        shard's are cut. `prepare` (of a shard's data) runs once on its worker, and its
+        tasks take what it gives: what can be derived there is not sent."""
         from distributed import wait
 
-        for k, (shared, arguments) in enumerate(shards):
-            where = self._where(k)
+        def send(shared: Any, where: list[str] | None) -> Any:
             if isinstance(shared, Joined):  # joined there, from the workers of its pieces
                 handle = self._joined(shared, where)
                 wait([handle])  # its pieces go before the next shard's are cut
             else:
                 handle = self._scattered(shared, where)
-            del shared
             if prepare is not None:  # the shard as sent goes once prepared (a dependency)
                 handle = self.client.submit(
                     prepare, handle, pure=False, workers=where, allow_other_workers=True
                 )
-            handles.append(handle)
-            with arrays_as_arguments():
-                futures.extend(
-                    self.client.submit(
-                        task, handle, *args, pure=False, workers=where, allow_other_workers=True
-                    )
-                    for args in arguments
-                )
-        return gathered(futures, handles)
+            return handle
+
+        return one_shard_a_worker(self.client, self.addresses, task, shards, send)
 
     def _joined(self, shared: Joined, where: list[str] | None) -> Any:
         """A future of the shard's data joined on `where` from its pieces, a task per
@@ -469,3 +477,14 @@ _WATCH_SECONDS = 2.0
 
 # arguments of `each` from this size are sent to each worker once, not with every task
 _SCATTER_FROM = 1 << 20
+
+# a level's shard is sized to this share of the smallest worker's memory limit: the rest
+# is for its partitions' tasks, the pieces of the next shard and Dask itself
+SHARD_SHARE = 3
+
+
+def _smallest_limit(client: Any) -> int:
+    """The smallest memory limit of the workers (Dask's, bytes; 0: some have none), of
+    those scheduler_info describes (some versions of distributed cap them at five)."""
+    limits = [w.get("memory_limit") or 0 for w in client.scheduler_info()["workers"].values()]
+    return min(limits) if limits and min(limits) > 0 else 0

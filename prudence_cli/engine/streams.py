@@ -1,5 +1,6 @@
-"""Dask futures as a stream: a window of tasks in flight, each result released once
-read, and whatever is left cancelled when the reader stops (engine/runner.py)."""
+"""Dask futures as a stream: a window of tasks in flight, or one shard of a level a
+worker at a time; each result released once read, and whatever is left cancelled when
+the reader stops (engine/runner.py)."""
 
 from __future__ import annotations
 
@@ -57,16 +58,77 @@ def streamed(
         handles.clear()
 
 
-def gathered(futures: list[Any], handles: list[Any]) -> Iterator[Any]:
-    """The futures' results as they complete, each released once read; whatever is not
-    done is cancelled if the caller stops early, and the data they shared let go."""
+# the priority of a shard's tasks: behind the cutting and joining of the next shard,
+# which then runs on a busy worker between them, not after them all
+BEHIND = -1
+
+
+def one_shard_a_worker(
+    client: Any,
+    addresses: list[str],
+    task: Callable[..., Any],
+    shards: Iterable[tuple[Any, Iterable[tuple[Any, ...]]]],
+    send: Callable[[Any, list[str] | None], Any],
+) -> Iterator[Any]:
+    """The results of `task(handle, *args)` for each (data, arguments) of `shards`, as
+    they complete, each shard's data sent to one of the workers at `addresses` (any:
+    none) by `send(data, [address])`, which returns the future (`handle`) its tasks
+    take there. A worker holds one shard at a time: the next shard is taken from
+    `shards` (cut) only when a worker's tasks are all read, goes to that worker, and the
+    last one's data is let go first. A shard's tasks wait behind other work on their
+    worker (`BEHIND`): the next shard's pieces are cut there while they run. Whatever
+    is not done is cancelled if the reader stops early."""
     from distributed import as_completed
 
+    free: list[str | None] = list(addresses) if addresses else [None]
+    left: dict[int, int] = {}  # per shard in flight: its tasks not read yet
+    held: dict[int, tuple[str | None, Any]] = {}  # per shard in flight: worker, data
+    of: dict[Any, int] = {}  # per task in flight: its shard
+    completed = as_completed()
+
+    def done(k: int) -> None:
+        """Shard k's tasks all read: its data let go, its worker free."""
+        del left[k]
+        address, handle = held.pop(k)
+        handle.release()
+        free.append(address)
+
+    def read(future: Any) -> Any:
+        k = of.pop(future)
+        result = future.result()
+        future.release()
+        left[k] -= 1
+        if left[k] == 0:
+            done(k)
+        return result
+
+    following = iter(shards)
     try:
-        for future in as_completed(futures):
-            yield future.result()
-            future.release()
+        for k in itertools.count():
+            while not free:  # results until a worker's shard is done
+                yield read(next(completed))
+            step = next(following, None)
+            if step is None:
+                break
+            address = free.pop(0)
+            where = [address] if address is not None else None
+            handle = send(step[0], where)
+            held[k], left[k] = (address, handle), 0
+            with arrays_as_arguments():
+                for args in step[1]:
+                    future = client.submit(
+                        task, handle, *args, pure=False, workers=where,
+                        allow_other_workers=True, priority=BEHIND,
+                    )  # fmt: skip
+                    of[future] = k
+                    left[k] += 1
+                    completed.add(future)
+            del step
+            if not left[k]:  # nothing to run: its worker is free again
+                done(k)
+        for future in completed:
+            yield read(future)
     finally:
-        for future in futures:
+        for future in of:
             future.cancel()
-        handles.clear()
+        held.clear()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import filecmp
+import itertools
 import sys
 from pathlib import Path
 
@@ -811,6 +812,99 @@ def test_a_run_takes_its_arguments_only_as_it_submits_them(cluster):
     next(stopped)
     stopped.close()  # the caller stops early: nothing more is taken or left running
     assert len(taken) <= window + 1
+
+
+def _timed_task(shared: int, k: int) -> tuple[int, int, str, float, float]:
+    import time
+
+    from distributed import get_worker
+
+    started = time.monotonic()
+    time.sleep(0.03)
+    return shared, k, get_worker().address, started, time.monotonic()
+
+
+def test_a_worker_holds_one_shard_at_a_time(cluster):
+    """More shards than workers: the next shard is cut only when a worker's tasks are
+    all read, and goes to that worker; a worker never runs two shards' tasks at once,
+    and every task of a shard runs on its one worker."""
+    read: list[tuple[int, int, str, float, float]] = []
+    read_when_cut: list[int] = []
+
+    def shards():
+        for k in range(7):
+            read_when_cut.append(len(read))
+            yield 100 + k, [(j,) for j in range(3)]
+
+    for result in cluster.run_sharded(_timed_task, shards()):
+        read.append(result)
+    assert sorted((shard, j) for shard, j, *_ in read) == [
+        (100 + k, j) for k in range(7) for j in range(3)
+    ]
+    workers = cluster.workers
+    for k, count in enumerate(read_when_cut):  # shard k waits for k - workers + 1 done
+        assert count >= 3 * max(k - workers + 1, 0), (k, count)
+    spans: dict[str, list[tuple[float, float]]] = {}
+    for shard in range(100, 107):
+        tasks = [r for r in read if r[0] == shard]
+        assert len({r[2] for r in tasks}) == 1
+        spans.setdefault(tasks[0][2], []).append(
+            (min(r[3] for r in tasks), max(r[4] for r in tasks))
+        )
+    for held in spans.values():
+        held.sort()
+        assert all(a[1] <= b[0] for a, b in itertools.pairwise(held)), held
+
+
+@pytest.mark.parametrize(("match", "mode"), MATCH_MODES)
+def test_levels_cut_in_more_shards_than_workers_count_as_the_local_engine(
+    match, mode, cluster, monkeypatch
+):
+    """Workers whose memory limit a level's shard would not fit a third of: the level
+    is cut in more shards than workers (`shard_count`), each worker holding one at a
+    time, whole or in ranges of users: a local run's supports."""
+    from prudence_cli.engine.plan import level_bytes
+    from prudence_cli.engine.ranged import split
+
+    rng = np.random.default_rng(21)
+    problem = random_problem(rng, n_users=120, n_elements=10, h=3, match=match, mode=mode)
+    here = Engine(partition_instances=15).min_support(problem).minimum
+    elements = problem.members.elements.shape[0] + problem.queries.elements.elements.shape[0]
+    monkeypatch.setattr(cluster, "memory_limit", level_bytes(elements, problem.n_users) // 2)
+    cut: list[int] = []  # per run of shards, how many were cut
+    run_sharded = cluster.run_sharded
+
+    def counted(task, shards, prepare=None):
+        cut.append(0)
+        for shared in shards:
+            cut[-1] += 1
+            yield shared
+
+    monkeypatch.setattr(
+        cluster, "run_sharded", lambda t, s, p=None: run_sharded(t, counted(t, s), p)
+    )
+    engine = Engine(partition_instances=15, runner=cluster, worker_threads=1)
+    assert np.array_equal(here, engine.min_support(problem).minimum)
+    assert cut and max(cut) > cluster.workers
+    cut.clear()
+    assert np.array_equal(here, engine.min_support(split(problem, cluster, 4)).minimum)
+    assert cut and max(cut) > cluster.workers
+
+
+def test_shards_fit_a_share_of_the_smallest_workers_limit():
+    from types import SimpleNamespace
+
+    from prudence_cli.engine.runner import SHARD_SHARE
+
+    def count(limit: int, level: int, workers: int = 2) -> int:
+        runner = SimpleNamespace(memory_limit=limit, shards=workers)
+        return DaskRunner.shard_count(runner, level)  # type: ignore[arg-type]
+
+    assert count(0, 10**12) == 2  # no limit: one per worker
+    assert count(SHARD_SHARE * 1000, 1000) == 2
+    assert count(SHARD_SHARE * 1000, 1001) == 2  # two shards of half: each fits
+    assert count(SHARD_SHARE * 1000, 2001) == 3
+    assert count(SHARD_SHARE * 1000, 10_000, workers=4) == 10
 
 
 def _total(shared: int, values: np.ndarray) -> float:
