@@ -31,6 +31,12 @@ def distinct_sorted(ordered: np.ndarray) -> np.ndarray:
     return found
 
 
+def union_sorted(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The distinct values of two ascending arrays, ascending: a stable sort of the two
+    one after the other merges their runs."""
+    return distinct_sorted(np.sort(np.concatenate((a, b)), kind="stable"))
+
+
 def stable_order(values: np.ndarray) -> np.ndarray:
     """`np.argsort(values, kind="stable")`, several times faster for non-negative
     integers. Up to RADIX_BITS bits, by a radix sort: numpy's stable sort of the low 16

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import os
 import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -29,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from prudence_cli import columns as C
-from prudence_cli.arrays import distinct
+from prudence_cli.arrays import union_sorted
 from prudence_cli.cluster_input import Kept, read_and_select
 from prudence_cli.cluster_scratch import Scratch, given_back
 from prudence_cli.cluster_select import (
@@ -162,12 +163,16 @@ class PointsOnWorkers:
         """`task(told, *args)` run on the worker holding each range's points (of the
         ranges holding some): the results by range number (a task returns (told.k, its
         result))."""
+        return dict(self.each_range(task, *args))
+
+    def each_range(self, task: Any, *args: Any) -> Iterator[tuple[int, Any]]:
+        """As `on_ranges`, each (range number, result) as it comes, a few at a time."""
         holding = [t for t in self.kept.told if t.points]
 
         def submit(i: int) -> Any:
             return self._pinned(task, holding[i], *args)
 
-        return dict(self._each(holding, submit))
+        return self._each(holding, submit)
 
     def broadcast(self, value: Any) -> Any:
         """`value` sent to every worker once: a future the ranges' tasks take."""
@@ -194,9 +199,11 @@ class PointsOnWorkers:
         def cells(i: int) -> Any:
             return self._pinned(range_cells, told[i], side)
 
-        seen = list(self._each(told, cells))  # in any order
-        # keys sort as the cells' ids: their distinct ones are the cells of a local run
-        keys = distinct(np.concatenate(seen)) if seen else np.zeros(0, np.int64)
+        # keys sort as the cells' ids: their distinct ones are the cells of a local run,
+        # each range's joined in as they come (a fine grid: millions a range)
+        keys = np.zeros(0, np.int64)
+        for seen in self._each(told, cells):
+            keys = union_sorted(keys, seen)
         cx, cy = cells_of_keys(keys)
         lon, lat, off_map = cell_centres(cx, cy, side, self.crs)
         if off_map.any():  # each off the map at its nearest point, of any range
@@ -270,7 +277,8 @@ class Built:
     rows: np.ndarray  # int32 per user
     visits: np.ndarray | None  # float per user (the visits coverage); None: its rows
     places: np.ndarray | None  # float per user (the locations coverage); None: its rows
-    used: np.ndarray  # the location codes it holds, ascending
+    used: np.ndarray  # the location codes it holds, as bits (np.packbits; a bins view's
+    # locations are millions of bins, most held by every range)
 
 
 def range_view(
@@ -321,9 +329,17 @@ def range_view(
         per_user,
         _unless_rows(view.coverage("visits"), per_user),
         _unless_rows(view.coverage("locations"), per_user),
-        np.flatnonzero(held),
+        np.packbits(held > 0),
     )
     return told.k, built
+
+
+def locations_held(ranges: list[Built]) -> np.ndarray:
+    """The location codes some of the `ranges` hold, ascending."""
+    bits = np.zeros(max((b.used.size for b in ranges), default=0), dtype=np.uint8)
+    for b in ranges:
+        bits[: b.used.size] |= b.used
+    return np.flatnonzero(np.unpackbits(bits))
 
 
 def range_span(told: Told) -> tuple[int, tuple[int, int] | None]:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prudence_cli.arrays import distinct, stable_order
+from prudence_cli.arrays import distinct, stable_order, union_sorted
+from prudence_cli.cluster_views import locations_held
 
 
 @settings(max_examples=300, deadline=None)
@@ -52,3 +55,24 @@ def test_distinct_is_numpys_unique(values, dtype):
 def test_distinct_takes_integers_only():
     with pytest.raises(TypeError, match="integers"):
         distinct(np.array([0.5, 0.5]))
+
+
+@given(st.lists(st.lists(st.integers(-(2**40), 2**40), max_size=40), min_size=1, max_size=6))
+def test_ranges_joined_one_at_a_time_are_the_distinct_values_of_all(parts):
+    """Each part's distinct values joined in as they come (bin_numbering): np.unique of
+    them all."""
+    joined = np.zeros(0, dtype=np.int64)
+    for part in parts:
+        joined = union_sorted(joined, np.unique(np.array(part, dtype=np.int64)))
+    expected = np.unique(np.array([v for p in parts for v in p], dtype=np.int64))
+    assert joined.dtype == expected.dtype and np.array_equal(joined, expected)
+
+
+@given(st.lists(st.lists(st.booleans(), max_size=30), max_size=5))
+def test_the_locations_the_ranges_hold_are_those_of_some_range(held):
+    """Each range's locations as bits (cluster_views.Built.used), ranges of any length:
+    the codes some range holds, ascending, as int64."""
+    ranges = [SimpleNamespace(used=np.packbits(np.array(h, dtype=bool))) for h in held]
+    expected = sorted({i for h in held for i, b in enumerate(h) if b})
+    found = locations_held(ranges)  # type: ignore[arg-type]
+    assert found.dtype == np.int64 and found.tolist() == expected

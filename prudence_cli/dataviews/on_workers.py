@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import pandas as pd
 
-from prudence_cli.arrays import distinct
+from prudence_cli.arrays import distinct, union_sorted
 from prudence_cli.cluster_select import (
     POINT_FORMATS,
     Regions,
@@ -37,7 +37,7 @@ from prudence_cli.cluster_select import (
     read_ids,
 )
 from prudence_cli.cluster_tasks import pinned, windowed
-from prudence_cli.cluster_views import Built, PointsOnWorkers
+from prudence_cli.cluster_views import Built, PointsOnWorkers, locations_held
 from prudence_cli.dataviews import coverage as covered
 from prudence_cli.dataviews.base import (
     BuildSettings,
@@ -140,8 +140,9 @@ def bin_numbering(
     tbin = np.array(ends, dtype=np.int64).ravel()
     period = period_bins(tbin, seconds, timezone, *settings.period)
     space = placed.broadcast(space_keys)
-    seen = placed.on_ranges(_range_bin_keys, grid, space, seconds, timezone, period).values()
-    keys = distinct(np.concatenate(list(seen))) if seen else np.zeros(0, np.int64)
+    keys = np.zeros(0, np.int64)  # each range's bins joined in as they come: nearly all
+    for _, seen in placed.each_range(_range_bin_keys, grid, space, seconds, timezone, period):
+        keys = union_sorted(keys, seen)
     return number_bins(keys, table, seconds, period)
 
 
@@ -200,8 +201,7 @@ class KeptView:
 
     @cached_property
     def _used(self) -> np.ndarray:
-        found = [b.used for b in self.ranges]
-        return distinct(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
+        return locations_held(self.ranges)
 
     def coverage(self, kind: str) -> np.ndarray:
         """c({u}, D) per user, as the view's own (dataviews/coverage.py `counted`)."""

@@ -255,7 +255,9 @@ class DaskRunner:
                 )
             return handle
 
-        return one_shard_a_worker(self.client, self.addresses, task, shards, send)
+        for address in self.addresses:  # the shards' tasks run on their workers only
+            self._watch(address)
+        return one_shard_a_worker(self.client, self.addresses, task, shards, send, _stay)
 
     def _joined(self, shared: Joined, where: list[str] | None) -> Any:
         """A future of the shard's data joined on `where` from its pieces, a task per
@@ -300,6 +302,8 @@ class DaskRunner:
         for k, future in enumerate(kept):
             where = self._home(future, k)
             held.setdefault(where[0] if where else "", []).append(future)
+            if where:  # its counts run there only (`_stay`)
+                self._watch(where[0])
         client = self.client
 
         def submit(call: tuple[Any, tuple[Any, ...]]) -> Any:
@@ -311,12 +315,7 @@ class DaskRunner:
                 )
             counts = [
                 client.submit(
-                    count,
-                    queries,
-                    *futures,
-                    pure=False,
-                    workers=[worker] if worker else None,
-                    allow_other_workers=True,
+                    count, queries, *futures, pure=False, **_stay([worker] if worker else None)
                 )
                 for worker, futures in held.items()
             ]
@@ -477,6 +476,14 @@ _WATCH_SECONDS = 2.0
 
 # arguments of `each` from this size are sent to each worker once, not with every task
 _SCATTER_FROM = 1 << 20
+
+
+def _stay(where: list[str] | None) -> dict[str, Any]:
+    """Where a task that takes much data kept on a worker runs: on that worker only
+    (watched: `_watch`). Dask steals a task merely preferring a worker when another is
+    idle, and the data it takes goes along: the ranges a worker holds, or a shard."""
+    return {"workers": where, "allow_other_workers": where is None}
+
 
 # a level's shard is sized to this share of the smallest worker's memory limit: the rest
 # is for its partitions' tasks, the pieces of the next shard and Dask itself

@@ -69,15 +69,16 @@ def one_shard_a_worker(
     task: Callable[..., Any],
     shards: Iterable[tuple[Any, Iterable[tuple[Any, ...]]]],
     send: Callable[[Any, list[str] | None], Any],
+    where: Callable[[list[str] | None], dict[str, Any]],
 ) -> Iterator[Any]:
     """The results of `task(handle, *args)` for each (data, arguments) of `shards`, as
     they complete, each shard's data sent to one of the workers at `addresses` (any:
     none) by `send(data, [address])`, which returns the future (`handle`) its tasks
     take there. A worker holds one shard at a time: the next shard is taken from
     `shards` (cut) only when a worker's tasks are all read, goes to that worker, and the
-    last one's data is let go first. A shard's tasks wait behind other work on their
-    worker (`BEHIND`): the next shard's pieces are cut there while they run. Whatever
-    is not done is cancelled if the reader stops early."""
+    last one's data is let go first; its tasks run as `where([address])` places them,
+    behind other work on their worker (`BEHIND`): the next shard's pieces are cut there
+    while they run. Whatever is not done is cancelled if the reader stops early."""
     from distributed import as_completed
 
     free: list[str | None] = list(addresses) if addresses else [None]
@@ -111,15 +112,14 @@ def one_shard_a_worker(
             if step is None:
                 break
             address = free.pop(0)
-            where = [address] if address is not None else None
-            handle = send(step[0], where)
+            on = [address] if address is not None else None
+            handle = send(step[0], on)
             held[k], left[k] = (address, handle), 0
             with arrays_as_arguments():
                 for args in step[1]:
                     future = client.submit(
-                        task, handle, *args, pure=False, workers=where,
-                        allow_other_workers=True, priority=BEHIND,
-                    )  # fmt: skip
+                        task, handle, *args, pure=False, priority=BEHIND, **where(on)
+                    )
                     of[future] = k
                     left[k] += 1
                     completed.add(future)

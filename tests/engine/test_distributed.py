@@ -856,6 +856,38 @@ def test_a_worker_holds_one_shard_at_a_time(cluster):
         assert all(a[1] <= b[0] for a, b in itertools.pairwise(held)), held
 
 
+def _queries_of(item: int, k: int) -> int:
+    return item + k
+
+
+def _counted_where(queries: int, *held: np.ndarray) -> tuple[int, str]:
+    import time
+
+    from distributed import get_worker
+
+    time.sleep(0.02)
+    return queries + sum(int(h.sum()) for h in held), get_worker().address
+
+
+def _folded(queries: int, *counts: tuple[int, str]) -> tuple[int, list[str]]:
+    return queries, [where for _, where in counts]
+
+
+def test_counts_run_where_the_data_they_take_is_even_when_another_worker_is_idle(cluster):
+    """A worker's kept data (its ranges) is counted there and only there (`_stay`): Dask
+    steals a task that only prefers a worker when another is idle, and the data goes
+    along (at 10M people a worker then held two workers' ranges, past its memory limit;
+    this short run does not make Dask steal, it checks where the counts go)."""
+    kept = cluster.place([np.ones(1000)])  # all of it on the first worker
+    items = cluster.place([5])
+    home = cluster.addresses[0]
+    found = list(cluster.checked(_queries_of, ((items[0], (k,)) for k in range(30)),
+                                 _counted_where, kept, _folded))  # fmt: skip
+    assert sorted(q for q, _ in found) == [5 + k for k in range(30)]
+    assert {w for _, where in found for w in where} == {home}
+    cluster.unpin()
+
+
 @pytest.mark.parametrize(("match", "mode"), MATCH_MODES)
 def test_levels_cut_in_more_shards_than_workers_count_as_the_local_engine(
     match, mode, cluster, monkeypatch
