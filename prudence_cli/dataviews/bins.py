@@ -152,11 +152,12 @@ def number_bins(
     bin_space, offset = np.divmod(keys, high - low + 1)
     times, time_of = np.unique(offset, return_inverse=True)
     starts = pd.to_datetime((times + low) * seconds, unit="s").strftime("%Y-%m-%dT%H:%M")
-    space_labels = pa.array(spaces["label"].to_numpy().astype(str), type=pa.string())
+    text = pa.large_string()  # 64-bit offsets: more than 2 GiB of labels
+    space_labels = pa.array(spaces["label"].to_numpy().astype(str), type=text)
     labels = pc.binary_join_element_wise(
         space_labels.take(bin_space),
-        pa.array(np.asarray(starts, dtype=str), type=pa.string()).take(time_of.ravel()),
-        "@",
+        pa.array(np.asarray(starts, dtype=str), type=text).take(time_of.ravel()),
+        pa.scalar("@", type=text),
     )
     table = pd.DataFrame(
         {

@@ -250,23 +250,18 @@ class DaskRunner:
             else:
                 handle = self._scattered(shared, where)
             if prepare is not None:  # the shard as sent goes once prepared (a dependency)
-                handle = self.client.submit(
-                    prepare, handle, pure=False, workers=where, allow_other_workers=True
-                )
+                handle = self.client.submit(prepare, handle, pure=False, **_stay(where))
             return handle
 
-        for address in self.addresses:  # the shards' tasks run on their workers only
-            self._watch(address)
-        return one_shard_a_worker(self.client, self.addresses, task, shards, send, _stay)
+        with self._watching(self.addresses):  # the shards' tasks run on their workers only
+            yield from one_shard_a_worker(self.client, self.addresses, task, shards, send, _stay)
 
     def _joined(self, shared: Joined, where: list[str] | None) -> Any:
         """A future of the shard's data joined on `where` from its pieces, a task per
         piece (Joined)."""
         joiner, client = shared.joiner, self.client
         sizes = self.each(joiner.piece_size, shared.pieces)
-        joining = client.submit(
-            joiner.join_start, sizes, pure=False, workers=where, allow_other_workers=True
-        )
+        joining = client.submit(joiner.join_start, sizes, pure=False, **_stay(where))
         for k, piece in enumerate(shared.pieces):
             joining = client.submit(
                 joiner.join_piece,
@@ -274,12 +269,9 @@ class DaskRunner:
                 piece,
                 k,
                 pure=False,
-                workers=where,
-                allow_other_workers=True,
+                **_stay(where),
             )
-        return client.submit(
-            joiner.join_finish, joining, pure=False, workers=where, allow_other_workers=True
-        )
+        return client.submit(joiner.join_finish, joining, pure=False, **_stay(where))
 
     def place(self, items: Iterable[Any]) -> list[Any]:
         """Each of `items` sent to one worker, the k-th to the k-th worker (in turn), and
@@ -302,8 +294,6 @@ class DaskRunner:
         for k, future in enumerate(kept):
             where = self._home(future, k)
             held.setdefault(where[0] if where else "", []).append(future)
-            if where:  # its counts run there only (`_stay`)
-                self._watch(where[0])
         client = self.client
 
         def submit(call: tuple[Any, tuple[Any, ...]]) -> Any:
@@ -323,7 +313,8 @@ class DaskRunner:
                 fold, queries, *counts, pure=False, workers=home, allow_other_workers=True
             )
 
-        return streamed(submit, calls, IN_FLIGHT * max(self.threads, 1), [])
+        with self._watching([w for w in held if w]):  # counts run there only (`_stay`)
+            yield from streamed(submit, calls, IN_FLIGHT * max(self.threads, 1), [])
 
     def each(self, task: Task, placed: list[Any], *args: Any) -> list[Any]:
         """`task(item, *args)` of each item `placed`, on its worker, the results in order."""
@@ -388,6 +379,18 @@ class DaskRunner:
         gone): those workers are no longer watched, nor its futures' homes kept."""
         self._watched.clear()
         self._homes.clear()
+
+    @contextlib.contextmanager
+    def _watching(self, workers: Iterable[str]) -> Iterator[None]:
+        """`workers` watched (`_watch`) while the block runs, not after it: a later
+        worker leaving stops nothing of this run (those already watched stay so)."""
+        added = [w for w in workers if w not in self._watched]
+        for worker in added:
+            self._watch(worker)
+        try:
+            yield
+        finally:
+            self._watched.difference_update(added)
 
     def _watch(self, worker: str) -> None:
         """Watch that `worker` stays: a task pinned to a worker that left would wait for

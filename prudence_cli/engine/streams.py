@@ -96,8 +96,10 @@ def one_shard_a_worker(
 
     def read(future: Any) -> Any:
         k = of.pop(future)
-        result = future.result()
-        future.release()
+        try:
+            result = future.result()
+        finally:  # a task's error goes up with nothing of it kept here
+            future.release()
         left[k] -= 1
         if left[k] == 0:
             done(k)
@@ -131,4 +133,7 @@ def one_shard_a_worker(
     finally:
         for future in of:
             future.cancel()
+            future.release()
+        for _, handle in held.values():
+            handle.release()
         held.clear()

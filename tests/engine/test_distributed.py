@@ -854,6 +854,25 @@ def test_a_worker_holds_one_shard_at_a_time(cluster):
     for held in spans.values():
         held.sort()
         assert all(a[1] <= b[0] for a, b in itertools.pairwise(held)), held
+    assert not cluster._watched  # watched while it ran only: a later leave stops nothing
+
+
+def _fails_on(shared: int, k: int) -> int:
+    if k == 2:
+        raise ValueError("a bad partition")
+    return shared + k
+
+
+def test_a_shards_task_that_fails_leaves_nothing_on_the_cluster(cluster):
+    before = set(cluster.client.futures)
+    shards = ((10 * k, [(j,) for j in range(4)]) for k in range(5))
+    with pytest.raises(ValueError, match="a bad partition"):
+        for _ in cluster.run_sharded(_fails_on, shards):
+            pass
+    import gc
+
+    gc.collect()
+    assert set(cluster.client.futures) <= before and not cluster._watched
 
 
 def _queries_of(item: int, k: int) -> int:
@@ -885,6 +904,7 @@ def test_counts_run_where_the_data_they_take_is_even_when_another_worker_is_idle
                                  _counted_where, kept, _folded))  # fmt: skip
     assert sorted(q for q, _ in found) == [5 + k for k in range(30)]
     assert {w for _, where in found for w in where} == {home}
+    assert not cluster._watched
     cluster.unpin()
 
 
