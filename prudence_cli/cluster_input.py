@@ -263,11 +263,12 @@ def _ranges(client: Any, rows: int) -> int:
     """How many ranges of users to select in: one per worker, more when a range would
     not fit an eighth of the smallest worker's memory limit (Dask's; none: no more; of
     the workers scheduler_info describes, which some versions cap at five)."""
-    workers = client.scheduler_info()["workers"].values()
-    limits = [w.get("memory_limit") or 0 for w in workers]
+    from prudence_cli.engine.runner import smallest_limit
+
+    limit = smallest_limit(client)
     ranges = max(len(client.nthreads()), 1)
-    if limits and min(limits) > 0:
-        per_range = max(min(limits) // SELECT_SHARE // SELECT_BYTES_PER_ROW, 1)
+    if limit > 0:
+        per_range = max(limit // SELECT_SHARE // SELECT_BYTES_PER_ROW, 1)
         ranges = max(ranges, -(-rows // per_range))
     return ranges
 

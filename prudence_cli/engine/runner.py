@@ -31,6 +31,7 @@ from prudence_cli.engine.streams import (
     IN_FLIGHT,
     arrays_as_arguments,
     one_shard_a_worker,
+    stay,
     streamed,
 )
 from prudence_cli.errors import PrudenceError
@@ -191,7 +192,7 @@ class DaskRunner:
         self.workers = len(self.addresses)
         self.threads = sum(nthreads.values())  # tasks the workers run at once
         self.shards = self.workers  # a shard of each level per worker, or more (`shard_count`)
-        self.memory_limit = _smallest_limit(self.client)
+        self.memory_limit = smallest_limit(self.client)
         self.scheduler = scheduler or "LocalCluster"
         # where futures kept by `pinned` and `each_kept` are, by key (a few per level)
         self._homes: dict[str, list[str] | None] = {}
@@ -250,18 +251,18 @@ class DaskRunner:
             else:
                 handle = self._scattered(shared, where)
             if prepare is not None:  # the shard as sent goes once prepared (a dependency)
-                handle = self.client.submit(prepare, handle, pure=False, **_stay(where))
+                handle = self.client.submit(prepare, handle, pure=False, **stay(where))
             return handle
 
         with self._watching(self.addresses):  # the shards' tasks run on their workers only
-            yield from one_shard_a_worker(self.client, self.addresses, task, shards, send, _stay)
+            yield from one_shard_a_worker(self.client, self.addresses, task, shards, send)
 
     def _joined(self, shared: Joined, where: list[str] | None) -> Any:
         """A future of the shard's data joined on `where` from its pieces, a task per
         piece (Joined)."""
         joiner, client = shared.joiner, self.client
         sizes = self.each(joiner.piece_size, shared.pieces)
-        joining = client.submit(joiner.join_start, sizes, pure=False, **_stay(where))
+        joining = client.submit(joiner.join_start, sizes, pure=False, **stay(where))
         for k, piece in enumerate(shared.pieces):
             joining = client.submit(
                 joiner.join_piece,
@@ -269,9 +270,9 @@ class DaskRunner:
                 piece,
                 k,
                 pure=False,
-                **_stay(where),
+                **stay(where),
             )
-        return client.submit(joiner.join_finish, joining, pure=False, **_stay(where))
+        return client.submit(joiner.join_finish, joining, pure=False, **stay(where))
 
     def place(self, items: Iterable[Any]) -> list[Any]:
         """Each of `items` sent to one worker, the k-th to the k-th worker (in turn), and
@@ -305,7 +306,7 @@ class DaskRunner:
                 )
             counts = [
                 client.submit(
-                    count, queries, *futures, pure=False, **_stay([worker] if worker else None)
+                    count, queries, *futures, pure=False, **stay([worker] if worker else None)
                 )
                 for worker, futures in held.items()
             ]
@@ -313,7 +314,7 @@ class DaskRunner:
                 fold, queries, *counts, pure=False, workers=home, allow_other_workers=True
             )
 
-        with self._watching([w for w in held if w]):  # counts run there only (`_stay`)
+        with self._watching([w for w in held if w]):  # counts run there only (`streams.stay`)
             yield from streamed(submit, calls, IN_FLIGHT * max(self.threads, 1), [])
 
     def each(self, task: Task, placed: list[Any], *args: Any) -> list[Any]:
@@ -481,19 +482,12 @@ _WATCH_SECONDS = 2.0
 _SCATTER_FROM = 1 << 20
 
 
-def _stay(where: list[str] | None) -> dict[str, Any]:
-    """Where a task that takes much data kept on a worker runs: on that worker only
-    (watched: `_watch`). Dask steals a task merely preferring a worker when another is
-    idle, and the data it takes goes along: the ranges a worker holds, or a shard."""
-    return {"workers": where, "allow_other_workers": where is None}
-
-
 # a level's shard is sized to this share of the smallest worker's memory limit: the rest
 # is for its partitions' tasks, the pieces of the next shard and Dask itself
 SHARD_SHARE = 3
 
 
-def _smallest_limit(client: Any) -> int:
+def smallest_limit(client: Any) -> int:
     """The smallest memory limit of the workers (Dask's, bytes; 0: some have none), of
     those scheduler_info describes (some versions of distributed cap them at five)."""
     limits = [w.get("memory_limit") or 0 for w in client.scheduler_info()["workers"].values()]

@@ -58,6 +58,14 @@ def streamed(
         handles.clear()
 
 
+def stay(where: list[str] | None) -> dict[str, Any]:
+    """Where a task that takes much data kept on a worker runs: on that worker only
+    (the caller watches it: DaskRunner._watching). Dask steals a task merely preferring
+    a worker when another is idle, and the data it takes goes along: the ranges a worker
+    holds, or a shard."""
+    return {"workers": where, "allow_other_workers": where is None}
+
+
 # the priority of a shard's tasks: behind the cutting and joining of the next shard,
 # which then runs on a busy worker between them, not after them all
 BEHIND = -1
@@ -69,16 +77,15 @@ def one_shard_a_worker(
     task: Callable[..., Any],
     shards: Iterable[tuple[Any, Iterable[tuple[Any, ...]]]],
     send: Callable[[Any, list[str] | None], Any],
-    where: Callable[[list[str] | None], dict[str, Any]],
 ) -> Iterator[Any]:
     """The results of `task(handle, *args)` for each (data, arguments) of `shards`, as
     they complete, each shard's data sent to one of the workers at `addresses` (any:
     none) by `send(data, [address])`, which returns the future (`handle`) its tasks
     take there. A worker holds one shard at a time: the next shard is taken from
     `shards` (cut) only when a worker's tasks are all read, goes to that worker, and the
-    last one's data is let go first; its tasks run as `where([address])` places them,
-    behind other work on their worker (`BEHIND`): the next shard's pieces are cut there
-    while they run. Whatever is not done is cancelled if the reader stops early."""
+    last one's data is let go first; its tasks run on that worker only (`stay`), behind
+    other work there (`BEHIND`): the next shard's pieces are cut there while they run.
+    Whatever is not done is cancelled if the reader stops early."""
     from distributed import as_completed
 
     free: list[str | None] = list(addresses) if addresses else [None]
@@ -120,7 +127,7 @@ def one_shard_a_worker(
             with arrays_as_arguments():
                 for args in step[1]:
                     future = client.submit(
-                        task, handle, *args, pure=False, priority=BEHIND, **where(on)
+                        task, handle, *args, pure=False, priority=BEHIND, **stay(on)
                     )
                     of[future] = k
                     left[k] += 1

@@ -893,7 +893,7 @@ def _folded(queries: int, *counts: tuple[int, str]) -> tuple[int, list[str]]:
 
 
 def test_counts_run_where_the_data_they_take_is_even_when_another_worker_is_idle(cluster):
-    """A worker's kept data (its ranges) is counted there and only there (`_stay`): Dask
+    """A worker's kept data (its ranges) is counted there and only there (`streams.stay`): Dask
     steals a task that only prefers a worker when another is idle, and the data goes
     along (at 10M people a worker then held two workers' ranges, past its memory limit;
     this short run does not make Dask steal, it checks where the counts go)."""
