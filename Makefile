@@ -30,8 +30,10 @@ demo: $(RUN)
 	$(BIN)/prudence sanitize --threshold 0.3
 	$(BIN)/prudence report --out demo-report.html
 
+# The suite in one process per core (pytest-xdist; at most 4: each Dask test starts a
+# cluster of its own). `pytest -n 0` runs it in one process.
 test: $(DEV) browser
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --maxprocesses 4
 
 # The report's browser test needs Debian's chromium; installed where apt-get can, else the
 # test is skipped with that reason.

@@ -134,8 +134,12 @@ def _peak_kb() -> int:
 
 
 def run_cluster(config: Path, out: Path, workers: int, limit: int) -> dict[str, object]:
+    import cloudpickle
     from distributed import Client
 
+    if __name__ != "__main__":  # imported (benchmarks/clusters.py): the workers cannot
+        cloudpickle.register_pickle_by_value(sys.modules[__name__])  # import it by name
+    DATA.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix="cluster-", dir=DATA))
     with deployment(folder, workers, limit) as address, Client(address, timeout=60) as client:
         client.get_task_stream(start=time.time())  # start recording

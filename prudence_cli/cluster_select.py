@@ -278,7 +278,7 @@ def finish_range(told: Told, numbers: Numbering, config: Config, keep: bool = Fa
         y,
         columns.get(C.LOCATION),
         kept.time if timed else None,
-        kept.leave if timed else None,
+        kept.leave if config.dataview.format == "segments" else None,
     )
     for path, what in ((placed_path(told), placed), (ids_path(told), ids)):
         with open(path, "wb") as file:
@@ -288,15 +288,15 @@ def finish_range(told: Told, numbers: Numbering, config: Config, keep: bool = Fa
 
 # the dataview formats built of the selected points (each at its time), not of their
 # pairs: trajectories and segments (their rows are the points), profiles (each pair's
-# visits before the split), bins (each point's time bin)
-POINT_FORMATS = ("trajectory", "segments", "profiles", "bins")
+# visits before the split), bins (each point's time bin), clusters (each crossing's window)
+POINT_FORMATS = ("trajectory", "segments", "profiles", "bins", "clusters")
 
 
 @dataclass(frozen=True)
 class Placed:
     """A range's selected points, projected, as the dataviews place them: user code
     (among all), x, y, [tower or segment code (among all)]; for the formats of points
-    (POINT_FORMATS), the time of each, [and when it ends: segments]."""
+    (POINT_FORMATS), the time of each, [and when it ends: a segments view's]."""
 
     user: np.ndarray
     x: np.ndarray

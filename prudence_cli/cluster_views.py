@@ -65,12 +65,12 @@ PAIR_FORMATS = ("presence", "probability")
 
 def views_on_workers(config: Config) -> bool:
     """Whether the dataviews can be built in ranges of users where their points are:
-    presence or probability views (of the pairs alone), trajectory, segments, profiles or
-    bins views (of each person's own points; profiles split at the middle of all ranges'
-    times, `middle`; bins numbered across the ranges, on_workers.bin_numbering), on
-    grids, towers, segments or regions (clusters views number every crossing of a
-    segment, whoever made it). The utility aggregate is counted in the same ranges
-    (measures/ranges_activity.py)."""
+    presence or probability views (of the pairs alone), trajectory, segments, profiles,
+    bins or clusters views (of each person's own points; profiles split at the middle of
+    all ranges' times, `middle`; bins numbered across the ranges,
+    kept_bins.bin_numbering; clusters made of every range's crossings,
+    kept_clusters.py), on grids, towers, segments or regions. The utility aggregate is
+    counted in the same ranges (measures/ranges_activity.py)."""
     return config.dataview.format in (*PAIR_FORMATS, *POINT_FORMATS)
 
 
@@ -84,7 +84,7 @@ def read_on_workers(
     keep = keep and views_on_workers(config)
     selection, dropped, kept, fetched = read_and_select(client, config, progress, keep)
     if kept is not None:
-        placed = PointsOnWorkers(kept, selection.crs, selection.locations)
+        placed = PointsOnWorkers(kept, selection.crs, selection.locations, selection.geometry)
         selection.placed = placed
         # a caller that forgets to close it (library use): the files go with the Selection
         weakref.finalize(selection, placed.close)
@@ -99,6 +99,7 @@ class PointsOnWorkers:
     kept: Kept
     crs: str
     locations: pd.DataFrame | None  # towers or segments, numbered
+    geometry: np.ndarray | None = None  # per segment: its LineString in the CRS
     closed: bool = False
     grid_made: tuple[float | None, ...] = ()  # the grid whose pairs the ranges keep (`views`)
     cells_made: tuple[float, pd.DataFrame, np.ndarray] | None = None  # the last grid's (`space`)
@@ -116,7 +117,7 @@ class PointsOnWorkers:
         each range's view, made by `build` of the range's pairs on the worker that
         holds its points and kept on that worker's disk as `name` (what is left of it
         here: `Built`), in user order; a bins view's bins numbered as `bins` numbers
-        them (dataviews/on_workers.bin_numbering). A range's pairs on a grid are made
+        them (dataviews/kept_bins.bin_numbering). A range's pairs on a grid are made
         once, and kept beside its points for the next view on the same grid."""
         told = self.kept.told
         if self.grid_made and self.grid_made[0] != grid:  # the last grid's pairs go
@@ -275,8 +276,8 @@ class Built:
     last: int
     ids: str  # where the worker keeps its users' ids (cluster_select.ids_path)
     rows: np.ndarray  # int32 per user
-    visits: np.ndarray | None  # float per user (the visits coverage); None: its rows
-    places: np.ndarray | None  # float per user (the locations coverage); None: its rows
+    visits: np.ndarray | None  # float per user (the visits coverage); None: its rows, or
+    places: np.ndarray | None  # the locations coverage; None: as visits (or not additive)
     used: np.ndarray  # the location codes it holds, as bits (np.packbits; a bins view's
     # locations are millions of bins, most held by every range)
 
@@ -320,6 +321,7 @@ def range_view(
     path = scratch.written(f"range-{told.k}.{name}", view)
     held = np.bincount(view.location, minlength=len(view.locations))
     per_user = np.diff(view.offsets).astype(np.int32)
+    additive = view.additive  # a clusters view's coverage needs every range's clusters
     built = Built(
         get_worker().address,
         path,
@@ -327,8 +329,8 @@ def range_view(
         first + told.users,
         ids_path(told),
         per_user,
-        _unless_rows(view.coverage("visits"), per_user),
-        _unless_rows(view.coverage("locations"), per_user),
+        _unless_rows(view.coverage("visits"), per_user) if additive else None,
+        _unless_rows(view.coverage("locations"), per_user) if additive else None,
         np.packbits(held > 0),
     )
     return told.k, built

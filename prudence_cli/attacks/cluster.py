@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 import numpy as np
-import pandas as pd
 
 from prudence_cli.attacks.base import Attack, AttackResult
 from prudence_cli.config.knowledge import KnowledgeLevel
@@ -23,6 +22,9 @@ from prudence_cli.engine import Engine
 
 class ClusterAttack(Attack[ClusterView]):
     name: ClassVar[str] = "cluster"
+    # a person's risk reads their own crossings and the clusters of all: on several
+    # workers, made in the ranges of a view kept there (dataviews/kept_clusters.py)
+    local: ClassVar[bool] = True
 
     def risks(
         self,
@@ -32,21 +34,5 @@ class ClusterAttack(Attack[ClusterView]):
         known_ones: np.ndarray | None = None,
         computed: Mapping[str, np.ndarray] | None = None,
     ) -> AttackResult:
-        found = view.clusters
-        mu_of_window = pd.Series(found.mu).groupby(found.cluster_window).sum()
-        moves = pd.DataFrame({"user": view.user, "window": view.window}).drop_duplicates()
-        known = moves.groupby("user")["window"].apply(
-            lambda w: float(mu_of_window.reindex(w.to_numpy()).fillna(0.0).sum())
-        )
-        crossed = view.crossings()[["user", "cluster"]].drop_duplicates()
-        linked = (
-            pd.Series(found.mu[crossed["cluster"].to_numpy()], index=crossed["user"].to_numpy())
-            .groupby(level=0)
-            .sum()
-        )
-        risk = np.zeros(view.n_users)
-        total = known.reindex(np.arange(view.n_users)).fillna(0.0).to_numpy()
-        mine = linked.reindex(np.arange(view.n_users)).fillna(0.0).to_numpy()
-        positive = total > 0
-        risk[positive] = mine[positive] / total[positive]
-        return AttackResult(risk, int(moves.shape[0]), False)
+        risk, moves = view.cluster_risks()
+        return AttackResult(risk, moves, False)

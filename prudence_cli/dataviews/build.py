@@ -104,6 +104,7 @@ def build_dataviews(
                 dims,
                 settings,
                 regions,
+                kept_class(view_class.format),
             )
             yield cast(Dataview, kept)  # serves as one (on_workers.py): what does not, asks
             continue
@@ -115,3 +116,13 @@ def build_dataviews(
                 located = locate(selection, values.get("grid"))
             space_of_located = space
         yield view_class.build(selection, located, next(ids), tuple(values.items()), settings)
+
+
+def kept_class(view_format: str) -> Any:
+    """The KeptView a format's views kept on the workers are (on_workers.py): clusters
+    views make their clusters of every range's crossings (kept_clusters.py)."""
+    if view_format == "clusters":
+        from prudence_cli.dataviews.kept_clusters import KeptClusters
+
+        return KeptClusters
+    return None

@@ -13,6 +13,13 @@ The view keeps every person's segment crossings (person, segment, window), so th
 clusters can be recomputed without some people: suppression re-clusters, and RAC_D
 counts the segments inside clusters made only of the safe people's data, against those of
 the original view (coverage `segments`).
+
+What needs every person's crossings is made of parts of disjoint people, each its
+`method(*args)` — one part: the view itself; on Dask workers, each range of users kept
+there (dataviews/kept_clusters.py): a (window, segment)'s distinct people are the sum
+of the parts' (`segment_people`, `added`), a part's people's risks and coverage are
+theirs alone, and the data at a risk threshold is read from each pair's
+`frequency`-th least risky crosser (`thresholds`).
 """
 
 from __future__ import annotations
@@ -55,31 +62,70 @@ class Clusters:
     mu: np.ndarray  # per cluster
 
 
+class ClusterDimensions:
+    """What a clusters view is made by, of its dimensions (its own or, kept on the
+    workers, kept_clusters.KeptClusters)."""
+
+    dimensions: Dimensions
+
+    @property
+    def min_users(self) -> int:
+        """`frequency`: the people a segment needs in a window to be shared."""
+        return int(dict(self.dimensions).get("frequency", 1))
+
+    @property
+    def tolerance(self) -> float:
+        """`tolerance`: the distance ε that joins segments in one cluster."""
+        return float(dict(self.dimensions).get("tolerance", 100.0))
+
+
 @dataclass(frozen=True)
-class ClusterView(Dataview):
+class ClusterView(Dataview, ClusterDimensions):
     """Rows: one per segment crossed by a person in a window, sorted by person."""
 
     window: np.ndarray  # int64 window index per row (local clock)
-    geometry: np.ndarray = field(repr=False)  # per location code: LineString in the CRS
+    # per location code: LineString in the CRS (None on a range of users: the whole's)
+    geometry: np.ndarray | None = field(repr=False)
     window_seconds: int = 3600
 
     format = "clusters"
     row_fields: ClassVar[tuple[str, ...]] = ("user", "location", "window")
     additive: ClassVar[bool] = False
 
-    @property
-    def min_users(self) -> int:
-        return int(dict(self.dimensions).get("frequency", 1))
-
-    @property
-    def tolerance(self) -> float:
-        return float(dict(self.dimensions).get("tolerance", 100.0))
-
     @cached_property
     def clusters(self) -> Clusters:
-        return cluster_segments(
-            self.user, self.location, self.window, self.geometry, self.min_users, self.tolerance
-        )
+        return clusters_of(self.segment_people(), self.geometry, self.min_users, self.tolerance)
+
+    def segment_people(self) -> pd.Series:
+        """Per (window, segment) crossed: its distinct people."""
+        return crossing_frequency(self.user, self.location, self.window)
+
+    def cluster_risks(self) -> tuple[np.ndarray, int]:
+        """The cluster attack's risk per person (attacks/cluster.py), and the distinct
+        (person, window) moves its knowledge is made of."""
+        return self.risks_against(self.clusters)
+
+    def risks_against(self, found: Clusters) -> tuple[np.ndarray, int]:
+        """`cluster_risks` of this view's people against the clusters `found`:
+        Risk(u) = μ of the clusters u crossed / μ of the clusters of u's windows."""
+        ones = np.ones(found.mu.shape[0], dtype=np.int64)
+        of_window = pd.DataFrame({"mu": found.mu, "n": ones}).groupby(found.cluster_window).sum()
+        moves = pd.DataFrame({"user": self.user, "window": self.window}).drop_duplicates()
+        known = of_window.reindex(moves["window"].to_numpy(), fill_value=0)
+        known = known.groupby(moves["user"].to_numpy()).sum()  # μ, clusters of u's windows
+        crossed = self.crossings(found)[["user", "cluster"]].drop_duplicates()
+        at = crossed["cluster"].to_numpy()
+        linked = pd.DataFrame({"mu": found.mu[at], "n": ones[at]})
+        linked = linked.groupby(crossed["user"].to_numpy()).sum()  # μ, clusters u crossed
+        everyone = np.arange(self.n_users)
+        total = known.reindex(everyone, fill_value=0)
+        mine = linked.reindex(everyone, fill_value=0)
+        risk = np.zeros(self.n_users)
+        positive = total["n"].to_numpy() > 0
+        risk[positive] = mine["mu"].to_numpy()[positive] / total["mu"].to_numpy()[positive]
+        # every cluster of u's windows crossed: 1, whatever order the μ were added in
+        risk[positive & (mine["n"].to_numpy() == total["n"].to_numpy())] = 1.0
+        return risk, int(moves.shape[0])
 
     def data_of(self, people: np.ndarray, kind: str) -> float:
         """Segments inside the clusters computed from the data of `people` alone, each
@@ -91,24 +137,44 @@ class ClusterView(Dataview):
         counts = np.bincount(pair[people[owner]], minlength=int(pair.max(initial=-1)) + 1)
         return float(np.count_nonzero(counts >= self.min_users))
 
+    def data_at(self, risk: np.ndarray, points: np.ndarray, kind: str) -> np.ndarray:
+        """`data_of(risk <= r)` at each r of `points`, in one pass (`thresholds`)."""
+        check_coverage(kind)
+        found = thresholds([self.crosser_risks(risk)], self.min_users)
+        return np.searchsorted(found, points, side="right").astype(float)
+
+    def crosser_risks(self, risk: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Per (window, segment) crossed, the `frequency` least risks of its distinct
+        crossers (`risk` per person of this view): window, segment, risk, one per row."""
+        frame = pd.DataFrame({"w": self.window, "s": self.location, "u": self.user})
+        frame = frame.drop_duplicates()
+        frame["r"] = risk[frame["u"].to_numpy()]
+        frame = frame.sort_values(["w", "s", "r"], kind="stable")
+        least = frame.groupby(["w", "s"], sort=False).cumcount().to_numpy() < self.min_users
+        return tuple(frame[c].to_numpy()[least] for c in ("w", "s", "r"))
+
     @cached_property
     def _distinct_crossings(self) -> tuple[np.ndarray, np.ndarray]:
         """Per distinct (person, window, segment): its (window, segment) code, its person."""
-        frame = pd.DataFrame({"u": self.user, "w": self.window, "s": self.location})
-        frame = frame.drop_duplicates()
-        pair, _ = pd.factorize(pd.MultiIndex.from_arrays([frame["w"], frame["s"]]))
-        return pair.astype(np.int64), frame["u"].to_numpy()
+        segments = int(self.location.max(initial=-1)) + 1
+        key = (self.window - self.window.min(initial=0)) * segments + self.location
+        pairs, pair = np.unique(key, return_inverse=True)
+        crossing = np.unique(self.user.astype(np.int64) * pairs.shape[0] + pair)
+        return crossing % pairs.shape[0], crossing // pairs.shape[0]
 
     def coverage(self, kind: str) -> np.ndarray:
         """Per person: their crossings of clustered segments (a guide only; the view's
         data measure is `data_of`, which is not a sum over people)."""
         check_coverage(kind)
-        clustered = self._clustered_rows()
+        return self.clustered(self.clusters)
+
+    def clustered(self, found: Clusters) -> np.ndarray:
+        """Per person of this view: their crossings of segments of the clusters `found`."""
+        clustered = self._clustered_rows(found)
         return np.bincount(self.user[clustered], minlength=self.n_users).astype(float)
 
-    def crossings(self) -> pd.DataFrame:
-        """Per row in a cluster: person, window, cluster."""
-        found = self.clusters
+    def crossings(self, found: Clusters) -> pd.DataFrame:
+        """Per row in a cluster of `found`: person, window, cluster."""
         key = pd.MultiIndex.from_arrays([found.window, found.segment])
         position = key.get_indexer(pd.MultiIndex.from_arrays([self.window, self.location]))
         inside = position >= 0
@@ -156,8 +222,6 @@ class ClusterView(Dataview):
         """Every selected segment crossing, in windows of the `window` duration."""
         seconds = int(dict(dimensions)["window"])
         points = selection.points
-        if selection.geometry is None:
-            raise ValueError("a clusters dataview needs segment geometry (input.format: segments)")
         return cls(
             view_id,
             dimensions,
@@ -193,8 +257,7 @@ class ClusterView(Dataview):
             window_seconds=seconds,
         )
 
-    def _clustered_rows(self) -> np.ndarray:
-        found = self.clusters
+    def _clustered_rows(self, found: Clusters) -> np.ndarray:
         key = pd.MultiIndex.from_arrays([found.window, found.segment])
         return key.get_indexer(pd.MultiIndex.from_arrays([self.window, self.location])) >= 0
 
@@ -208,10 +271,49 @@ def cluster_segments(
     tolerance: float,
 ) -> Clusters:
     """Frequent segments per window, clustered at distance ≤ tolerance (see module)."""
+    return clusters_of(crossing_frequency(user, segment, window), geometry, min_users, tolerance)
+
+
+def crossing_frequency(user: np.ndarray, segment: np.ndarray, window: np.ndarray) -> pd.Series:
+    """Per (window, segment) crossed: its distinct people, sorted by window, segment."""
+    crossings = pd.DataFrame({"user": user, "segment": segment, "window": window})
+    return crossings.drop_duplicates().groupby(["window", "segment"]).size()
+
+
+def added(parts: list[pd.Series]) -> pd.Series:
+    """`crossing_frequency` of parts of disjoint people, as the whole's."""
+    if len(parts) == 1:
+        return parts[0]
+    return pd.concat(parts).groupby(level=["window", "segment"]).sum()
+
+
+def thresholds(parts: list[tuple[np.ndarray, ...]], min_users: int) -> np.ndarray:
+    """Per (window, segment) crossed, ascending: the least risk r at which `min_users`
+    of its crossers are at risk ≤ r (+inf: never) — the `min_users`-th least risk of its
+    crossers, from the parts' `crosser_risks`. The data the people at risk ≤ r keep is
+    the pairs whose threshold is ≤ r (a cluster needs no other segment: module)."""
+    window, segment, risk = (np.concatenate(column) for column in zip(*parts, strict=True))
+    if window.shape[0] == 0:
+        return np.zeros(0)
+    order = np.lexsort((risk, segment, window))
+    window, segment, risk = window[order], segment[order], risk[order]
+    start = np.flatnonzero(np.r_[True, (window[1:] != window[:-1]) | (segment[1:] != segment[:-1])])
+    size = np.diff(np.r_[start, window.shape[0]])
+    found = np.full(start.shape[0], np.inf)
+    frequent = size >= min_users
+    found[frequent] = risk[start[frequent] + min_users - 1]
+    return np.sort(found)
+
+
+def clusters_of(
+    frequency: pd.Series, geometry: np.ndarray | None, min_users: int, tolerance: float
+) -> Clusters:
+    """The segments of `frequency` (`crossing_frequency`) crossed by `min_users` people
+    or more, clustered per window at distance ≤ tolerance (see module)."""
     import shapely
 
-    crossings = pd.DataFrame({"user": user, "segment": segment, "window": window})
-    frequency = crossings.drop_duplicates().groupby(["window", "segment"]).size()
+    if geometry is None:
+        raise ValueError("a clusters dataview needs segment geometry (input.format: segments)")
     frequent = frequency[frequency >= min_users]
     windows, segments, clusters, cluster_window, mu = [], [], [], [], []
     next_cluster = 0

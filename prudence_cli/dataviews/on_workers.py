@@ -26,16 +26,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import pandas as pd
 
-from prudence_cli.arrays import distinct, union_sorted
-from prudence_cli.cluster_select import (
-    POINT_FORMATS,
-    Regions,
-    Told,
-    placed_points,
-    point_codes,
-    read_back,
-    read_ids,
-)
+from prudence_cli.cluster_select import POINT_FORMATS, Regions, read_back, read_ids
 from prudence_cli.cluster_tasks import pinned, windowed
 from prudence_cli.cluster_views import Built, PointsOnWorkers, locations_held
 from prudence_cli.dataviews import coverage as covered
@@ -46,8 +37,7 @@ from prudence_cli.dataviews.base import (
     Located,
     ViewRange,
 )
-from prudence_cli.dataviews.bins import BinNumbering, bin_keys, number_bins, period_bins
-from prudence_cli.dataviews.trajectory import local_bins
+from prudence_cli.dataviews.kept_bins import bin_numbering
 from prudence_cli.io.readers import read_region_layer
 from prudence_cli.space import regions_table
 
@@ -70,6 +60,7 @@ class _Range:
 
     n_users: int
     points: pd.DataFrame | None
+    geometry: None = None  # a clusters view's: the whole view's (kept_clusters.py)
 
 
 @dataclass(frozen=True)
@@ -102,6 +93,7 @@ def kept_view(
     dimensions: Dimensions,
     settings: BuildSettings,
     regions: Path | None = None,
+    kept_class: type[KeptView] | None = None,  # KeptView's, or a format's own
 ) -> KeptView:
     """The view `view_id` of the points `placed` on the grid of side `grid` (None: their
     towers or segments; or in the regions of the GeoJSON layer `regions`), built in
@@ -120,30 +112,8 @@ def kept_view(
     locations, built = placed.views(grid, build, view_id, layer, bins)
     if bins is not None:
         locations = bins.table
-    return KeptView(view_id, dimensions, view_class, n_users, locations, built, placed)
-
-
-def bin_numbering(
-    placed: PointsOnWorkers,
-    grid: float | None,
-    regions: tuple[pd.DataFrame, Regions] | None,
-    seconds: int,
-    settings: BuildSettings,
-) -> BinNumbering:
-    """The bins of a profile of `seconds` on the grid of side `grid` (None: the towers;
-    or in the `regions`), numbered as a local run numbers them (dataviews/bins.py): its
-    period spans the configured one and every range's first and last time bin on the
-    local clock; its bins are those every range's points fall in."""
-    table, space_keys = placed.space(grid, regions)
-    timezone = settings.timezone
-    ends = [e for e in placed.on_ranges(_range_time_bins, seconds, timezone).values() if e]
-    tbin = np.array(ends, dtype=np.int64).ravel()
-    period = period_bins(tbin, seconds, timezone, *settings.period)
-    space = placed.broadcast(space_keys)
-    keys = np.zeros(0, np.int64)  # each range's bins joined in as they come: nearly all
-    for _, seen in placed.each_range(_range_bin_keys, grid, space, seconds, timezone, period):
-        keys = union_sorted(keys, seen)
-    return number_bins(keys, table, seconds, period)
+    kept_class = kept_class or KeptView
+    return kept_class(view_id, dimensions, view_class, n_users, locations, built, placed)
 
 
 @dataclass(eq=False)
@@ -245,19 +215,24 @@ class KeptView:
         """The numbering `kind` of the whole view (Dataview.numbering), from what each
         range tells of its rows (made here once per view and kind)."""
         if kind not in self._numbered:
-            client = self.placed.kept.client
-            held = self.ranges
 
             def call(method: str, *args: Any) -> list[Any]:
-                def submit(i: int) -> Any:
-                    b = held[i]
-                    return pinned(client, b.worker, _range_call, b.path, method, args, i)
-
-                found = dict(windowed(client, range(len(held)), submit, _holders(held)))
-                return [found[i] for i in range(len(held))]
+                return self.called(method, [args] * len(self.ranges))
 
             self._numbered[kind] = self.view_class.numbering(kind, call)
         return self._numbered[kind]
+
+    def called(self, method: str, arguments: Sequence[tuple[Any, ...]]) -> list[Any]:
+        """Each range's `method(*arguments[k])`, on the worker holding it, in order."""
+        client = self.placed.kept.client
+        held = self.ranges
+
+        def submit(i: int) -> Any:
+            b = held[i]
+            return pinned(client, b.worker, _range_call, b.path, method, arguments[i], i)
+
+        found = dict(windowed(client, range(len(held)), submit, _holders(held)))
+        return [found[i] for i in range(len(held))]
 
     def table_parts(self, rows: int) -> Iterator[pd.DataFrame]:
         """The view's table (`Dataview.table_parts`) in parts of whole users, about `rows`
@@ -449,35 +424,6 @@ def _range_whole(path: str, i: int) -> tuple[int, Dataview]:
     once: KeptView.whole)."""
     view: Dataview = read_back(path)
     return i, replace(view, locations=view.locations.iloc[:0])
-
-
-def _range_time_bins(told: Told, seconds: int, timezone: str) -> tuple[int, tuple[int, int] | None]:
-    """The range's number and its points' first and last time bin of `seconds` on the
-    local clock of `timezone` (None: no point)."""
-    placed = placed_points(told)
-    assert placed.time is not None  # kept for the formats of points (finish_range)
-    if placed.time.shape[0] == 0:
-        return told.k, None
-    tbin = local_bins(placed.time, seconds, timezone)  # not monotonic in time: DST
-    return told.k, (int(tbin.min()), int(tbin.max()))
-
-
-def _range_bin_keys(
-    told: Told,
-    side: float | None,
-    keys: np.ndarray | Regions | None,
-    seconds: int,
-    timezone: str,
-    period: tuple[int, int],
-) -> tuple[int, np.ndarray]:
-    """The range's number and the keys (bins.bin_keys) of the bins of `seconds` in
-    `period` its points fall in, sorted: placed on the grid of `side` whose cells have
-    the sorted `keys` (or in the regions `keys`, or on the towers)."""
-    placed = placed_points(told)
-    assert placed.time is not None
-    space = point_codes(placed, side, keys)
-    tbin = local_bins(placed.time, seconds, timezone)
-    return told.k, distinct(bin_keys(space, tbin, period)[1])
 
 
 def _sees(path: str, i: int) -> tuple[int, bool]:

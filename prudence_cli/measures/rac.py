@@ -81,17 +81,18 @@ def integrate(curve: pd.DataFrame, column: str) -> float:
 
 
 def rac_by_thresholds(
-    risk: np.ndarray, data_of: Callable[[np.ndarray], float], total: float
+    risk: np.ndarray, data_at: Callable[[np.ndarray], np.ndarray], total: float
 ) -> pd.DataFrame:
     """RAC curves when the data measure is not a sum over people (e.g. segments inside
-    clusters, recomputed without the unsafe people): `data_of(mask)` is the data the
-    people in `mask` produce together, evaluated at every distinct risk value."""
+    clusters, recomputed without the unsafe people): `data_at(points)` is, at each r of
+    `points`, the data the people at risk ≤ r produce together; evaluated at every
+    distinct risk value."""
     import pandas as pd
 
     points = np.unique(np.concatenate([[0.0, 1.0], risk]))
     n = max(risk.shape[0], 1)
-    rac_u = np.array([np.count_nonzero(risk <= r) / n for r in points])
-    rac_d = np.array([data_of(risk <= r) / total if total else np.nan for r in points])
+    rac_u = np.searchsorted(np.sort(risk), points, side="right") / n
+    rac_d = data_at(points) / total if total else np.full(points.shape[0], np.nan)
     return pd.DataFrame({"risk": points, "rac_u": rac_u, "rac_d": rac_d})
 
 
@@ -118,7 +119,7 @@ def measure_view(
         coverage = view.coverage(kind)
         return rac_curve(risk, coverage, total), summarize(risk, coverage, total)
     denominator = view.data_of(np.ones(view.n_users, dtype=bool), kind) if total is None else total
-    curve = rac_by_thresholds(risk, lambda people: view.data_of(people, kind), denominator)
+    curve = rac_by_thresholds(risk, lambda points: view.data_at(risk, points, kind), denominator)
     return curve, summarize_curve(risk, curve, view.users_in_view)
 
 

@@ -16,7 +16,13 @@ from hypothesis import strategies as st
 from prudence_cli.attacks.base import KnowledgeLevel
 from prudence_cli.attacks.registry import ATTACKS
 from prudence_cli.cli import main
-from prudence_cli.dataviews.clusters import ClusterView, cluster_segments
+from prudence_cli.dataviews.clusters import (
+    ClusterView,
+    added,
+    cluster_segments,
+    clusters_of,
+    thresholds,
+)
 from prudence_cli.dataviews.restore import view_from_table
 from prudence_cli.engine import Engine
 from prudence_cli.measures.rac import measure_view
@@ -114,6 +120,23 @@ def test_example_12_risks():
     assert by_user["u7"] == pytest.approx(3 / 5)
 
 
+def _view_of(n: int, rows: np.ndarray, min_users: int, tolerance: float):
+    """The view of `n` people's crossings `rows` (person, segment, window; by person) of
+    six segments 50 m long, 50 m apart in a row; and their geometry."""
+    geometry = np.array([shapely.LineString([(i * 100, 0), (i * 100 + 50, 0)]) for i in range(6)])
+    view = ClusterView(
+        "d1",
+        (("window", 3600), ("frequency", min_users), ("tolerance", tolerance)),
+        n,
+        rows[:, 0].astype(np.int32),
+        rows[:, 1].astype(np.int32),
+        pd.DataFrame({"label": list("abcdef"), "lon": 0.0, "lat": 0.0}),
+        window=rows[:, 2],
+        geometry=geometry,
+    )
+    return view, geometry
+
+
 @st.composite
 def crossings(draw):
     n = draw(st.integers(1, 8))
@@ -133,21 +156,106 @@ def test_data_kept_equals_reclustering_without_the_others(case, min_users, keep)
     n, rows = case
     order = np.argsort(rows[:, 0], kind="stable")
     rows = rows[order]
-    geometry = np.array([shapely.LineString([(i * 100, 0), (i * 100 + 50, 0)]) for i in range(6)])
-    view = ClusterView(
-        "d1",
-        (("window", 3600), ("frequency", min_users), ("tolerance", 60.0)),
-        n,
-        rows[:, 0].astype(np.int32),
-        rows[:, 1].astype(np.int32),
-        pd.DataFrame({"label": list("abcdef"), "lon": 0.0, "lat": 0.0}),
-        window=rows[:, 2],
-        geometry=geometry,
-    )
+    view, geometry = _view_of(n, rows, min_users, 60.0)
     people = np.array(keep[:n])
     mine = people[rows[:, 0]]
     again = cluster_segments(rows[mine, 0], rows[mine, 1], rows[mine, 2], geometry, min_users, 60.0)
     assert view.data_of(people, "segments") == again.segment.shape[0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    crossings(),
+    st.integers(1, 3),
+    st.lists(st.integers(0, 8), max_size=3),
+    st.lists(st.sampled_from([0.0, 0.25, 1 / 3, 0.5, 1.0]), min_size=8, max_size=8),
+)
+def test_ranges_of_people_make_the_whole_views_clusters_risks_and_data(
+    case, min_users, cuts, risks
+):
+    """Made of ranges of disjoint people (as on Dask workers: kept_clusters.py), the
+    clusters, every risk, the coverage and the data at each risk threshold are the
+    whole view's: the data as `data_of` of the people at risk ≤ r recounts it."""
+    n, rows = case
+    rows = rows[np.argsort(rows[:, 0], kind="stable")]
+    view, geometry = _view_of(n, rows, min_users, 120.0)
+    bounds = sorted({0, n, *(c for c in cuts if c <= n)})
+    spans = list(zip(bounds[:-1], bounds[1:], strict=True))
+    parts = [view.users(a, b) for a, b in spans]
+    found = clusters_of(added([p.segment_people() for p in parts]), geometry, min_users, 120.0)
+    whole = view.clusters
+    for name in ("window", "segment", "cluster", "cluster_window", "mu"):
+        assert np.array_equal(getattr(found, name), getattr(whole, name)), name
+    risk, moves = view.cluster_risks()
+    ranged = [p.risks_against(found) for p in parts]
+    assert np.array_equal(np.concatenate([r for r, _ in ranged]), risk)
+    assert sum(m for _, m in ranged) == moves
+    clustered = np.concatenate([p.clustered(found) for p in parts])
+    assert np.array_equal(clustered, view.coverage("segments"))
+    risk = np.array(risks[:n])
+    by_part = [p.crosser_risks(risk[a:b]) for p, (a, b) in zip(parts, spans, strict=True)]
+    limits = thresholds(by_part, min_users)
+    points = np.unique(np.r_[0.0, 0.2, 1.0, risk])
+    expected = [view.data_of(risk <= r, "segments") for r in points]
+    assert np.searchsorted(limits, points, side="right").tolist() == expected
+    assert view.data_at(risk, points, "segments").tolist() == expected
+
+
+def test_who_crossed_every_cluster_of_their_windows_is_at_risk_1_whatever_the_mu():
+    """μ of 0.1, 0.2 and 0.3 add to 0.6000000000000001 one way and 0.6 another: a
+    person who crossed all three clusters of their windows is still at risk exactly 1."""
+    from prudence_cli.dataviews.clusters import Clusters
+
+    view = ClusterView(
+        "d1",
+        (("window", 3600), ("frequency", 1), ("tolerance", 1.0)),
+        2,
+        np.array([0, 0, 0, 1], dtype=np.int32),
+        np.array([0, 1, 2, 0], dtype=np.int32),
+        pd.DataFrame({"label": list("abc"), "lon": 0.0, "lat": 0.0}),
+        window=np.array([0, 0, 1, 0]),
+        geometry=None,
+    )
+    found = Clusters(
+        window=np.array([0, 0, 1]),
+        segment=np.array([0, 1, 2]),
+        cluster=np.array([0, 1, 2]),
+        cluster_window=np.array([0, 0, 1]),
+        mu=np.array([0.1, 0.2, 0.3]),
+    )
+    risk, moves = view.risks_against(found)
+    assert risk[0] == 1.0 and moves == 3
+    assert risk[1] == pytest.approx(0.1 / (0.1 + 0.2))
+
+
+@settings(max_examples=80, deadline=None)
+@given(crossings(), st.integers(1, 3))
+def test_a_risk_is_the_literal_ratio_and_1_for_who_crossed_every_cluster(case, min_users):
+    """Risk(u) = W(clusters of BK crossed by u) / W(clusters of BK), μ added literally;
+    exactly 1 for a person who crossed every cluster of their windows (Example 12),
+    whatever order the μ are added in; 0 for one whose windows hold none."""
+    import math
+
+    n, rows = case
+    rows = rows[np.argsort(rows[:, 0], kind="stable")]
+    view, geometry = _view_of(n, rows, min_users, 120.0)
+    found = view.clusters
+    risk = ATTACKS["cluster"].risks(view, KnowledgeLevel("cluster", ()), Engine()).risk
+    cluster_of = {
+        (w, s): c for w, s, c in zip(found.window, found.segment, found.cluster, strict=True)
+    }
+    for u in range(n):
+        mine = rows[rows[:, 0] == u]
+        windows = set(mine[:, 2].tolist())
+        theirs = [c for c, w in enumerate(found.cluster_window) if w in windows]
+        crossed = {cluster_of[w, s] for _, s, w in mine.tolist() if (w, s) in cluster_of}
+        if not theirs:
+            assert risk[u] == 0.0
+        elif crossed == set(theirs):
+            assert risk[u] == 1.0
+        else:
+            expected = math.fsum(found.mu[list(crossed)]) / math.fsum(found.mu[theirs])
+            assert risk[u] == pytest.approx(expected, rel=1e-12) and risk[u] < 1.0
 
 
 def test_rac_d_is_recomputed_without_unsafe_people():

@@ -56,21 +56,25 @@ def _left(cluster) -> list[str]:
     return [path for paths in cluster.client.run(left).values() for path in paths]
 
 
-@pytest.mark.parametrize("ranges", [1, 6])
+# each case in 6 ranges; one range (a worker holding none) for pairs, points, bins, clusters
+KEPT = [
+    ("demo", [250.0, 750.0, 4e7]),  # 40,000 km: a cell whose centre is off the map
+    ("demo_cdr", [None, 1000.0]),  # the towers, and a grid over them
+    ("probability", None),  # its own dimensions
+    ("trajectory", [500.0, 4e7]),  # of the points, with their times
+    ("segments", None),  # of the points, with their leave times, on the segments
+    ("clusters", None),  # crossings of the segments, clustered of every range's
+    ("randomize", None),  # profiles of the points, split at the middle of all times
+    ("randomize", "regions"),  # in regions, placed there (points outside some)
+    ("unicity", None),  # bins in regions, numbered across the ranges
+    ("unicity", [500.0, 4e7]),  # bins on a grid
+    ("unicity", "towers"),  # bins of the towers
+]
+ONE_RANGE = [KEPT[0], KEPT[3], KEPT[5], KEPT[8]]
+
+
 @pytest.mark.parametrize(
-    ("name", "grids"),
-    [
-        ("demo", [250.0, 750.0, 4e7]),  # 40,000 km: a cell whose centre is off the map
-        ("demo_cdr", [None, 1000.0]),  # the towers, and a grid over them
-        ("probability", None),  # its own dimensions
-        ("trajectory", [500.0, 4e7]),  # of the points, with their times
-        ("segments", None),  # of the points, with their leave times, on the segments
-        ("randomize", None),  # profiles of the points, split at the middle of all times
-        ("randomize", "regions"),  # in regions, placed there (points outside some)
-        ("unicity", None),  # bins in regions, numbered across the ranges
-        ("unicity", [500.0, 4e7]),  # bins on a grid
-        ("unicity", "towers"),  # bins of the towers
-    ],
+    ("name", "grids", "ranges"), [(*case, 6) for case in KEPT] + [(*c, 1) for c in ONE_RANGE]
 )
 def test_views_kept_on_the_workers_are_the_local_ones(
     name, grids, ranges, cluster, tmp_path, monkeypatch
@@ -132,10 +136,13 @@ def test_views_kept_on_the_workers_are_the_local_ones(
             # and the rest: ids, dimensions, a trajectory's clock, profiles' split
             held = {*local.row_fields, "locations", "codes"}
             for name in (f.name for f in dataclasses.fields(local) if f.name not in held):
-                assert getattr(whole, name) == getattr(local, name), name
+                x, y = getattr(whole, name), getattr(local, name)
+                assert np.array_equal(x, y) if isinstance(y, np.ndarray) else x == y, name
             for kind in ("locations", "visits", "records", "segments"):
                 assert np.array_equal(kept.coverage(kind), local.coverage(kind)), kind
             assert kept.users_in_view == local.users_in_view
+            if local.format == "clusters":  # made here of what the ranges tell, never gathered
+                _same_clusters(kept, local)
             assert kept.additive == local.additive
             pd.testing.assert_frame_equal(kept.used_locations(), local.used_locations())
             for rows in (500, 1 << 20):
@@ -175,6 +182,20 @@ def test_views_kept_on_the_workers_are_the_local_ones(
         if there.placed is not None:
             there.placed.close()
     assert _left(cluster) == []
+
+
+def _same_clusters(kept, local) -> None:
+    for name in ("window", "segment", "cluster", "cluster_window", "mu"):
+        assert np.array_equal(getattr(kept.clusters, name), getattr(local.clusters, name))
+    assert len(local.clusters.mu) > 0
+    risk, moves = local.cluster_risks()
+    there, moved = kept.cluster_risks()
+    assert np.array_equal(there, risk) and moved == moves
+    points = np.unique(np.r_[0.0, 1.0, risk])
+    expected = [local.data_of(risk <= r, "segments") for r in points]
+    assert kept.data_at(risk, points, "segments").tolist() == expected
+    people = np.arange(local.n_users) % 3 > 0
+    assert kept.data_of(people, "segments") == local.data_of(people, "segments")
 
 
 @pytest.mark.parametrize(
@@ -275,18 +296,25 @@ def test_the_utility_aggregate_counted_on_the_workers_is_the_local_one(
     assert _left(cluster) == []
 
 
-def test_points_are_gathered_when_the_dataviews_need_them(cluster, tmp_path):
-    """Clusters (every crossing of a segment, whoever made it) need the points together."""
+def test_points_are_gathered_when_the_cache_stores_them(cluster, tmp_path):
+    """`input.cache: parquet` stores the selected points: they come back, as a local
+    run selects them (every dataview format is built where the points are)."""
     from prudence_cli.prepare import prepare
 
     config = load_config(CONFIGS / "clusters.yaml")
     _parts(config.input.path, tmp_path / "parts")
     config = dataclasses.replace(
-        config, input=dataclasses.replace(config.input, path=tmp_path / "parts")
+        config,
+        input=dataclasses.replace(
+            config.input, path=tmp_path / "parts", cache="parquet", cache_dir=tmp_path / "c"
+        ),
     )
     there = prepare(config, client=cluster.client).selection
     assert there.placed is None
-    pd.testing.assert_frame_equal(prepare(config).selection.points, there.points, check_exact=True)
+    here = prepare(
+        dataclasses.replace(config, input=dataclasses.replace(config.input, cache="none"))
+    )
+    pd.testing.assert_frame_equal(here.selection.points, there.points, check_exact=True)
     assert _left(cluster) == []
 
 

@@ -106,9 +106,9 @@ def test_dask_catalog_equals_local(name, cluster, tmp_path):
     assert spread.manifest["engine"]["backend"] == "dask"
     assert spread.manifest["engine"]["workers"] == 2
     parted = _same_catalog(local.output, spread.output)
-    # presence, probability, trajectory, segments and bins views stay on the workers,
-    # which write their tables: the dataview's, its risks and its people's measures
-    kept = ("presence", "probability", "trajectory", "segments", "bins")
+    # presence, probability, trajectory, segments, bins and clusters views stay on the
+    # workers, which write their tables: the dataview's, its risks and its people's measures
+    kept = ("presence", "probability", "trajectory", "segments", "bins", "clusters")
     views = spread.manifest["dataviews"]
     tables = sum(2 + (view.get("measures") is not None) for view in views)
     assert parted == (tables if config.dataview.format in kept else 0)
@@ -136,6 +136,13 @@ NEVER_GATHERED = {
     "segments": (
         {"[30min, 1h, 5h]": "[30min]"},
         "  - {attack: subtrajectory, knowledge: {h: [2, all]}}\n",
+        2,
+    ),
+    # clusters made here of every range's crossings, risks and the data kept at each
+    # threshold read in the ranges
+    "clusters": (
+        {"[2, 3, 5]": "[2, 5]", "[50m, 100m, 200m]": "[100m]"},
+        "  - attack: cluster\ncoverage: segments\n",
         2,
     ),
     # bins: unicity's knowledge drawn in the ranges, its classes and EM/KL counted there

@@ -1,0 +1,82 @@
+"""A clusters view kept on the workers (dataviews/on_workers.py): each range of users'
+crossings stay on the worker that holds its points. The clusters are made here from what
+the ranges tell — per (window, segment), the distinct people who crossed it, added over
+the ranges (a person is in one range) — and are small: the frequent segments of each
+window. Each range then reads its people's risks and coverage against them, and the
+data kept at each risk threshold from its crossers' least risks (dataviews/clusters.py);
+the assessing process holds vectors per person, never a crossing."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from functools import cached_property
+from typing import Any, cast
+
+import numpy as np
+
+from prudence_cli.dataviews import coverage as covered
+from prudence_cli.dataviews.base import Dataview
+from prudence_cli.dataviews.clusters import (
+    ClusterDimensions,
+    Clusters,
+    ClusterView,
+    added,
+    clusters_of,
+    thresholds,
+)
+from prudence_cli.dataviews.on_workers import KeptView
+
+
+class KeptClusters(KeptView, ClusterDimensions):
+    """A ClusterView whose crossings are on the workers, as one for the cluster attack
+    (`cluster_risks`) and the measures (`coverage`, `data_at`, `data_of`)."""
+
+    @property
+    def geometry(self) -> np.ndarray | None:
+        return self.placed.geometry
+
+    @cached_property
+    def clusters(self) -> Clusters:
+        frequency = added(self.called("segment_people", [()] * len(self.ranges)))
+        return clusters_of(frequency, self.geometry, self.min_users, self.tolerance)
+
+    @cached_property
+    def _clusters_there(self) -> Any:
+        """The clusters, sent once to the workers holding the ranges."""
+        client = self.placed.kept.client
+        workers = sorted({b.worker for b in self.ranges})
+        (sent,) = client.scatter([self.clusters], workers=workers, broadcast=True, hash=False)
+        return sent
+
+    def _against_clusters(self, method: str) -> list[Any]:
+        return self.called(method, [(self._clusters_there,)] * len(self.ranges))
+
+    def cluster_risks(self) -> tuple[np.ndarray, int]:
+        found = self._against_clusters("risks_against")
+        risk = np.concatenate([r for r, _ in found]) if found else np.zeros(0)
+        return self._per_user(risk), sum(moves for _, moves in found)
+
+    def coverage(self, kind: str) -> np.ndarray:
+        covered.check_coverage(kind)
+        found = self._against_clusters("clustered")
+        return self._per_user(np.concatenate(found) if found else np.zeros(0))
+
+    def data_at(self, risk: np.ndarray, points: np.ndarray, kind: str) -> np.ndarray:
+        covered.check_coverage(kind)
+        parts = self.called("crosser_risks", [(risk[b.first : b.last],) for b in self.ranges])
+        found = thresholds(parts, self.min_users)
+        return np.searchsorted(found, points, side="right").astype(float)
+
+    def data_of(self, people: np.ndarray, kind: str) -> float:
+        """The pairs at least `frequency` of `people` crossed (ClusterView.data_of): those
+        at threshold 0 when the others are at risk 1."""
+        at = self.data_at(np.where(people, 0.0, 1.0), np.zeros(1), kind)
+        return float(at[0])
+
+    def whole(self) -> Dataview:
+        return replace(cast(ClusterView, super().whole()), geometry=self.geometry)
+
+    def close(self) -> None:
+        if "_clusters_there" in self.__dict__:
+            self.__dict__.pop("_clusters_there").release()
+        super().close()
