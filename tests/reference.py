@@ -270,7 +270,8 @@ def dense_disclosure(x, known_bins):
 
 def literal_neighbourhood(b, aff, n_i):
     """χ_i = N(b_i, n_i) (Definition 8): b_i's visited locations and the n_i unvisited ones
-    of largest Aff(i, j) = Σ_{j1: b_ij1 = 1} Aff_{j1 j} > 0, ties to the smaller j."""
+    of largest Aff(i, j) = Σ_{j1: b_ij1 = 1} Aff_{j1 j} > 0, ties to the smaller j (`aff`
+    as whole counts, or any multiple of Aff whose sums are exact)."""
     b = np.asarray(b)
     aff = np.asarray(aff, dtype=float)
     out = np.zeros_like(b, dtype=bool)

@@ -37,6 +37,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from scipy import sparse
@@ -47,26 +49,40 @@ from prudence_cli.engine.jit import choose, kernel
 _BLOCK_CELLS = 1 << 22  # dense cells per block when noise covers every location
 
 
-def affinity(boolean: sparse.csr_matrix) -> sparse.csr_matrix:
+@dataclass(frozen=True)
+class Affinity:
     """Aff_{j1 j2} = |{i : b_ij1 = 1 and b_ij2 = 1}| / n (Olivier and Quertier, randomized
-    sanitization mechanisms, section V.B), m × m."""
+    sanitization mechanisms, section V.B), m × m: its counts kept whole, so that sums of
+    them compare exactly (`neighbourhoods`: 1/5 + 2/5 ties with 3/5, which the floats
+    0.2 + 0.4 and 0.6 do not)."""
+
+    counts: sparse.csr_matrix  # whole numbers (float64), indices sorted
+    users: int  # n
+
+    @cached_property
+    def matrix(self) -> sparse.csr_matrix:
+        """Aff itself, the counts over n."""
+        out = self.counts / self.users
+        out.sort_indices()
+        return out
+
+
+def affinity(boolean: sparse.csr_matrix) -> Affinity:
+    """The affinity of the profiles `boolean` (nonzero: visited)."""
     b = (boolean > 0).astype(np.float64)
-    n = max(b.shape[0], 1)
-    out = (b.T @ b).tocsr() / n
-    out.sort_indices()
-    return out
+    counts = (b.T @ b).tocsr()
+    counts.sort_indices()
+    return Affinity(counts, max(b.shape[0], 1))
 
 
-def neighbourhoods(
-    boolean: sparse.csr_matrix, aff: sparse.csr_matrix, n_i: int
-) -> sparse.csr_matrix:
+def neighbourhoods(boolean: sparse.csr_matrix, aff: Affinity, n_i: int) -> sparse.csr_matrix:
     """χ_i = N(b_i, n_i) as a boolean n × m matrix: the visited locations of b_i and the
     n_i unvisited locations j of largest Aff(i, j) = Σ_{j1 visited} Aff_{j1 j}, ties to
     the smaller location id. Locations of affinity 0 (never seen together with any of the
     user's) are not chosen: adding them is exactly the inconsistency Algorithm 12 finds."""
     b = (boolean > 0).astype(np.float64).tocsr()
     b.sort_indices()
-    scores = (b @ aff).tocsr()
+    scores = (b @ aff.counts).tocsr()  # Aff(i, j) × n: whole numbers, added exactly
     scores.sort_indices()
     choose(scores.nnz + b.nnz)
     indptr, indices = _top_unvisited(

@@ -26,7 +26,7 @@ from prudence_cli.attacks.base import KnowledgeLevel
 from prudence_cli.config.mechanisms import MECHANISMS, Setting
 from prudence_cli.dataviews.profiles import ProfilesView
 from prudence_cli.randomized.attacks import PROFILE_ATTACKS, Attempt, Scenario, build_scenarios
-from prudence_cli.randomized.mechanisms import affinity, neighbourhoods, randomize
+from prudence_cli.randomized.mechanisms import Affinity, affinity, neighbourhoods, randomize
 
 STATISTIC = {"boolean": "f1", "count": "f2"}
 
@@ -84,7 +84,7 @@ def sample_users(view: ProfilesView, size: int | None, seed: int) -> np.ndarray:
 def sanitize_profiles(
     profiles: sparse.csr_matrix,
     setting: Setting,
-    aff: sparse.csr_matrix,
+    aff: Affinity,
     rng: np.random.Generator,
 ) -> sparse.csr_matrix:
     """M(a_i) for every row, with χ_i from the setting's neighbourhood."""
@@ -117,7 +117,7 @@ class Bench:
     view: ProfilesView
     view_index: int
     users: np.ndarray
-    affinity: sparse.csr_matrix
+    affinity: Affinity
     truth: sparse.csr_matrix  # the sample's profiles over the whole period
     scenarios: dict[str, Scenario]
     options: SweepOptions
@@ -165,7 +165,7 @@ def evaluate_setting(
                 if name != "1"
                 else sanitize_profiles(scenario.release, setting, aff, setting_rng(seed, *key, 2))
             )
-            attempts[name] = Attempt(scenario, noisy, setting, aff)
+            attempts[name] = Attempt(scenario, noisy, setting, aff.matrix)
         rows.append({"level": level, **attack.success(attempts[name], level)})
     return measured, rows
 

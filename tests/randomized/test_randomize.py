@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scipy import sparse
 
@@ -144,10 +144,24 @@ def boolean_profiles(draw):
 
 @settings(max_examples=80, deadline=None)
 @given(boolean_profiles(), st.integers(0, 4))
+@example(  # location 2 scores 3/5, location 6 1/5 + 2/5 for the last person
+    b=np.array(
+        [
+            [1, 0, 0, 0, 0, 0, 1],
+            [0, 0, 1, 1, 0, 0, 0],
+            [0, 0, 1, 1, 0, 0, 1],
+            [0, 0, 1, 1, 0, 0, 1],
+            [1, 0, 0, 1, 0, 0, 0],
+        ]
+    ),
+    n_i=1,
+)
 def test_neighbourhoods_equal_definition_8(b, n_i):
+    """χ_i of Definition 8, Aff added exactly: a tie of affinities goes to the smaller
+    location (1/5 + 2/5 = 3/5, which 0.2 + 0.4 and 0.6 in floats are not)."""
     aff = affinity(sparse.csr_matrix(b))
     fast = neighbourhoods(sparse.csr_matrix(b), aff, n_i).toarray()
-    literal = literal_neighbourhood(b, (b.T @ b) / b.shape[0], n_i)
+    literal = literal_neighbourhood(b, b.T @ b, n_i)  # Aff × n: added exactly
     assert np.array_equal(fast, literal)
 
 
@@ -197,7 +211,7 @@ def test_reidentification_equals_algorithm_11(b, seed, delta, m_max):
         scenario,
         sparse.csr_matrix(noisy_b),
         Setting("randomized_response", 1.0),
-        affinity(sparse.csr_matrix(b)),
+        affinity(sparse.csr_matrix(b)).matrix,
     )
     level = KnowledgeLevel(
         "reidentification", (("scenario", "2.2"), ("delta", delta), ("M", m_max))
@@ -219,7 +233,8 @@ def _attempt(true, seen, setting=None):
         "2.2", sparse.csr_matrix(true), sparse.csr_matrix(true), np.arange(n), np.arange(4)
     )
     setting = setting or Setting("randomized_response", 1.0)
-    return Attempt(scenario, sparse.csr_matrix(seen), setting, affinity(sparse.csr_matrix(true)))
+    aff = affinity(sparse.csr_matrix(true)).matrix
+    return Attempt(scenario, sparse.csr_matrix(seen), setting, aff)
 
 
 def _level(attack, **values):
