@@ -24,6 +24,7 @@ theirs alone, and the data at a risk threshold is read from each pair's
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, ClassVar
@@ -49,6 +50,10 @@ from prudence_cli.space import project_lines
 
 if TYPE_CHECKING:
     from prudence_cli.select import Selection
+
+
+# per row: window, segment, risk of one of its crossers (`crosser_risks`, `least_risks`)
+Crossers = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -140,24 +145,27 @@ class ClusterView(Dataview, ClusterDimensions):
     def data_at(self, risk: np.ndarray, points: np.ndarray, kind: str) -> np.ndarray:
         """`data_of(risk <= r)` at each r of `points`, in one pass (`thresholds`)."""
         check_coverage(kind)
-        found = thresholds([self.crosser_risks(risk)], self.min_users)
+        found = thresholds(self.crosser_risks(risk, self.clusters), self.min_users)
         return np.searchsorted(found, points, side="right").astype(float)
 
-    def crosser_risks(self, risk: np.ndarray) -> tuple[np.ndarray, ...]:
-        """Per (window, segment) crossed, the `frequency` least risks of its distinct
-        crossers (`risk` per person of this view): window, segment, risk, one per row."""
-        frame = pd.DataFrame({"w": self.window, "s": self.location, "u": self.user})
-        frame = frame.drop_duplicates()
-        frame["r"] = risk[frame["u"].to_numpy()]
-        frame = frame.sort_values(["w", "s", "r"], kind="stable")
-        least = frame.groupby(["w", "s"], sort=False).cumcount().to_numpy() < self.min_users
-        return tuple(frame[c].to_numpy()[least] for c in ("w", "s", "r"))
+    def crosser_risks(self, risk: np.ndarray, found: Clusters) -> Crossers:
+        """Per (window, segment) of the clusters `found` this view's people crossed, the
+        `frequency` least risks of its distinct crossers (`risk` per person of this
+        view). The others are crossed by fewer people than `frequency` in all: no
+        threshold makes them shared."""
+        inside = self._clustered_rows(found)
+        frame = pd.DataFrame(
+            {"w": self.window[inside], "s": self.location[inside], "u": self.user[inside]}
+        ).drop_duplicates()
+        crossed = frame["w"].to_numpy(), frame["s"].to_numpy(), risk[frame["u"].to_numpy()]
+        return least_risks([crossed], self.min_users)
 
     @cached_property
     def _distinct_crossings(self) -> tuple[np.ndarray, np.ndarray]:
         """Per distinct (person, window, segment): its (window, segment) code, its person."""
         segments = int(self.location.max(initial=-1)) + 1
-        key = (self.window - self.window.min(initial=0)) * segments + self.location
+        first = int(self.window.min()) if self.window.shape[0] else 0
+        key = (self.window - first) * segments + self.location
         pairs, pair = np.unique(key, return_inverse=True)
         crossing = np.unique(self.user.astype(np.int64) * pairs.shape[0] + pair)
         return crossing % pairs.shape[0], crossing // pairs.shape[0]
@@ -287,22 +295,38 @@ def added(parts: list[pd.Series]) -> pd.Series:
     return pd.concat(parts).groupby(level=["window", "segment"]).sum()
 
 
-def thresholds(parts: list[tuple[np.ndarray, ...]], min_users: int) -> np.ndarray:
-    """Per (window, segment) crossed, ascending: the least risk r at which `min_users`
-    of its crossers are at risk ≤ r (+inf: never) — the `min_users`-th least risk of its
-    crossers, from the parts' `crosser_risks`. The data the people at risk ≤ r keep is
-    the pairs whose threshold is ≤ r (a cluster needs no other segment: module)."""
+def least_risks(parts: Iterable[Crossers], min_users: int) -> Crossers:
+    """Per (window, segment) of the parts (`crosser_risks` of disjoint people, or what
+    this function made of some of them), its `min_users` least risks: window, segment,
+    risk per row, sorted so."""
     window, segment, risk = (np.concatenate(column) for column in zip(*parts, strict=True))
-    if window.shape[0] == 0:
-        return np.zeros(0)
     order = np.lexsort((risk, segment, window))
     window, segment, risk = window[order], segment[order], risk[order]
-    start = np.flatnonzero(np.r_[True, (window[1:] != window[:-1]) | (segment[1:] != segment[:-1])])
-    size = np.diff(np.r_[start, window.shape[0]])
+    start, size = _runs(window, segment)
+    keep = np.arange(window.shape[0]) - np.repeat(start, size) < min_users
+    return window[keep], segment[keep], risk[keep]
+
+
+def thresholds(least: Crossers, min_users: int) -> np.ndarray:
+    """Per (window, segment) of `least` (`least_risks`), ascending: the least risk r at
+    which `min_users` of its crossers are at risk ≤ r (+inf: never) — its
+    `min_users`-th least risk. The data the people at risk ≤ r keep is the pairs whose
+    threshold is ≤ r (a cluster needs no other segment: module)."""
+    window, segment, risk = least
+    start, size = _runs(window, segment)
     found = np.full(start.shape[0], np.inf)
     frequent = size >= min_users
     found[frequent] = risk[start[frequent] + min_users - 1]
     return np.sort(found)
+
+
+def _runs(window: np.ndarray, segment: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The first row and the length of each run of one (window, segment), sorted rows."""
+    if window.shape[0] == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    change = (window[1:] != window[:-1]) | (segment[1:] != segment[:-1])
+    start = np.flatnonzero(np.r_[True, change])
+    return start, np.diff(np.r_[start, window.shape[0]])
 
 
 def clusters_of(

@@ -3,8 +3,9 @@ crossings stay on the worker that holds its points. The clusters are made here f
 the ranges tell — per (window, segment), the distinct people who crossed it, added over
 the ranges (a person is in one range) — and are small: the frequent segments of each
 window. Each range then reads its people's risks and coverage against them, and the
-data kept at each risk threshold from its crossers' least risks (dataviews/clusters.py);
-the assessing process holds vectors per person, never a crossing."""
+data kept at each risk threshold from its crossers' least risks (dataviews/clusters.py):
+the assessing process holds vectors per person, per (window, segment) its distinct
+people, and per clustered one at most `frequency` risks; never a crossing."""
 
 from __future__ import annotations
 
@@ -20,8 +21,10 @@ from prudence_cli.dataviews.clusters import (
     ClusterDimensions,
     Clusters,
     ClusterView,
+    Crossers,
     added,
     clusters_of,
+    least_risks,
     thresholds,
 )
 from prudence_cli.dataviews.on_workers import KeptView
@@ -37,7 +40,10 @@ class KeptClusters(KeptView, ClusterDimensions):
 
     @cached_property
     def clusters(self) -> Clusters:
-        frequency = added(self.called("segment_people", [()] * len(self.ranges)))
+        frequency = None  # each range's added in as it comes
+        for _, part in self.each_called("segment_people", [()] * len(self.ranges)):
+            frequency = part if frequency is None else added([frequency, part])
+        assert frequency is not None, "a kept view has a range at least"
         return clusters_of(frequency, self.geometry, self.min_users, self.tolerance)
 
     @cached_property
@@ -62,14 +68,23 @@ class KeptClusters(KeptView, ClusterDimensions):
         return self._per_user(np.concatenate(found) if found else np.zeros(0))
 
     def data_at(self, risk: np.ndarray, points: np.ndarray, kind: str) -> np.ndarray:
+        """ClusterView.data_at: each range's crossers' least risks, folded in as they come
+        (at most `frequency` rows a clustered segment of a window held here)."""
         covered.check_coverage(kind)
-        parts = self.called("crosser_risks", [(risk[b.first : b.last],) for b in self.ranges])
-        found = thresholds(parts, self.min_users)
-        return np.searchsorted(found, points, side="right").astype(float)
+        found = self._clusters_there
+        arguments = [(risk[b.first : b.last], found) for b in self.ranges]
+        least: Crossers = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
+        for _, part in self.each_called("crosser_risks", arguments):
+            least = least_risks([least, part], self.min_users)
+        limits = thresholds(least, self.min_users)
+        return np.searchsorted(limits, points, side="right").astype(float)
 
     def data_of(self, people: np.ndarray, kind: str) -> float:
         """The pairs at least `frequency` of `people` crossed (ClusterView.data_of): those
-        at threshold 0 when the others are at risk 1."""
+        at threshold 0 when the others are at risk 1; for everyone, every clustered one."""
+        if people.all():
+            covered.check_coverage(kind)
+            return float(self.clusters.segment.shape[0])
         at = self.data_at(np.where(people, 0.0, 1.0), np.zeros(1), kind)
         return float(at[0])
 

@@ -224,6 +224,13 @@ class KeptView:
 
     def called(self, method: str, arguments: Sequence[tuple[Any, ...]]) -> list[Any]:
         """Each range's `method(*arguments[k])`, on the worker holding it, in order."""
+        found = dict(self.each_called(method, arguments))
+        return [found[i] for i in range(len(self.ranges))]
+
+    def each_called(
+        self, method: str, arguments: Sequence[tuple[Any, ...]]
+    ) -> Iterator[tuple[int, Any]]:
+        """`called`, as they come (a few ranges at a time): (k, range k's result)."""
         client = self.placed.kept.client
         held = self.ranges
 
@@ -231,8 +238,7 @@ class KeptView:
             b = held[i]
             return pinned(client, b.worker, _range_call, b.path, method, arguments[i], i)
 
-        found = dict(windowed(client, range(len(held)), submit, _holders(held)))
-        return [found[i] for i in range(len(held))]
+        yield from windowed(client, range(len(held)), submit, _holders(held))
 
     def table_parts(self, rows: int) -> Iterator[pd.DataFrame]:
         """The view's table (`Dataview.table_parts`) in parts of whole users, about `rows`

@@ -21,6 +21,7 @@ from prudence_cli.dataviews.clusters import (
     added,
     cluster_segments,
     clusters_of,
+    least_risks,
     thresholds,
 )
 from prudence_cli.dataviews.restore import view_from_table
@@ -193,8 +194,12 @@ def test_ranges_of_people_make_the_whole_views_clusters_risks_and_data(
     clustered = np.concatenate([p.clustered(found) for p in parts])
     assert np.array_equal(clustered, view.coverage("segments"))
     risk = np.array(risks[:n])
-    by_part = [p.crosser_risks(risk[a:b]) for p, (a, b) in zip(parts, spans, strict=True)]
-    limits = thresholds(by_part, min_users)
+    by_part = [p.crosser_risks(risk[a:b], found) for p, (a, b) in zip(parts, spans, strict=True)]
+    limits = thresholds(least_risks(by_part, min_users), min_users)
+    folded = by_part[-1]  # folded in any order, as the ranges come
+    for part in by_part[-2::-1]:
+        folded = least_risks([folded, part], min_users)
+    assert np.array_equal(thresholds(folded, min_users), limits)
     points = np.unique(np.r_[0.0, 0.2, 1.0, risk])
     expected = [view.data_of(risk <= r, "segments") for r in points]
     assert np.searchsorted(limits, points, side="right").tolist() == expected
