@@ -103,12 +103,20 @@ def _answer(catalog: Catalog, v: Verdict) -> str:
     yes = "Yes, as it is" if passes == 0 else "Yes, with suppression"
     if v.not_covered:
         yes += ", against the counted attackers only"
-    head = (
-        f"<b>{yes}.</b>"
-        if enough
-        else f"<b>Not under this policy:</b> the best release keeps {share:.1%} of the "
-        f"{_e(kind)}, below the policy's {v.policy.min_coverage:.0%}."
-    )
+    if share <= 0:  # people, but none of the data: nothing to share
+        enough = False
+        head = (
+            f"<b>No.</b> The best release keeps none of the {_e(kind)}: nothing of this "
+            f"data can be shared at risk ≤ {r:g}. Try coarser dataviews, or fewer counted "
+            "levels."
+        )
+    elif enough:
+        head = f"<b>{yes}.</b>"
+    else:
+        head = (
+            f"<b>Not under this policy:</b> the best release keeps {share:.1%} of the "
+            f"{_e(kind)}, below the policy's {v.policy.min_coverage:.0%}."
+        )
     options = [
         *(f"--attack {a}" for a in v.policy.attacks),
         *(f"--where {shlex.quote(w)}" for w in v.policy.where),

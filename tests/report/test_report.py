@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from prudence_cli.cli import main
 from tests.explore.test_explore import CONFIG
 
+ROOT = Path(__file__).parents[2]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
@@ -216,3 +217,23 @@ def test_report_tells_the_analyst_what_the_release_keeps(report, catalog):
     assert "longest trip" not in section and "location entropy" in section
     assert "Pearson" in section and 'alt="What a release of' in section
     assert f'alt="Each measure on the people of {chosen} at risk ≤ t (D_t)"' in section
+
+
+def test_a_release_that_keeps_none_of_the_data_is_a_no(tmp_path):
+    """The shipped clusters config's dataview at frequency 5 and 50 m: at R = 0.3 its
+    release keeps people but not one clustered segment — the verdict says no."""
+    config = (ROOT / "configs" / "clusters.yaml").read_text()
+    config = config.replace("../sample_data", str(ROOT / "sample_data"))
+    config = config.replace("[2, 3, 5]", "[5]").replace("[50m, 100m, 200m]", "[50m]")
+    (tmp_path / "c.yaml").write_text(config)
+    runner = CliRunner()
+    out = tmp_path / "cat"
+    assessed = runner.invoke(main, ["assess", str(tmp_path / "c.yaml"), "-q", "--out", str(out)])
+    assert assessed.exit_code == 0, assessed.output
+    html = tmp_path / "r.html"
+    made = runner.invoke(main, ["report", "--catalog", str(out), "--out", str(html)])
+    assert made.exit_code == 0, made.output
+    verdict = html.read_text().partition('id="verdict"')[2].partition("</section>")[0]
+    assert "<b>No.</b> The best release keeps none of the segments" in verdict
+    assert "Yes" not in verdict and 'class="verdict no"' in verdict
+    assert "0.0% of the segments" in verdict  # and what it keeps: people only
