@@ -308,7 +308,8 @@ def least_risks(parts: Iterable[Crossers], min_users: int) -> Crossers:
 
 
 def thresholds(least: Crossers, min_users: int) -> np.ndarray:
-    """Per (window, segment) of `least` (`least_risks`), ascending: the least risk r at
+    """Per (window, segment) of `least` (`least_risks`: its rows sorted so), ascending:
+    the least risk r at
     which `min_users` of its crossers are at risk ≤ r (+inf: never) — its
     `min_users`-th least risk. The data the people at risk ≤ r keep is the pairs whose
     threshold is ≤ r (a cluster needs no other segment: module)."""

@@ -14,6 +14,7 @@ from functools import cached_property
 from typing import Any, cast
 
 import numpy as np
+import pandas as pd
 
 from prudence_cli.dataviews import coverage as covered
 from prudence_cli.dataviews.base import Dataview
@@ -40,11 +41,16 @@ class KeptClusters(KeptView, ClusterDimensions):
 
     @cached_property
     def clusters(self) -> Clusters:
-        frequency = None  # each range's added in as it comes
+        # the ranges' counts added in as they come, once they are as many as the sum's
+        # (each count is added a few times at most, and not all are held at once)
+        frequency: list[pd.Series] = []
+        waiting: list[pd.Series] = []
         for _, part in self.each_called("segment_people", [()] * len(self.ranges)):
-            frequency = part if frequency is None else added([frequency, part])
-        assert frequency is not None, "a kept view has a range at least"
-        return clusters_of(frequency, self.geometry, self.min_users, self.tolerance)
+            waiting.append(part)
+            if sum(len(w) for w in waiting) >= sum(len(f) for f in frequency):
+                frequency, waiting = [added([*frequency, *waiting])], []
+        frequency = [added([*frequency, *waiting])]
+        return clusters_of(frequency[0], self.geometry, self.min_users, self.tolerance)
 
     @cached_property
     def _clusters_there(self) -> Any:

@@ -196,6 +196,8 @@ def _same_clusters(kept, local) -> None:
     assert kept.data_at(risk, points, "segments").tolist() == expected
     people = np.arange(local.n_users) % 3 > 0
     assert kept.data_of(people, "segments") == local.data_of(people, "segments")
+    everyone = np.ones(local.n_users, dtype=bool)
+    assert kept.data_of(everyone, "segments") == local.data_of(everyone, "segments")
 
 
 @pytest.mark.parametrize(

@@ -144,21 +144,23 @@ def boolean_profiles(draw):
 
 @settings(max_examples=80, deadline=None)
 @given(boolean_profiles(), st.integers(0, 4))
-@example(  # location 2 scores 3/5, location 6 1/5 + 2/5 for the last person
+@example(  # the 6th person's locations 1 and 5 both score 7/7; as floats, 1 - 2^-53 and 1
     b=np.array(
         [
-            [1, 0, 0, 0, 0, 0, 1],
-            [0, 0, 1, 1, 0, 0, 0],
-            [0, 0, 1, 1, 0, 0, 1],
-            [0, 0, 1, 1, 0, 0, 1],
-            [1, 0, 0, 1, 0, 0, 0],
+            [1, 1, 1, 1, 0, 1],
+            [1, 0, 0, 0, 0, 0],
+            [0, 1, 1, 1, 1, 1],
+            [0, 1, 0, 0, 1, 0],
+            [0, 0, 1, 0, 0, 1],
+            [1, 0, 1, 1, 1, 0],
+            [1, 0, 1, 0, 0, 0],
         ]
     ),
     n_i=1,
 )
 def test_neighbourhoods_equal_definition_8(b, n_i):
     """χ_i of Definition 8, Aff added exactly: a tie of affinities goes to the smaller
-    location (1/5 + 2/5 = 3/5, which 0.2 + 0.4 and 0.6 in floats are not)."""
+    location (sums of the floats count / n need not tie where the counts do)."""
     aff = affinity(sparse.csr_matrix(b))
     fast = neighbourhoods(sparse.csr_matrix(b), aff, n_i).toarray()
     literal = literal_neighbourhood(b, b.T @ b, n_i)  # Aff × n: added exactly
@@ -261,6 +263,16 @@ def test_reidentification_by_hand():
         _attempt(TRUE, NOISY), _level("reidentification", scenario="2.2", delta="50%", M=2)
     )
     assert share["success_rate"] == pytest.approx(2 / 3)
+
+
+def test_an_affinity_is_its_count_over_n_rounded_once():
+    """Aff = 17 / 1700 is τ = 0.01 exactly, not below it (17 × fl(1/1700) is)."""
+    from prudence_cli.randomized.mechanisms import Affinity
+
+    aff = Affinity(sparse.csr_matrix(np.array([[1700.0, 17.0], [17.0, 1700.0]])), 1700)
+    assert aff.matrix.toarray().tolist() == [[1.0, 0.01], [0.01, 1.0]]
+    seen = sparse.csr_matrix(np.array([[1, 1]]))  # two locations at Aff = τ: consistent
+    assert discard_inconsistencies(seen, aff.matrix, 0.01, 1).toarray().tolist() == [[1, 1]]
 
 
 def test_discard_inconsistencies_by_hand():
