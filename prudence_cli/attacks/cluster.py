@@ -22,9 +22,9 @@ from prudence_cli.engine import Engine
 
 class ClusterAttack(Attack[ClusterView]):
     name: ClassVar[str] = "cluster"
-    # a person's risk reads their own crossings and the clusters of all: on several
-    # workers, made in the ranges of a view kept there (dataviews/kept_clusters.py)
-    local: ClassVar[bool] = True
+    # a person's risk reads their own crossings and the clusters of all: on Dask, made
+    # in the ranges of a view kept on the workers (dataviews/kept_clusters.py)
+    reads_kept: ClassVar[bool] = True
 
     def risks(
         self,

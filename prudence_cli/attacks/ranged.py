@@ -106,8 +106,9 @@ def _range_level(
 
 class Held:
     """A dataview as a run's attacks see it. A view kept on the workers (KeptView)
-    serves the attacks whose levels are made in its ranges (`in_ranges`); the others see
-    it gathered here (`whole`), once."""
+    serves the attacks whose levels are made in its ranges (`in_ranges`) and those that
+    read its ranges themselves (`reads_kept`: the cluster attack); the others see it
+    gathered here (`whole`), once."""
 
     def __init__(self, view: Dataview) -> None:
         self.view = view
@@ -115,6 +116,8 @@ class Held:
 
     def view_for(self, attack: Any, engine: Engine) -> Dataview:
         """The view `attack` reads on `engine`."""
+        if self.view.on_workers and getattr(attack, "reads_kept", False):
+            return self.view  # on any number of workers
         serves = self.view.on_workers and getattr(attack, "local", False)
         return self.view if serves and in_ranges(attack, engine) else self.whole()
 

@@ -190,6 +190,27 @@ def test_a_view_of_trajectories_on_the_workers_is_never_gathered(
     assert risks.notna().all().all()
 
 
+def test_a_clusters_view_on_one_worker_is_read_where_it_is_kept(tmp_path, monkeypatch):
+    """On a single worker (no ranges to cut for counted levels), the cluster attack still
+    reads the clusters view where it is kept: the local catalog, nothing gathered."""
+    from prudence_cli.dataviews.on_workers import KeptView
+
+    config = _small("clusters")
+    local = run_assessment(config, tmp_path / "local", _engine(config), None)
+
+    def gathered(self):
+        raise AssertionError("the view was gathered")
+
+    monkeypatch.setattr(KeptView, "whole", gathered)
+    runner = DaskRunner(workers=1)
+    try:
+        spread = run_assessment(config, tmp_path / "dask", _engine(config, runner), None)
+    finally:
+        runner.close()
+    assert spread.manifest["engine"]["workers"] == 1
+    assert _same_catalog(local.output, spread.output) == 2  # its table and risks, in parts
+
+
 def test_profiles_are_built_on_the_workers_and_swept_as_the_local_ones(
     cluster, tmp_path, monkeypatch
 ):
