@@ -205,10 +205,6 @@ class Dataview:
         """The data the people of the mask `people` (over U) produce together."""
         return float(self.coverage(kind)[people].sum())
 
-    def data_at(self, risk: np.ndarray, points: np.ndarray, kind: str) -> np.ndarray:
-        """`data_of(risk <= r)` at each r of `points` (`risk` per user of U)."""
-        return np.array([self.data_of(risk <= r, kind) for r in points], dtype=float)
-
     def share_of(self, people: np.ndarray, kind: str) -> float:
         """The share of the view's data the people of the mask `people` hold (0 when the
         view holds none)."""

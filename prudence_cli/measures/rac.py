@@ -114,7 +114,9 @@ def measure_view(
     view: Any, risk: np.ndarray, kind: str, total: float | None = None
 ) -> tuple[pd.DataFrame, RacSummary]:
     """RAC curve and i-RAC row of a dataview for per-user risks; `total` is c(U, D) of
-    the original dataview when measuring a sanitized one (Pratesi et al., PRUDEnce, end of 3.3)."""
+    the original dataview when measuring a sanitized one (Pratesi et al., PRUDEnce, end of 3.3).
+    A view whose data is not a sum over people tells it at every threshold at once
+    (`data_at`: a clusters view)."""
     if view.additive:
         coverage = view.coverage(kind)
         return rac_curve(risk, coverage, total), summarize(risk, coverage, total)
