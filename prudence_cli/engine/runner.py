@@ -299,20 +299,16 @@ class DaskRunner:
 
         def submit(call: tuple[Any, tuple[Any, ...]]) -> Any:
             item, args = call
-            home = self._home(item, 0)
+            home = self._placed(item, 0)
             with arrays_as_arguments():
-                queries = client.submit(
-                    draw, item, *args, pure=False, workers=home, allow_other_workers=True
-                )
+                queries = client.submit(draw, item, *args, pure=False, **home)
             counts = [
                 client.submit(
                     count, queries, *futures, pure=False, **stay([worker] if worker else None)
                 )
                 for worker, futures in held.items()
             ]
-            return client.submit(
-                fold, queries, *counts, pure=False, workers=home, allow_other_workers=True
-            )
+            return client.submit(fold, queries, *counts, pure=False, **home)
 
         with self._watching([w for w in held if w]):  # counts run there only (`streams.stay`)
             yield from streamed(submit, calls, IN_FLIGHT * max(self.threads, 1), [])
@@ -353,11 +349,9 @@ class DaskRunner:
         kept = []
         with arrays_as_arguments():
             for k, item in enumerate(placed):
-                where = self._home(item, k)
-                future = self.client.submit(
-                    task, item, *shared, pure=False, workers=where, allow_other_workers=True
-                )
-                self._homes[future.key] = where
+                where = self._placed(item, k)
+                future = self.client.submit(task, item, *shared, pure=False, **where)
+                self._homes[future.key] = where["workers"]
                 kept.append(future)
         return kept
 
@@ -430,6 +424,16 @@ class DaskRunner:
         the result of `each_kept` of such an item), else the k-th worker in turn."""
         key = getattr(item, "key", None)
         return (self._homes.get(key) if isinstance(key, str) else None) or self._where(k)
+
+    def _placed(self, item: Any, k: int) -> dict[str, Any]:
+        """Where the task of the k-th item runs (`_home`), as `submit`'s arguments: on
+        that worker only when the run watches it (`_watch`: an item kept on its disk, or
+        a result of such an item), for Dask steals a task that merely prefers a worker,
+        and the item goes along — a worker would then hold other ranges than its own.
+        Else preferred: a worker no one watches may leave, and the task runs elsewhere."""
+        where = self._home(item, k)
+        strict = where is not None and set(where) <= self._watched
+        return {"workers": where, "allow_other_workers": not strict and where is not None}
 
     def _where(self, k: int) -> list[str] | None:
         """The k-th worker, in turn (None: any)."""

@@ -1060,6 +1060,39 @@ def _identity(value):
     return value
 
 
+def test_tasks_on_what_a_watched_worker_keeps_run_there_only():
+    """A task on an item kept on a worker's disk (DaskRunner.pinned), or on a result of
+    such a task, runs on that worker only: Dask steals a task that merely prefers a
+    worker when another is idle, and the item goes along (a worker would then hold
+    another's ranges). A task on anything else only prefers its worker."""
+    runner = DaskRunner(workers=2)
+    try:
+        holder = runner.addresses[1]
+        (held,) = runner.pinned(_identity, [(holder, (1,))])
+        (using,) = runner.each_kept(_identity, [held])
+        (then,) = runner.each_kept(_identity, [using])
+        (free,) = runner.each_kept(_identity, [2])
+        assert [f.result() for f in (using, then, free)] == [1, 1, 2]
+        placed = runner.client.run_on_scheduler(
+            _restrictions, keys=[f.key for f in (using, then, free)]
+        )
+        assert placed == [([holder], False), ([holder], False), ([runner.addresses[0]], True)]
+        runner.unpin()  # the run has ended: no worker watched, no home kept
+        (after,) = runner.each_kept(_identity, [using])
+        assert after.result() == 1
+        assert runner.client.run_on_scheduler(_restrictions, keys=[after.key]) == [
+            ([runner.addresses[0]], True)  # the first worker in turn, preferred
+        ]
+    finally:
+        runner.close()
+
+
+def _restrictions(keys, dask_scheduler=None):
+    """Each task's workers and whether it may run elsewhere, as the scheduler holds them."""
+    tasks = [dask_scheduler.tasks[key] for key in keys]
+    return [(sorted(t.worker_restrictions or ()), bool(t.loose_restrictions)) for t in tasks]
+
+
 def test_workers_that_do_not_see_the_catalog_folder_send_their_tables(
     cluster, tmp_path, monkeypatch
 ):
