@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import weakref
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -318,7 +319,7 @@ def range_view(
         del user, location, count
     view = build(told.users, points, located)
     del points, located, pairs
-    path = scratch.written(f"range-{told.k}.{name}", view)
+    path = _kept(scratch, f"range-{told.k}.{name}", view, (table, getattr(bins, "table", None)))
     held = np.bincount(view.location, minlength=len(view.locations))
     per_user = np.diff(view.offsets).astype(np.int32)
     additive = view.additive  # a clusters view's coverage needs every range's clusters
@@ -334,6 +335,64 @@ def range_view(
         np.packbits(held > 0),
     )
     return told.k, built
+
+
+@dataclass(frozen=True)
+class _KeptRange:
+    """A range's view as its file holds it: without its locations' rows when they are
+    the whole view's (`table`, the path of the worker's one copy; a bins view's are
+    millions of bins), with their number."""
+
+    view: Any  # dataviews.base.Dataview
+    table: str | None
+    locations: int
+
+
+_writing = threading.Lock()  # the worker's threads writing its copy of a table
+
+
+def _kept(scratch: Scratch, name: str, view: Any, tables: tuple[Any, ...]) -> str:
+    """`view` kept as `name` on this worker (`read_view`): its locations table, when it
+    is one of the whole view's `tables` (each range's is), written once on the worker
+    beside the ranges (at `name`'s format), not into each range's file."""
+    if not any(view.locations is t for t in tables if t is not None):
+        return scratch.written(name, _KeptRange(view, None, len(view.locations)))
+    shared = _table_name(name)
+    with _writing:
+        table = scratch.folder() / shared
+        if not table.exists():
+            scratch.written(shared, view.locations)
+    bare = replace(view, locations=view.locations.iloc[:0])
+    return scratch.written(name, _KeptRange(bare, str(table), len(view.locations)))
+
+
+def _table_name(name: str) -> str:
+    return "locations." + name.split(".", 1)[1]
+
+
+def kept_files(path: str) -> list[str]:
+    """The files a range's view kept at `path` may take on its worker (`_kept`)."""
+    folder, name = os.path.split(path)
+    return [path, os.path.join(folder, _table_name(name))]
+
+
+def read_view(path: str) -> Any:
+    """The range's view kept at `path` on this worker (`_kept`), whole."""
+    kept: _KeptRange = read_back(path)
+    if kept.table is None:
+        return kept.view
+    return replace(kept.view, locations=read_back(kept.table))
+
+
+def read_bare(path: str) -> tuple[Any, int]:
+    """The range's view kept at `path` on this worker without its locations' rows (the
+    table's columns, none of its rows), and the number of its locations: what a level
+    or a measure reads, never a label."""
+    kept: _KeptRange = read_back(path)
+    view = kept.view
+    if kept.table is None:
+        view = replace(view, locations=view.locations.iloc[:0])
+    return view, kept.locations
 
 
 def locations_held(ranges: list[Built]) -> np.ndarray:

@@ -26,9 +26,16 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import pandas as pd
 
-from prudence_cli.cluster_select import POINT_FORMATS, Regions, read_back, read_ids
+from prudence_cli.cluster_select import POINT_FORMATS, Regions, read_ids
 from prudence_cli.cluster_tasks import pinned, windowed
-from prudence_cli.cluster_views import Built, PointsOnWorkers, locations_held
+from prudence_cli.cluster_views import (
+    Built,
+    PointsOnWorkers,
+    kept_files,
+    locations_held,
+    read_bare,
+    read_view,
+)
 from prudence_cli.dataviews import coverage as covered
 from prudence_cli.dataviews.base import (
     BuildSettings,
@@ -344,7 +351,8 @@ class KeptView:
     def close(self) -> None:
         """The view's ranges removed from the workers' disks (the run's folder goes at its
         end in any case: this keeps a run of many views from filling the disks)."""
-        self.placed.remove([(b.worker, b.path) for b in self.ranges])
+        kept = [(b.worker, path) for b in self.ranges for path in kept_files(b.path)]
+        self.placed.remove(list(dict.fromkeys(kept)))
 
     def whole(self) -> Dataview:
         """The view gathered here: the view a local run builds, row for row."""
@@ -382,7 +390,7 @@ def _view_at(path: str, ids: str) -> tuple[Dataview, np.ndarray]:
     last = getattr(_loaded, "last", None)
     if last is None or last[0] != path:
         _loaded.last = None  # the previous one goes before the next is read
-        _loaded.last = (path, read_back(path), read_ids(ids))
+        _loaded.last = (path, read_view(path), read_ids(ids))
     return _loaded.last[1], _loaded.last[2]
 
 
@@ -406,14 +414,14 @@ def _range_of(
 ) -> ViewRange:
     """A kept range as a level reads it: its locations table only as long (no level
     reads a label; a bins view's is every bin, as many as its rows)."""
-    view: Dataview = read_back(path)
-    view = replace(view, locations=pd.DataFrame(index=pd.RangeIndex(len(view.locations))))
+    view, locations = read_bare(path)
+    view = replace(view, locations=pd.DataFrame(index=pd.RangeIndex(locations)))
     return ViewRange(view if numbering is None else view.numbered(numbering, codes), first, last)
 
 
 def _range_call(path: str, method: str, args: tuple[Any, ...], i: int) -> tuple[int, Any]:
     """The kept range's `method(*args)` (Dataview.numbering's parts)."""
-    view = read_back(path)
+    view = read_view(path)
     return i, getattr(view, method)(*args)
 
 
@@ -428,8 +436,7 @@ def _range_table(path: str, ids: str, lo: int, hi: int, i: int) -> tuple[int, An
 def _range_whole(path: str, i: int) -> tuple[int, Dataview]:
     """The kept range's view, without its locations table (the whole view's, kept here
     once: KeptView.whole)."""
-    view: Dataview = read_back(path)
-    return i, replace(view, locations=view.locations.iloc[:0])
+    return i, read_bare(path)[0]
 
 
 def _sees(path: str, i: int) -> tuple[int, bool]:
@@ -437,7 +444,7 @@ def _sees(path: str, i: int) -> tuple[int, bool]:
 
 
 def _range_written(path: str, ids: str, target: str, write: Write, i: int) -> tuple[int, None]:
-    write(read_back(path), read_ids(ids), target)
+    write(read_view(path), read_ids(ids), target)
     return i, None
 
 

@@ -252,10 +252,10 @@ def _range_measured(
     and its pairs cut into the shards of their locations (in pair order), with its moves'
     ends (mover, place) cut the same way. `kind`: whether the view's rows are single
     visits in time order, and trips between stays (measures/mobility.visits_of)."""
-    from prudence_cli.cluster_select import read_back
+    from prudence_cli.cluster_views import read_bare
 
     ordered, trips = kind
-    view = read_back(path)
+    view, _ = read_bare(path)
     count = getattr(view, "count", None)
     if count is not None and not ordered:
         weight = np.asarray(count, dtype=float)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -47,6 +48,20 @@ def _files(cluster) -> list[str]:
         return [p.name for folder in folders for p in folder.iterdir()]
 
     return [name for names in cluster.client.run(held).values() for name in names]
+
+
+def _kept_ranges(view_id: str, dask_worker=None) -> list[tuple[int, int, bool]]:
+    """Of each range of the view kept on this worker: the locations' rows in its file,
+    the view's locations, and whether its table is the worker's one copy (which exists)."""
+    found = []
+    for folder in Path(dask_worker.local_directory).glob("prudence-*"):
+        for path in folder.glob(f"range-*.{view_id}"):
+            kept = pickle.loads(path.read_bytes())
+            shared = kept.table is not None
+            assert not shared or Path(kept.table) == folder / f"locations.{view_id}"
+            assert not shared or Path(kept.table).exists()
+            found.append((len(kept.view.locations), kept.locations, shared))
+    return found
 
 
 def _left(cluster) -> list[str]:
@@ -176,6 +191,15 @@ def test_views_kept_on_the_workers_are_the_local_ones(
             if kept.format in ("presence", "probability"):  # a grid's pairs, kept for the next
                 kinds.add(f"pickle.pairs-{grid}")
             assert {name.split(".", 1)[1] for name in _files(cluster)} <= kinds
+            # the whole view's locations (a bins view's are every bin) kept once a worker,
+            # beside its ranges, not in each range's file
+            ranges = cluster.client.run(_kept_ranges, kept.id)
+            assert sum(len(found) for found in ranges.values()) == len(first) - 1
+            for found in ranges.values():
+                for rows, locations, shared in found:
+                    assert locations == len(local.locations)
+                    assert rows == 0 if shared else rows == locations
+                    assert shared or kept.format != "bins"
         if grids is not None and 4e7 in grids:  # the off-map cell was placed at a point
             assert np.isfinite(local.locations[["lon", "lat"]].to_numpy()).all()
     finally:
