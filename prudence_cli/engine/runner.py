@@ -196,6 +196,7 @@ class DaskRunner:
         self.scheduler = scheduler or "LocalCluster"
         # where futures kept by `pinned` and `each_kept` are, by key (a few per level)
         self._homes: dict[str, list[str] | None] = {}
+        self._there: set[str] = set()  # of those, the keys that are there for sure
         self._watched: set[str] = set()  # the workers tasks are pinned to (`_watch`)
         self._watcher: threading.Thread | None = None
         self._stopped = threading.Event()
@@ -321,6 +322,7 @@ class DaskRunner:
         finally:
             for future in futures:
                 self._homes.pop(future.key, None)
+                self._there.discard(future.key)
                 future.release()
 
     def each_streamed(self, task: Task, placed: list[Any], *args: Any) -> Iterator[Any]:
@@ -337,6 +339,7 @@ class DaskRunner:
         finally:
             for future in futures:
                 self._homes.pop(future.key, None)
+                self._there.discard(future.key)
                 future.release()
 
     def each_kept(self, task: Task, placed: list[Any], *args: Any) -> list[Any]:
@@ -352,6 +355,8 @@ class DaskRunner:
                 where = self._placed(item, k)
                 future = self.client.submit(task, item, *shared, pure=False, **where)
                 self._homes[future.key] = where["workers"]
+                if not where["allow_other_workers"]:
+                    self._there.add(future.key)
                 kept.append(future)
         return kept
 
@@ -366,6 +371,7 @@ class DaskRunner:
                 task, *args, pure=False, workers=[worker], allow_other_workers=False
             )
             self._homes[future.key] = [worker]
+            self._there.add(future.key)
             futures.append(future)
         return futures
 
@@ -374,6 +380,7 @@ class DaskRunner:
         gone): those workers are no longer watched, nor its futures' homes kept."""
         self._watched.clear()
         self._homes.clear()
+        self._there.clear()
 
     @contextlib.contextmanager
     def _watching(self, workers: Iterable[str]) -> Iterator[None]:
@@ -400,8 +407,10 @@ class DaskRunner:
             while not self._stopped.wait(_WATCH_SECONDS):
                 try:
                     gone = self._watched - set(self.client.nthreads())
-                except Exception:  # noqa: BLE001 - a closed client: the run has ended
-                    return
+                except Exception:  # noqa: BLE001 - the scheduler slow to answer, or gone
+                    if self.client.status in ("closing", "closed"):
+                        return  # the run has ended
+                    continue  # asked again next time: a run that waits is still watched
                 if gone:
                     self._watched.clear()  # a next run pins and watches afresh
                     self._cancel_all(
@@ -427,12 +436,15 @@ class DaskRunner:
 
     def _placed(self, item: Any, k: int) -> dict[str, Any]:
         """Where the task of the k-th item runs (`_home`), as `submit`'s arguments: on
-        that worker only when the run watches it (`_watch`: an item kept on its disk, or
-        a result of such an item), for Dask steals a task that merely prefers a worker,
-        and the item goes along — a worker would then hold other ranges than its own.
-        Else preferred: a worker no one watches may leave, and the task runs elsewhere."""
+        that worker only when the item is kept there for sure (`pinned`, or a result of a
+        task on such an item: `_there`) and the run watches it (`_watch`), for Dask steals
+        a task that merely prefers a worker, and the item goes along — a worker would
+        then hold other ranges than its own. Else preferred: an item kept nowhere in
+        particular, or on a worker no one watches (it may leave: the task runs
+        elsewhere)."""
         where = self._home(item, k)
-        strict = where is not None and set(where) <= self._watched
+        key = getattr(item, "key", None)
+        strict = key in self._there and where is not None and set(where) <= self._watched
         return {"workers": where, "allow_other_workers": not strict and where is not None}
 
     def _where(self, k: int) -> list[str] | None:

@@ -62,8 +62,8 @@ def stay(where: list[str] | None) -> dict[str, Any]:
     """Where a task that takes much data kept on a worker runs: on that worker only
     (the caller watches it: DaskRunner._watching). Dask steals a task merely preferring
     a worker when another is idle, and the data it takes goes along: the ranges a worker
-    holds, or a shard."""
-    return {"workers": where, "allow_other_workers": where is None}
+    holds, or a shard. None: anywhere (no such data)."""
+    return {} if where is None else {"workers": where, "allow_other_workers": False}
 
 
 # the priority of a shard's tasks: behind the cutting and joining of the next shard,

@@ -1025,11 +1025,13 @@ def test_a_bad_row_on_a_local_cluster_is_said_once(tmp_path):
     ]
 
 
-def test_a_task_pinned_to_a_worker_that_left_stops_the_run():
+@pytest.mark.parametrize("slow_answers", [0, 2])
+def test_a_task_pinned_to_a_worker_that_left_stops_the_run(slow_answers):
     """The ranges of a view kept on the workers are read by tasks pinned to the worker
     whose disk holds them (DaskRunner.pinned), and so is every task using their results:
     once that worker leaves, they would wait for it forever. The runner cancels the
-    run's futures instead, which a lost worker explains (exit 2, what to do)."""
+    run's futures instead, which a lost worker explains (exit 2, what to do). The
+    scheduler failing to answer who its workers are stops none of that watching."""
     import contextlib
     import os
     import threading
@@ -1038,6 +1040,15 @@ def test_a_task_pinned_to_a_worker_that_left_stops_the_run():
 
     runner = DaskRunner(workers=2)
     try:
+        answers = runner.client.nthreads
+        failing = iter(range(slow_answers))
+
+        def nthreads():
+            if next(failing, None) is not None:
+                raise TimeoutError("the scheduler did not answer in time")
+            return answers()
+
+        runner.client.nthreads = nthreads
         holder = runner.addresses[0]
         (held,) = runner.pinned(time.sleep, [(holder, (60,))])
         using = runner.each_kept(_identity, [held])
@@ -1049,7 +1060,7 @@ def test_a_task_pinned_to_a_worker_that_left_stops_the_run():
         threading.Timer(1.0, lose).start()
         started = time.monotonic()
         with pytest.raises(CancelledError) as lost:
-            using[0].result()
+            using[0].result(timeout=60)  # not forever: TimeoutError
         assert time.monotonic() - started < 30
         assert "was lost during the run" in str(runner.explained(lost.value))
     finally:
@@ -1064,11 +1075,12 @@ def test_tasks_on_what_a_watched_worker_keeps_run_there_only():
     """A task on an item kept on a worker's disk (DaskRunner.pinned), or on a result of
     such a task, runs on that worker only: Dask steals a task that merely prefers a
     worker when another is idle, and the item goes along (a worker would then hold
-    another's ranges). A task on anything else only prefers its worker."""
+    another's ranges). A task on anything else only prefers its worker, watched or not."""
     runner = DaskRunner(workers=2)
     try:
         holder = runner.addresses[1]
         (held,) = runner.pinned(_identity, [(holder, (1,))])
+        runner.pinned(_identity, [(runner.addresses[0], (0,))])  # both workers watched
         (using,) = runner.each_kept(_identity, [held])
         (then,) = runner.each_kept(_identity, [using])
         (free,) = runner.each_kept(_identity, [2])
@@ -1077,6 +1089,9 @@ def test_tasks_on_what_a_watched_worker_keeps_run_there_only():
             _restrictions, keys=[f.key for f in (using, then, free)]
         )
         assert placed == [([holder], False), ([holder], False), ([runner.addresses[0]], True)]
+        from prudence_cli.engine.streams import stay
+
+        assert runner.client.submit(_identity, 3, **stay(None)).result() == 3  # anywhere
         runner.unpin()  # the run has ended: no worker watched, no home kept
         (after,) = runner.each_kept(_identity, [using])
         assert after.result() == 1
