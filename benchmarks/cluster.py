@@ -4,6 +4,7 @@
                                  [--workers 2] [--skip-local] [--h 2]
                                  [--sample N --max-instances M]
                                  [--trajectory [--attack visit|location] | --unicity]
+                                 [--cache]
 
 1. Data: `--people` people of the end-to-end benchmark's habits (10 GPS fixes each, 5-9
    favourite places of a 20,000-place lattice over Pisa, Zipf popularity, June 2011),
@@ -23,8 +24,11 @@ The config: the end-to-end benchmark's (one presence dataview, 250 m grid,
 M instances is sampled, N a person; with `--trajectory`, a trajectory dataview, 250 m
 and 1 h, and `location_sequence` instead, or `--attack visit` or `location`; with
 `--unicity`, a bins dataview, 250 m and 6 h, and `unicity` with 3 points drawn by
-activity, EM/KL on 200 people); the deployment: the tests' (tests/engine/test_cluster.py).
-Results: benchmarks/out/cluster_<people>[_traj[_visit|_location]|_unicity][_h<h>][_s<N>].json.
+activity, EM/KL on 200 people; with `--cache`, `input.cache: parquet` in a new cache
+folder, and the deployment's assessment run twice: writing the cache, then reading it);
+the deployment: the tests' (tests/engine/test_cluster.py).
+Results: benchmarks/out/cluster_<people>[_traj[_visit|_location]|_unicity][_h<h>][_s<N>]
+[_cache].json.
 Not run in CI.
 """
 
@@ -201,6 +205,7 @@ def main() -> None:
         "--attack", choices=["location_sequence", "visit", "location"], default=None
     )
     parser.add_argument("--unicity", action="store_true")
+    parser.add_argument("--cache", action="store_true")
     args = parser.parse_args()
     if args.attack and not args.trajectory:
         parser.error("--attack chooses the attack of --trajectory")
@@ -218,8 +223,14 @@ def main() -> None:
     name += "" if attack == "location_sequence" else f"_{attack}"
     name += f"_h{args.h}" if args.h != 2 or args.sample else ""
     name += f"_s{args.sample}" if args.sample else ""
+    name += "_cache" if args.cache else ""
     config = DATA / f"config_{name}.yaml"
     text = CONFIG.format(csv=parts, catalog=DATA / f"catalog_{name}")
+    if args.cache:  # a new cache: the first run writes it, the second reads it
+        cache = DATA / f"cache_{name}"
+        shutil.rmtree(cache, ignore_errors=True)
+        cached = f"  format: gps\n  cache: parquet\n  cache_dir: {cache}\n"
+        text = text.replace("  format: gps\n", cached)
     text = text.replace("knowledge: {h: [2]}", f"knowledge: {{h: [{args.h}]}}")
     if args.trajectory:
         text = text.replace("format: presence", "format: trajectory")
@@ -248,6 +259,7 @@ def main() -> None:
         "max_instances": args.max_instances,
         "format": "trajectory" if args.trajectory else "bins" if args.unicity else "presence",
         "attack": attack if args.trajectory else "unicity" if args.unicity else "unique_location",
+        "cache": args.cache,
         "cpus": os.cpu_count(),
     }
     if not args.skip_local:
@@ -255,6 +267,10 @@ def main() -> None:
         print("local:", json.dumps(results["local"]), flush=True)
     results["cluster"] = run_cluster(config, DATA / f"cluster_{name}", args.workers, limit)
     print("cluster:", json.dumps(results["cluster"]), flush=True)
+    if args.cache:
+        again = run_cluster(config, DATA / f"cluster_{name}", args.workers, limit)
+        results["cluster_from_cache"] = again
+        print("cluster, from the cache:", json.dumps(again), flush=True)
     OUT.mkdir(exist_ok=True)
     (OUT / f"cluster_{name}.json").write_text(json.dumps(results, indent=1) + "\n")
 

@@ -74,12 +74,17 @@ from prudence_cli.select import Selection
 
 
 def read_and_select(
-    client: Any, config: Config, progress: ReadProgress | None = None, keep: bool = False
+    client: Any,
+    config: Config,
+    progress: ReadProgress | None = None,
+    keep: bool = False,
+    cached: bool = False,
 ) -> tuple[Selection, dict[str, int], Kept | None, dict[str, tuple[str, int]]]:
     """The Selection of the config's input, read and selected on the workers of `client`
     (see the module docstring), and the invalid rows dropped, by reason. When `keep`,
     the selected points stay on the workers (the Selection's table is empty) and what
-    finds them there is returned, to be closed once used; else None. Last, the sha256
+    finds them there is returned, to be closed once used; else None (`cached`: every
+    column of them is kept there too, for the cache: cluster_cache.py). Last, the sha256
     and size of each file fetched from an object store, by URL (io/remote.py)."""
     spec = config.input.spec()
     files: tuple[Path | RemoteFile, ...] = (
@@ -132,7 +137,7 @@ def read_and_select(
             raise InputError(spec.shown, f"holds no data rows in any of its {len(files)} files")
         ranges = len(bounds) + 1
         selection, told = _selected(
-            client, found, ranges, config, scratch, rows_read, segments, keep
+            client, found, ranges, config, scratch, rows_read, segments, keep, cached
         )
         kept = Kept(client, scratch, told) if keep else None
         if kept is not None:  # the files stay, the memory goes
@@ -170,6 +175,7 @@ def _selected(
     rows_read: int,
     segments: pd.DataFrame | None,
     keep: bool,
+    cached: bool,
 ) -> tuple[Selection, list[Told]]:
     """Each range selected where its pieces meet, then finished where it was selected
     (cluster_select), into the Selection (its points left there when `keep`); and what
@@ -202,7 +208,8 @@ def _selected(
     numbers, assembly.locations = numbering(told, config)
 
     def finish(k: int) -> Any:
-        return pinned(client, told[k].worker, finish_range, told[k], numbers[k], config, keep)
+        done = told[k], numbers[k], config, keep, cached
+        return pinned(client, told[k].worker, finish_range, *done)
 
     for done in windowed(client, [t.k for t in told if t.points], finish, _holders(told)):
         assembly.add(done)

@@ -244,10 +244,13 @@ def _ids_at(path: str, i: int) -> tuple[int, pa.Array]:
     return i, ids
 
 
-def finish_range(told: Told, numbers: Numbering, config: Config, keep: bool = False) -> Finished:
+def finish_range(
+    told: Told, numbers: Numbering, config: Config, keep: bool = False, cached: bool = False
+) -> Finished:
     """Range `told.k`'s points as the Selection holds them (see the module docstring);
     its file on this worker's disk removed once read. When `keep`, the points stay on
-    this worker (`placed_path`) for the dataviews, and only the ids go back."""
+    this worker (`placed_path`) for the dataviews, and only the ids go back; when
+    `cached` too, every column of them as well, for the cache (`columns_path`)."""
     kept: _Kept = read_back(told.path)
     os.unlink(told.path)
     renumbered = np.cumsum(kept.present) - 1 + numbers.first_user
@@ -271,19 +274,26 @@ def finish_range(told: Told, numbers: Numbering, config: Config, keep: bool = Fa
     ids = kept.labels.filter(pa.array(kept.present))
     if not keep:
         return Finished(told.k, columns, ids, missed)
-    timed = config.dataview.format in POINT_FORMATS  # built of the points, at their times
-    placed = Placed(
-        columns[C.USER],
-        x,
-        y,
-        columns.get(C.LOCATION),
-        kept.time if timed else None,
-        kept.leave if config.dataview.format == "segments" else None,
-    )
-    for path, what in ((placed_path(told), placed), (ids_path(told), ids)):
+    kept_here = [(placed_path(told), placed_of(columns, config)), (ids_path(told), ids)]
+    if cached:
+        kept_here.append((columns_path(told), columns))
+    for path, what in kept_here:
         with open(path, "wb") as file:
             pickle.dump(what, file, protocol=pickle.HIGHEST_PROTOCOL)
     return Finished(told.k, {}, None, missed)
+
+
+def placed_of(columns: dict[str, np.ndarray], config: Config) -> Placed:
+    """What the config's dataviews read of a range's points (its Selection columns)."""
+    timed = config.dataview.format in POINT_FORMATS  # built of the points, at their times
+    return Placed(
+        columns[C.USER],
+        columns[C.X],
+        columns[C.Y],
+        columns.get(C.LOCATION),
+        columns[C.TIME] if timed else None,
+        columns.get(C.LEAVE) if config.dataview.format == "segments" else None,
+    )
 
 
 # the dataview formats built of the selected points (each at its time), not of their
@@ -308,6 +318,11 @@ class Placed:
 
 def placed_path(told: Told) -> str:
     return told.path + ".placed"
+
+
+def columns_path(told: Told) -> str:
+    """Where a range kept for the cache keeps every column of its points (a dict)."""
+    return told.path + ".columns"
 
 
 def placed_points(told: Told) -> Placed:

@@ -76,20 +76,28 @@ def views_on_workers(config: Config) -> bool:
 
 
 def read_on_workers(
-    client: Any, config: Config, progress: ReadProgress | None, keep: bool
+    client: Any, config: Config, progress: ReadProgress | None, keep: bool, cached: bool = False
 ) -> tuple[Selection, dict[str, int], dict[str, tuple[str, int]]]:
     """The Selection read and selected on the workers (cluster_input); when `keep` and
     the dataviews allow it (`views_on_workers`), with its points left there, found
-    through `selection.placed` (a PointsOnWorkers, closed by the caller). Also the
-    invalid rows dropped and the files fetched from an object store (read_and_select)."""
+    through `selection.placed` (a PointsOnWorkers, closed by the caller; `cached`: with
+    every column, which cluster_cache.store writes into the cache). Also the invalid rows
+    dropped and the files fetched from an object store (read_and_select)."""
     keep = keep and views_on_workers(config)
-    selection, dropped, kept, fetched = read_and_select(client, config, progress, keep)
+    selection, dropped, kept, fetched = read_and_select(
+        client, config, progress, keep, cached and keep
+    )
     if kept is not None:
-        placed = PointsOnWorkers(kept, selection.crs, selection.locations, selection.geometry)
-        selection.placed = placed
-        # a caller that forgets to close it (library use): the files go with the Selection
-        weakref.finalize(selection, placed.close)
+        points_on_workers(selection, kept)
     return selection, dropped, fetched
+
+
+def points_on_workers(selection: Selection, kept: Kept) -> None:
+    """`selection.placed`: the points `kept` on the workers, closed by the caller."""
+    placed = PointsOnWorkers(kept, selection.crs, selection.locations, selection.geometry)
+    selection.placed = placed
+    # a caller that forgets to close it (library use): the files go with the Selection
+    weakref.finalize(selection, placed.close)
 
 
 @dataclass

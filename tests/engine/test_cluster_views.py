@@ -322,25 +322,88 @@ def test_the_utility_aggregate_counted_on_the_workers_is_the_local_one(
     assert _left(cluster) == []
 
 
-def test_points_are_gathered_when_the_cache_stores_them(cluster, tmp_path):
-    """`input.cache: parquet` stores the selected points: they come back, as a local
-    run selects them (every dataview format is built where the points are)."""
-    from prudence_cli.prepare import prepare
+@pytest.mark.parametrize("name", ["demo", "trajectory", "segments", "clusters"])
+def test_the_cache_takes_the_points_from_the_workers_and_gives_them_back(
+    name, cluster, tmp_path, monkeypatch
+):
+    """`input.cache: parquet` with the Dask engine: the points kept on the workers go
+    into the cache range by range, and back onto the workers from it; the assessing
+    process never holds them. Either engine reads a cache either wrote: the points and
+    ids a local run selects, and on the workers the same views as from the input."""
+    from prudence_cli import cluster_input
+    from prudence_cli import prepare as prepared
+    from prudence_cli.dataviews.build import build_dataviews
 
-    config = load_config(CONFIGS / "clusters.yaml")
+    monkeypatch.setattr(cluster_input, "_ranges", lambda client, rows: 5)
+    monkeypatch.setattr(prepared, "PART_POINTS", 700)  # a local run's parts: several
+    config = load_config(CONFIGS / f"{name}.yaml")
     _parts(config.input.path, tmp_path / "parts")
+    dims = tuple((n, values[:1]) for n, values in config.dataview.dimensions)
     config = dataclasses.replace(
         config,
-        input=dataclasses.replace(
-            config.input, path=tmp_path / "parts", cache="parquet", cache_dir=tmp_path / "c"
-        ),
+        input=dataclasses.replace(config.input, path=tmp_path / "parts", cache="parquet"),
+        dataview=dataclasses.replace(config.dataview, dimensions=dims),
     )
-    there = prepare(config, client=cluster.client).selection
-    assert there.placed is None
-    here = prepare(
-        dataclasses.replace(config, input=dataclasses.replace(config.input, cache="none"))
+    uncached = dataclasses.replace(config.input, cache="none")
+    here = prepared.prepare(dataclasses.replace(config, input=uncached)).selection
+
+    def cached(engine: str, client=None):
+        by = dataclasses.replace(config.input, cache_dir=tmp_path / f"by-{engine}")
+        return prepared.prepare(dataclasses.replace(config, input=by), client=client)
+
+    for engine in ("dask", "local"):  # who writes it: each reads it
+        written = cached(engine, cluster.client if engine == "dask" else None)
+        assert written.cache["used"] is False
+        if written.selection.placed is not None:
+            assert len(written.selection.points) == 0  # nothing came back to store
+            written.selection.placed.close()
+        local = cached(engine)
+        assert local.cache["used"] is True and local.selection.placed is None
+        pd.testing.assert_frame_equal(local.selection.points, here.points, check_exact=True)
+        assert list(local.selection.user_ids) == list(here.user_ids)
+        assert local.selection.stats == here.stats
+        there = cached(engine, cluster.client)
+        assert there.cache["used"] is True
+        selection = there.selection
+        try:
+            assert selection.placed is not None and len(selection.points) == 0
+            assert list(selection.ids) == list(here.user_ids)
+            views = (
+                build_dataviews(here, config.dataview),
+                build_dataviews(selection, config.dataview),
+            )
+            for view, kept in zip(*views, strict=True):
+                whole = kept.whole()
+                for field in view.row_fields:
+                    x, y = getattr(view, field), getattr(whole, field)
+                    assert (x is None) == (y is None), field
+                    assert x is None or np.array_equal(x, y), (engine, view.id, field)
+                assert np.array_equal(kept.offsets, view.offsets)
+        finally:
+            selection.placed.close()
+    assert _left(cluster) == []
+
+
+def test_a_damaged_cache_part_is_read_again_from_the_input(cluster, tmp_path):
+    """A part of the cache that cannot be read (truncated) makes the cache unused, on
+    either engine: the input is read again and the cache written anew; nothing is left
+    on the workers of the attempt."""
+    from prudence_cli.prepare import prepare
+
+    config = load_config(CONFIGS / "demo.yaml")
+    config = dataclasses.replace(
+        config,
+        input=dataclasses.replace(config.input, cache="parquet", cache_dir=tmp_path / "c"),
     )
-    pd.testing.assert_frame_equal(here.selection.points, there.points, check_exact=True)
+    assert prepare(config).cache["used"] is False
+    (part,) = (tmp_path / "c").glob("*/points/part-00000.parquet")
+    part.write_bytes(part.read_bytes()[:100])
+    again = prepare(config, client=cluster.client)
+    try:
+        assert again.cache["used"] is False and again.selection.placed is not None
+    finally:
+        again.selection.placed.close()
+    assert prepare(config).cache["used"] is True  # written anew, whole
     assert _left(cluster) == []
 
 
