@@ -4,7 +4,7 @@
                                  [--workers 2] [--skip-local] [--h 2]
                                  [--sample N --max-instances M]
                                  [--trajectory [--attack visit|location] | --unicity]
-                                 [--cache]
+                                 [--cache] [--profiles]
 
 1. Data: `--people` people of the end-to-end benchmark's habits (10 GPS fixes each, 5-9
    favourite places of a 20,000-place lattice over Pisa, Zipf popularity, June 2011),
@@ -25,7 +25,10 @@ M instances is sampled, N a person; with `--trajectory`, a trajectory dataview, 
 and 1 h, and `location_sequence` instead, or `--attack visit` or `location`; with
 `--unicity`, a bins dataview, 250 m and 6 h, and `unicity` with 3 points drawn by
 activity, EM/KL on 200 people; with `--cache`, `input.cache: parquet` in a new cache
-folder, and the deployment's assessment run twice: writing the cache, then reading it);
+folder, and the deployment's assessment run twice: writing the cache, then reading it;
+with `--profiles`, boolean profiles on the 250 m grid and the randomized sweep of
+randomized response at ε = 1 on N(b_i, 5), reidentification in scenario 2.2 on a sample
+of 200 people);
 the deployment: the tests' (tests/engine/test_cluster.py).
 Results: benchmarks/out/cluster_<people>[_traj[_visit|_location]|_unicity][_h<h>][_s<N>]
 [_cache].json.
@@ -206,11 +209,12 @@ def main() -> None:
     )
     parser.add_argument("--unicity", action="store_true")
     parser.add_argument("--cache", action="store_true")
+    parser.add_argument("--profiles", action="store_true")
     args = parser.parse_args()
     if args.attack and not args.trajectory:
         parser.error("--attack chooses the attack of --trajectory")
-    if args.unicity and args.trajectory:
-        parser.error("--unicity and --trajectory are two different dataviews")
+    if sum((args.unicity, args.trajectory, args.profiles)) > 1:
+        parser.error("--unicity, --trajectory and --profiles are different dataviews")
     attack = args.attack or "location_sequence"
     if args.h < 1 or (args.sample is not None and args.sample < 1):
         parser.error("--h and --sample are at least 1")
@@ -223,6 +227,7 @@ def main() -> None:
     name += "" if attack == "location_sequence" else f"_{attack}"
     name += f"_h{args.h}" if args.h != 2 or args.sample else ""
     name += f"_s{args.sample}" if args.sample else ""
+    name += "_profiles" if args.profiles else ""
     name += "_cache" if args.cache else ""
     config = DATA / f"config_{name}.yaml"
     text = CONFIG.format(csv=parts, catalog=DATA / f"catalog_{name}")
@@ -243,6 +248,15 @@ def main() -> None:
             "attack: unique_location\n    knowledge: {h: [2]}",
             "attack: unicity\n    knowledge: {points: [3], draw: [activity], samples: [200]}",
         )
+    if args.profiles:
+        text = text.replace("format: presence", "format: profiles")
+        text = text.replace("{grid: [250m]}", "{grid: [250m], profile: [boolean]}")
+        text = text.replace(
+            "attacks:\n  - attack: unique_location\n    knowledge: {h: [2]}",
+            "mechanisms:\n  - {mechanism: randomized_response, epsilon: [1], "
+            "neighbourhood: [5]}\nrandomize: {users: 200}\nattacks:\n"
+            '  - attack: reidentification\n    knowledge: {scenario: ["2.2"], delta: [2], M: [1]}',
+        )
     if args.sample:
         limit_of = args.max_instances or 1_000_000
         text += f"engine: {{max_instances: {limit_of}, sample: {args.sample}}}\n"
@@ -257,8 +271,20 @@ def main() -> None:
         "h": args.h,
         "sample": args.sample,
         "max_instances": args.max_instances,
-        "format": "trajectory" if args.trajectory else "bins" if args.unicity else "presence",
-        "attack": attack if args.trajectory else "unicity" if args.unicity else "unique_location",
+        "format": "trajectory"
+        if args.trajectory
+        else "bins"
+        if args.unicity
+        else "profiles"
+        if args.profiles
+        else "presence",
+        "attack": attack
+        if args.trajectory
+        else "unicity"
+        if args.unicity
+        else "reidentification"
+        if args.profiles
+        else "unique_location",
         "cache": args.cache,
         "cpus": os.cpu_count(),
     }

@@ -94,8 +94,8 @@ class KeptClusters(KeptView, ClusterDimensions):
         at = self.data_at(np.where(people, 0.0, 1.0), np.zeros(1), kind)
         return float(at[0])
 
-    def whole(self) -> Dataview:
-        return replace(cast(ClusterView, super().whole()), geometry=self.geometry)
+    def whole(self, users: np.ndarray | None = None) -> Dataview:
+        return replace(cast(ClusterView, super().whole(users)), geometry=self.geometry)
 
     def close(self) -> None:
         if "_clusters_there" in self.__dict__:

@@ -354,13 +354,21 @@ class KeptView:
         kept = [(b.worker, path) for b in self.ranges for path in kept_files(b.path)]
         self.placed.remove(list(dict.fromkeys(kept)))
 
-    def whole(self) -> Dataview:
-        """The view gathered here: the view a local run builds, row for row."""
+    def whole(self, users: np.ndarray | None = None) -> Dataview:
+        """The view gathered here: the view a local run builds, row for row; or only the
+        rows of `users` (sorted codes of U), the view a local run builds without the
+        others' rows (its users still U)."""
         client = self.placed.kept.client
         held = self.ranges
+        chosen: list[np.ndarray | None] = [None] * len(held)
+        if users is not None:
+            cuts = np.searchsorted(users, [b.first for b in held] + [self.n_users])
+            chosen = [
+                users[lo:hi] - b.first for b, lo, hi in zip(held, cuts[:-1], cuts[1:], strict=True)
+            ]
 
         def submit(i: int) -> Any:
-            return pinned(client, held[i].worker, _range_whole, held[i].path, i)
+            return pinned(client, held[i].worker, _range_whole, held[i].path, i, chosen[i])
 
         found = dict(windowed(client, range(len(held)), submit, _holders(held)))
         parts = [found[i] for i in range(len(held))]
@@ -433,10 +441,15 @@ def _range_table(path: str, ids: str, lo: int, hi: int, i: int) -> tuple[int, An
     return i, table
 
 
-def _range_whole(path: str, i: int) -> tuple[int, Dataview]:
+def _range_whole(path: str, i: int, users: np.ndarray | None = None) -> tuple[int, Dataview]:
     """The kept range's view, without its locations table (the whole view's, kept here
-    once: KeptView.whole)."""
-    return i, read_bare(path)[0]
+    once: KeptView.whole); only the rows of `users` (sorted codes in the range), if given."""
+    view = read_bare(path)[0]
+    if users is None:
+        return i, view
+    chosen = np.zeros(view.n_users, dtype=bool)
+    chosen[users] = True
+    return i, view.keep(chosen[view.user])
 
 
 def _sees(path: str, i: int) -> tuple[int, bool]:

@@ -70,6 +70,16 @@ class ProfilesView(CountedView):
         out.sort_indices()
         return out
 
+    def present(self) -> np.ndarray:
+        """The codes of the users with a visit in the view, sorted."""
+        return np.unique(self.user)
+
+    def together(self) -> sparse.csr_matrix:
+        """Per pair of locations, how many of the view's users visited both
+        (`visited_together` of their profiles): whole numbers, which the ranges of a view
+        kept on Dask workers add up exactly."""
+        return visited_together(self.matrix("all"))
+
     def table(self, user_ids: np.ndarray) -> pd.DataFrame:
         frame = super().table(user_ids)
         frame["first"] = self.first if self.first is not None else 0
@@ -141,3 +151,13 @@ def profile_rows(
         counts.astype(np.int32),
         first.astype(np.int32),
     )
+
+
+def visited_together(profiles: sparse.csr_matrix) -> sparse.csr_matrix:
+    """B^T B of the boolean profiles B (nonzero: visited), m × m, float64: per pair of
+    locations the number of users who visited both (whole numbers: exact up to 2^53),
+    indices sorted."""
+    b = (profiles > 0).astype(np.float64)
+    counts = (b.T @ b).tocsr()
+    counts.sort_indices()
+    return counts

@@ -14,7 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
+import numpy as np
 import pandas as pd
+from scipy import sparse
 
 from prudence_cli.catalog import RANDOMIZED, CatalogWriter
 from prudence_cli.catalog.records import DataviewEntry, RandomizeEntry
@@ -22,7 +24,8 @@ from prudence_cli.config import Config
 from prudence_cli.dataviews.build import build_dataviews, count_dataviews
 from prudence_cli.dataviews.profiles import ProfilesView
 from prudence_cli.errors import InputError
-from prudence_cli.randomized.sweep import SweepOptions, sweep
+from prudence_cli.randomized.mechanisms import Affinity
+from prudence_cli.randomized.sweep import SweepOptions, sampled, sweep
 from prudence_cli.select import Selection
 
 if TYPE_CHECKING:
@@ -58,10 +61,8 @@ def assess_profiles(
     views_meta: list[DataviewEntry] = []
     done = 0
     views = build_dataviews(selection, config.dataview, config.input.timezone, split)
-    ids = selection.ids  # gathered once, when the workers keep them
+    ids = selection.user_ids  # where they are: the views kept on workers are written there
     for view_index, built in enumerate(views):
-        # the sweep reads every profile: a view kept on the workers comes here (its rows,
-        # never the points)
         if built.users_in_view == 0 and "regions" in dict(built.dimensions):
             layer = dict(config.dataview.layers)[dict(built.dimensions)["regions"]]
             raise InputError(
@@ -69,7 +70,13 @@ def assess_profiles(
                 f"no selected point falls in any of its {len(built.locations)} regions: "
                 "give a layer that covers the data's area",
             )
-        view = cast("KeptView", built).whole() if built.on_workers else built
+        taken = None
+        if built.on_workers:  # the sample's rows come here, never the points
+            kept = cast("KeptView", built)
+            taken = _sample_of(kept, options)
+            view = kept.whole(taken[0])
+        else:
+            view = built
         assert isinstance(view, ProfilesView)
         dims = view.labels
         shown = view.shown
@@ -79,13 +86,32 @@ def assess_profiles(
             report(done, total, f"{view_id} {shown} {message}")
             done += 1
 
-        for row in sweep(view, config.mechanisms, levels, options, view_index, step):
+        for row in sweep(view, config.mechanisms, levels, options, view_index, step, taken):
             rows.append({"dataview": view.id, **dims, **row})
         split_at = pd.Timestamp(view.split, tz="UTC").isoformat()
-        views_meta.append(writer.write_view(view, ids, {}, view.locations, split=split_at))
+        views_meta.append(writer.write_view(built, ids, {}, built.locations, split=split_at))
     table = randomized_frame(rows, config, knowledge)
     table.to_csv(writer.folder / RANDOMIZED, index=False)
     return ProfilesAssessment(views_meta, table, _settings(config, options, split), total)
+
+
+def _sample_of(kept: KeptView, options: SweepOptions) -> tuple[np.ndarray, Affinity]:
+    """The sweep's sample of a profiles view kept on the workers, drawn from the users
+    each range has (as of the whole view), and the view's affinity: each range's
+    visits-together counts, added up here as they come (whole numbers: exact)."""
+    ranges = kept.ranges
+    present = [np.zeros(0, dtype=np.int64)] * len(ranges)
+    for k, found in kept.each_called("present", [()] * len(ranges)):
+        present[k] = found.astype(np.int64) + ranges[k].first
+    users = sampled(np.concatenate([np.zeros(0, dtype=np.int64), *present]), options.users,
+                    options.seed)  # fmt: skip
+    counts = None
+    for _, part in kept.each_called("together", [()] * len(ranges)):
+        counts = part if counts is None else counts + part
+    m = len(kept.locations)
+    total = sparse.csr_matrix((m, m)) if counts is None else counts.tocsr()
+    total.sort_indices()
+    return users, Affinity(total, max(kept.n_users, 1))
 
 
 def sweep_options(config: Config) -> SweepOptions:

@@ -44,6 +44,7 @@ import numpy as np
 from scipy import sparse
 
 from prudence_cli.config.mechanisms import Setting
+from prudence_cli.dataviews.profiles import visited_together
 from prudence_cli.engine.jit import choose, kernel
 
 _BLOCK_CELLS = 1 << 22  # dense cells per block when noise covers every location
@@ -70,10 +71,7 @@ class Affinity:
 
 def affinity(boolean: sparse.csr_matrix) -> Affinity:
     """The affinity of the profiles `boolean` (nonzero: visited)."""
-    b = (boolean > 0).astype(np.float64)
-    counts = (b.T @ b).tocsr()
-    counts.sort_indices()
-    return Affinity(counts, max(b.shape[0], 1))
+    return Affinity(visited_together(boolean), max(boolean.shape[0], 1))
 
 
 def neighbourhoods(boolean: sparse.csr_matrix, aff: Affinity, n_i: int) -> sparse.csr_matrix:

@@ -74,7 +74,11 @@ class SweepOptions:
 
 def sample_users(view: ProfilesView, size: int | None, seed: int) -> np.ndarray:
     """The sampled user codes (sorted): users with at least one visit in the view."""
-    present = distinct(view.user)
+    return sampled(distinct(view.user), size, seed)
+
+
+def sampled(present: np.ndarray, size: int | None, seed: int) -> np.ndarray:
+    """`sample_users` of the users `present` (sorted codes of those with a visit)."""
     if size is None or size >= present.shape[0]:
         return present
     rng = np.random.default_rng([seed, 4, 0])
@@ -128,8 +132,15 @@ def bench_for(
     levels: Sequence[KnowledgeLevel],
     options: SweepOptions,
     view_index: int = 0,
+    taken: tuple[np.ndarray, Affinity] | None = None,
 ) -> Bench:
-    users = sample_users(view, options.users, options.seed)
+    """The bench of `view`; `taken`: its sample and its affinity, made elsewhere (a view
+    kept on Dask workers, of which `view` holds the sample's rows only)."""
+    if taken is None:
+        users = sample_users(view, options.users, options.seed)
+        aff = affinity(view.matrix("all"))
+    else:
+        users, aff = taken
     scenarios = build_scenarios(
         view,
         users,
@@ -139,7 +150,7 @@ def bench_for(
         setting_rng(options.seed, view_index, 0),
     )
     truth = view.matrix("all", users)
-    return Bench(view, view_index, users, affinity(view.matrix("all")), truth, scenarios, options)
+    return Bench(view, view_index, users, aff, truth, scenarios, options)
 
 
 def evaluate_setting(
@@ -177,10 +188,11 @@ def sweep(
     options: SweepOptions,
     view_index: int = 0,
     progress: Callable[[str], None] | None = None,
+    taken: tuple[np.ndarray, Affinity] | None = None,
 ) -> list[dict[str, Any]]:
     """One row per (setting, attack level) for the settings whose mechanism fits the
-    view's profile kind."""
-    bench = bench_for(view, levels, options, view_index)
+    view's profile kind (`taken`: as `bench_for`)."""
+    bench = bench_for(view, levels, options, view_index, taken)
     out = []
     for setting in settings:
         if setting.kind != view.kind:

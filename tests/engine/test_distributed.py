@@ -215,23 +215,33 @@ def test_profiles_are_built_on_the_workers_and_swept_as_the_local_ones(
     cluster, tmp_path, monkeypatch
 ):
     """Profiles dataviews are built where the points are, split at the middle of every
-    range's times: the randomized sweep reads their rows, never the points — the local
-    catalog."""
+    range's times: the randomized sweep reads the rows of its sample only (drawn from
+    the users the ranges have), never the points, with the affinity the ranges' counts
+    add up to; the workers write the views' tables — the local catalog."""
     from prudence_cli.cluster_views import PointsOnWorkers
+    from prudence_cli.dataviews.on_workers import KeptView
 
     config = _small("randomize")
-    split_at = []
-    middle = PointsOnWorkers.middle
+    split_at, gathered = [], []
+    middle, whole = PointsOnWorkers.middle, KeptView.whole
 
     def spied(self):
         split_at.append(middle(self))
         return split_at[-1]
 
+    def rows_of(self, users=None):
+        view = whole(self, users)
+        gathered.append((self.users_in_view, view.users_in_view))
+        return view
+
     monkeypatch.setattr(PointsOnWorkers, "middle", spied)
+    monkeypatch.setattr(KeptView, "whole", rows_of)
     local = run_assessment(config, tmp_path / "local", _engine(config), None)
     spread = run_assessment(config, tmp_path / "dask", _engine(config, cluster), None)
     assert split_at  # the points stayed on the workers
-    assert _same_catalog(local.output, spread.output) == 0  # the sweep writes its tables
+    assert gathered == [(gathered[0][0], config.randomize.users)]  # of many, the sample's
+    assert gathered[0][0] > config.randomize.users
+    assert _same_catalog(local.output, spread.output) == 2  # its table and risks, in parts
     assert spread.manifest["dataviews"] == local.manifest["dataviews"]
 
 

@@ -167,6 +167,36 @@ def test_neighbourhoods_equal_definition_8(b, n_i):
     assert np.array_equal(fast, literal)
 
 
+@settings(max_examples=80, deadline=None)
+@given(boolean_profiles(), st.lists(st.integers(0, 7), max_size=4), st.integers(0, 10_000))
+def test_affinity_and_sample_of_ranges_of_people_are_the_whole_views(b, cuts, seed):
+    """A profiles view kept in ranges of people (the Dask engine): the ranges' counts of
+    people who visited both of two locations, added up, are the whole view's affinity
+    counts, exactly (Aff x n, against the literal B^T B), and the sample drawn from the
+    ranges' present people is the one drawn from the whole view."""
+    from prudence_cli.dataviews.profiles import visited_together
+    from prudence_cli.randomized.sweep import sample_users, sampled
+
+    n, m = b.shape
+    bounds = sorted({0, n, *(min(c, n) for c in cuts)})
+    total = None
+    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+        part = visited_together(sparse.csr_matrix(b[lo:hi]))
+        total = part if total is None else total + part
+    whole = affinity(sparse.csr_matrix(b)).counts
+    assert np.array_equal(total.toarray(), (b.T @ b).astype(float))
+    assert np.array_equal(total.toarray(), whole.toarray())
+    user, location = np.nonzero(b)
+    view = ProfilesView(
+        "d0", (("profile", "boolean"),), n, user.astype(np.int32), location.astype(np.int32),
+        pd.DataFrame({"label": [str(j) for j in range(m)]}), np.ones(user.size, np.int64),
+    )  # fmt: skip
+    ranges = zip(bounds[:-1], bounds[1:], strict=True)
+    present = np.concatenate([np.unique(user[(user >= lo) & (user < hi)]) for lo, hi in ranges])
+    for size in (None, 1, 2, n):
+        assert np.array_equal(sampled(present, size, seed), sample_users(view, size, seed))
+
+
 @settings(max_examples=60, deadline=None)
 @given(boolean_profiles(), st.integers(0, 3), st.integers(0, 10_000))
 def test_noise_stays_inside_chi(b, n_i, seed):
