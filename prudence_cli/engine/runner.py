@@ -255,6 +255,9 @@ class DaskRunner:
                 handle = self.client.submit(prepare, handle, pure=False, **stay(where))
             return handle
 
+        # the workers there now: one Dask restarted since (past its memory limit) has
+        # another address, and a shard sent to the old one would wait for it
+        self.addresses = sorted(self.client.nthreads())
         with self._watching(self.addresses):  # the shards' tasks run on their workers only
             yield from one_shard_a_worker(self.client, self.addresses, task, shards, send)
 
@@ -278,6 +281,7 @@ class DaskRunner:
     def place(self, items: Iterable[Any]) -> list[Any]:
         """Each of `items` sent to one worker, the k-th to the k-th worker (in turn), and
         kept there: a future of each (one item here at a time, if `items` makes them)."""
+        self.addresses = sorted(self.client.nthreads())  # as `run_sharded`
         return [self._scattered(item, self._where(k)) for k, item in enumerate(items)]
 
     def checked(

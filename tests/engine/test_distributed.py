@@ -895,6 +895,27 @@ def test_a_worker_holds_one_shard_at_a_time(cluster):
     assert not cluster._watched  # watched while it ran only: a later leave stops nothing
 
 
+def test_shards_go_to_the_workers_there_now():
+    """A worker Dask restarted since the runner started (past its memory limit) has
+    another address: the next sharded run sends its shards, and `place` its items, to
+    the workers there now, not to the old address (KeyError before)."""
+    runner = DaskRunner(workers=2)
+    try:
+        live = list(runner.addresses)
+        runner.addresses = [live[0], "tcp://127.0.0.1:9"]  # the second one, gone
+        shards = ((100 + k, [(j,) for j in range(2)]) for k in range(3))
+        read = list(runner.run_sharded(_timed_task, shards))
+        assert sorted((shard, j) for shard, j, *_ in read) == [
+            (100 + k, j) for k in range(3) for j in range(2)
+        ]
+        assert {r[2] for r in read} <= set(live) and runner.addresses == live
+        runner.addresses = [live[0], "tcp://127.0.0.1:9"]
+        placed = runner.place([1, 2])  # items too: each on a worker there
+        assert runner.client.gather(placed) == [1, 2] and runner.addresses == live
+    finally:
+        runner.close()
+
+
 def _fails_on(shared: int, k: int) -> int:
     if k == 2:
         raise ValueError("a bad partition")
