@@ -270,7 +270,7 @@ def _ranges(client: Any, rows: int) -> int:
     """How many ranges of users to select in: one per worker, more when a range would
     not fit an eighth of the smallest worker's memory limit (Dask's; none: no more; of
     the workers scheduler_info describes, which some versions cap at five)."""
-    from prudence_cli.engine.runner import smallest_limit
+    from prudence_cli.engine.connect import smallest_limit
 
     limit = smallest_limit(client)
     ranges = max(len(client.nthreads()), 1)

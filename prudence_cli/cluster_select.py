@@ -249,8 +249,8 @@ def finish_range(
 ) -> Finished:
     """Range `told.k`'s points as the Selection holds them (see the module docstring);
     its file on this worker's disk removed once read. When `keep`, the points stay on
-    this worker (`placed_path`) for the dataviews, and only the ids go back; when
-    `cached` too, every column of them as well, for the cache (`columns_path`)."""
+    this worker (`placed_path`; `cached`: every column too, `columns_path`) for the
+    dataviews, and only the ids go back."""
     kept: _Kept = read_back(told.path)
     os.unlink(told.path)
     renumbered = np.cumsum(kept.present) - 1 + numbers.first_user
@@ -285,20 +285,14 @@ def finish_range(
 
 def placed_of(columns: dict[str, np.ndarray], config: Config) -> Placed:
     """What the config's dataviews read of a range's points (its Selection columns)."""
-    timed = config.dataview.format in POINT_FORMATS  # built of the points, at their times
-    return Placed(
-        columns[C.USER],
-        columns[C.X],
-        columns[C.Y],
-        columns.get(C.LOCATION),
-        columns[C.TIME] if timed else None,
-        columns.get(C.LEAVE) if config.dataview.format == "segments" else None,
-    )
+    view = config.dataview.format
+    time = columns[C.TIME] if view in POINT_FORMATS else None  # built of the points
+    leave = columns.get(C.LEAVE) if view == "segments" else None
+    return Placed(columns[C.USER], columns[C.X], columns[C.Y], columns.get(C.LOCATION), time, leave)
 
 
-# the dataview formats built of the selected points (each at its time), not of their
-# pairs: trajectories and segments (their rows are the points), profiles (each pair's
-# visits before the split), bins (each point's time bin), clusters (each crossing's window)
+# the formats built of the points at their times, not of pairs: trajectory, segments (rows),
+# profiles (visits before the split), bins (each point's bin), clusters (crossings' windows)
 POINT_FORMATS = ("trajectory", "segments", "profiles", "bins", "clusters")
 
 
@@ -320,14 +314,12 @@ def placed_path(told: Told) -> str:
     return told.path + ".placed"
 
 
-def columns_path(told: Told) -> str:
-    """Where a range kept for the cache keeps every column of its points (a dict)."""
+def columns_path(told: Told) -> str:  # every column of a range's points, for the cache
     return told.path + ".columns"
 
 
 def placed_points(told: Told) -> Placed:
-    placed: Placed = read_back(placed_path(told))
-    return placed
+    return read_back(placed_path(told))
 
 
 def read_back(path: str) -> Any:

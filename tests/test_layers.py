@@ -24,7 +24,7 @@ FLOORS: list[tuple[str, ...]] = [
         "cluster_tasks",
         "cluster_input",
     ),
-    ("cluster_views", "prepare"),
+    ("cluster_views", "cluster_cache", "prepare"),
     ("dataviews",),
     ("attacks",),
     ("measures",),

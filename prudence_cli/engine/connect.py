@@ -86,3 +86,10 @@ def connected(address: str, timeout: object) -> Any:
             f"{shown}; install the same version on every machine"
         )
     return client
+
+
+def smallest_limit(client: Any) -> int:
+    """The smallest memory limit of the workers (Dask's, bytes; 0: some have none), of
+    those scheduler_info describes (some versions of distributed cap them at five)."""
+    limits = [w.get("memory_limit") or 0 for w in client.scheduler_info()["workers"].values()]
+    return min(limits) if limits and min(limits) > 0 else 0

@@ -13,7 +13,7 @@ share and the planning process adds them up:
 
 A shard of consecutive partitions (elements [L, H)) is cut by each range from its own
 lists — a list's suffix depends on that list alone (engine/shards.py) — and the pieces
-are joined, in range order, on the worker the shard goes to (runner.Joined): the shard's
+are joined, in range order, on the worker the shard goes to (streams.Joined): the shard's
 users are the level's. That worker also finds each partition's first positions in its
 shard (`Firsts`). The planning process holds vectors per element and per user only: the
 supports, and the plan's sums. A level over the budget is sampled in its ranges
@@ -56,8 +56,8 @@ from prudence_cli.engine.ranged_shards import (
     _whole_part,
     surveyed,
 )
-from prudence_cli.engine.runner import Joined
 from prudence_cli.engine.shards import shard_ranges
+from prudence_cli.engine.streams import Joined
 from prudence_cli.engine.whole import whole_in_keyed
 
 

@@ -12,7 +12,7 @@ no dataframe shuffle. On several workers the engine gives it shards instead
 (engine/shards.py): each worker receives only the part of the level its partitions
 read, and runs those partitions. A level held in ranges of users on the workers
 (engine/ranged.py) is kept there by `place`, worked on by `each` and `each_kept`, and
-each of its shards joined on its worker from the ranges' pieces (`Joined`).
+each of its shards joined on its worker from the ranges' pieces (`streams.Joined`).
 """
 
 from __future__ import annotations
@@ -21,14 +21,14 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
-from prudence_cli.engine.connect import connected
+from prudence_cli.engine.connect import connected, smallest_limit
 from prudence_cli.engine.streams import (
     IN_FLIGHT,
+    Joined,
     arrays_as_arguments,
     one_shard_a_worker,
     stay,
@@ -39,40 +39,6 @@ from prudence_cli.errors import PrudenceError
 Task = Callable[..., Any]
 # (data shared by a group of tasks, each task's arguments)
 Shards = Iterable[tuple[Any, Iterable[tuple[Any, ...]]]]
-
-
-class Joiner(Protocol):
-    """How a shard's data is joined from its pieces, one piece at a time: `join_start`
-    makes the (empty) join of pieces of the sizes `piece_size` gives, `join_piece` adds
-    the k-th piece to it (in place, returning it), `join_finish` makes what the shard's
-    tasks take of it."""
-
-    def piece_size(self, piece: Any) -> Any: ...
-
-    def join_start(self, sizes: list[Any]) -> Any: ...
-
-    def join_piece(self, joining: Any, piece: Any, k: int) -> Any: ...
-
-    def join_finish(self, joining: Any) -> Any: ...
-
-
-@dataclass(frozen=True)
-class Joined:
-    """A shard's data made where it goes, by `joiner` from its `pieces` (results of
-    `each_kept`, each where its range is): never in the planning process, and on the
-    shard's worker one piece at a time besides the join (each `join_piece` is a task of
-    its own, whose piece arrives as its argument and goes once it is joined)."""
-
-    joiner: Joiner
-    pieces: list[Any]
-
-    def here(self) -> Any:
-        """The shard's data joined in this process (the pieces are here)."""
-        joiner = self.joiner
-        joining = joiner.join_start([joiner.piece_size(piece) for piece in self.pieces])
-        for k, piece in enumerate(self.pieces):
-            joining = joiner.join_piece(joining, piece, k)
-        return joiner.join_finish(joining)
 
 
 class LocalRunner:
@@ -439,13 +405,11 @@ class DaskRunner:
         return (self._homes.get(key) if isinstance(key, str) else None) or self._where(k)
 
     def _placed(self, item: Any, k: int) -> dict[str, Any]:
-        """Where the task of the k-th item runs (`_home`), as `submit`'s arguments: on
-        that worker only when the item is kept there for sure (`pinned`, or a result of a
-        task on such an item: `_there`) and the run watches it (`_watch`), for Dask steals
-        a task that merely prefers a worker, and the item goes along — a worker would
-        then hold other ranges than its own. Else preferred: an item kept nowhere in
-        particular, or on a worker no one watches (it may leave: the task runs
-        elsewhere)."""
+        """Where the task of the k-th item runs (`_home`), as `submit`'s arguments: there
+        only when the item is there for sure (`pinned`, or a result of a task on one:
+        `_there`) and the run watches that worker (`_watch`): Dask steals a task that
+        merely prefers a worker, and the item goes along (a worker would then hold
+        another's ranges). Else preferred (a worker no one watches may leave)."""
         where = self._home(item, k)
         key = getattr(item, "key", None)
         strict = key in self._there and where is not None and set(where) <= self._watched
@@ -505,10 +469,3 @@ _SCATTER_FROM = 1 << 20
 # a level's shard is sized to this share of the smallest worker's memory limit: the rest
 # is for its partitions' tasks, the pieces of the next shard and Dask itself
 SHARD_SHARE = 3
-
-
-def smallest_limit(client: Any) -> int:
-    """The smallest memory limit of the workers (Dask's, bytes; 0: some have none), of
-    those scheduler_info describes (some versions of distributed cap them at five)."""
-    limits = [w.get("memory_limit") or 0 for w in client.scheduler_info()["workers"].values()]
-    return min(limits) if limits and min(limits) > 0 else 0

@@ -8,7 +8,8 @@ import contextlib
 import itertools
 import warnings
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 
 @contextlib.contextmanager
@@ -56,6 +57,40 @@ def streamed(
         for future in running:
             future.cancel()
         handles.clear()
+
+
+class Joiner(Protocol):
+    """How a shard's data is joined from its pieces, one piece at a time: `join_start`
+    makes the (empty) join of pieces of the sizes `piece_size` gives, `join_piece` adds
+    the k-th piece to it (in place, returning it), `join_finish` makes what the shard's
+    tasks take of it."""
+
+    def piece_size(self, piece: Any) -> Any: ...
+
+    def join_start(self, sizes: list[Any]) -> Any: ...
+
+    def join_piece(self, joining: Any, piece: Any, k: int) -> Any: ...
+
+    def join_finish(self, joining: Any) -> Any: ...
+
+
+@dataclass(frozen=True)
+class Joined:
+    """A shard's data made where it goes, by `joiner` from its `pieces` (results of
+    `each_kept`, each where its range is): never in the planning process, and on the
+    shard's worker one piece at a time besides the join (each `join_piece` is a task of
+    its own, whose piece arrives as its argument and goes once it is joined)."""
+
+    joiner: Joiner
+    pieces: list[Any]
+
+    def here(self) -> Any:
+        """The shard's data joined in this process (the pieces are here)."""
+        joiner = self.joiner
+        joining = joiner.join_start([joiner.piece_size(piece) for piece in self.pieces])
+        for k, piece in enumerate(self.pieces):
+            joining = joiner.join_piece(joining, piece, k)
+        return joiner.join_finish(joining)
 
 
 def stay(where: list[str] | None) -> dict[str, Any]:
