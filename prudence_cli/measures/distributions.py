@@ -185,11 +185,16 @@ def average_ranks(values: np.ndarray, order: np.ndarray | None = None) -> np.nda
         order = np.argsort(values, kind="stable")
     ordered = values[order]
     starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-    del ordered  # let go before the ranks are made: one vector of n fewer at the peak
+    # each vector let go once used: at most four of n at once besides `values` (a
+    # person's vectors, in the assessing process: its memory at 1B people)
+    del ordered
     sizes = np.diff(np.r_[starts, values.size])
     average = starts + (sizes + 1) / 2.0  # ranks starts+1 .. starts+size
+    del starts
+    in_order = np.repeat(average, sizes)
+    del average, sizes
     ranks = np.empty(values.size)
-    ranks[order] = np.repeat(average, sizes)
+    ranks[order] = in_order
     return ranks
 
 

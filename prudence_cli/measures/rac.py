@@ -58,10 +58,19 @@ def rac_curve(risk: np.ndarray, coverage: np.ndarray, total: float | None = None
     import pandas as pd
 
     denominator = float(coverage.sum()) if total is None else float(total)
+    # a person's vectors (the assessing process's memory at 1B people): each let go once
+    # used, the distinct risks taken from the sorted ones (no second sort of them all)
     order = np.argsort(risk, kind="stable")
     sorted_risk = risk[order]
-    cumulative = np.concatenate([[0.0], np.cumsum(coverage[order])])
-    points = np.unique(np.concatenate([[0.0, 1.0], risk]))
+    cumulative = np.empty(risk.shape[0] + 1)
+    cumulative[0] = 0.0
+    np.cumsum(coverage[order], out=cumulative[1:])
+    del order
+    first = np.empty(sorted_risk.shape[0], dtype=bool)
+    first[:1] = True
+    np.not_equal(sorted_risk[1:], sorted_risk[:-1], out=first[1:])
+    points = np.unique(np.concatenate([[0.0, 1.0], sorted_risk[first]]))
+    del first
     reached = np.searchsorted(sorted_risk, points, side="right")
     n = max(risk.shape[0], 1)
     return pd.DataFrame(
