@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from prudence_cli import columns as C
+from prudence_cli.arrays import distinct
 from prudence_cli.cluster_input import Kept
 from prudence_cli.cluster_scratch import Scratch, removed
 from prudence_cli.cluster_select import (
@@ -123,7 +124,6 @@ def _part_kept(part: tuple[bytes, bytes], k: int, config: Config, scratch: Scrat
     from distributed import get_worker
 
     points, ids = part
-
     table = pq.read_table(pa.BufferReader(points))
     columns = {name: table[name].to_numpy() for name in table.column_names}
     labels = pq.read_table(pa.BufferReader(ids))["user"].combine_chunks()
@@ -135,7 +135,7 @@ def _part_kept(part: tuple[bytes, bytes], k: int, config: Config, scratch: Scrat
         path.removesuffix(".placed"),
         len(labels),
         len(columns[C.USER]),
-        int(np.unique(columns[C.TRIP]).size) if C.TRIP in columns else 0,
+        len(distinct(columns[C.TRIP])) if C.TRIP in columns else 0,
         {},
         None,
         None,

@@ -19,6 +19,7 @@ import pandas as pd
 from scipy import sparse
 
 from prudence_cli import columns as C
+from prudence_cli.arrays import distinct
 from prudence_cli.dataviews.base import BuildSettings, CountedView, Dimensions, Located
 
 if TYPE_CHECKING:
@@ -70,15 +71,12 @@ class ProfilesView(CountedView):
         out.sort_indices()
         return out
 
-    def present(self) -> np.ndarray:
-        """The codes of the users with a visit in the view, sorted."""
-        return np.unique(self.user)
-
-    def together(self) -> sparse.csr_matrix:
-        """Per pair of locations, how many of the view's users visited both
-        (`visited_together` of their profiles): whole numbers, which the ranges of a view
-        kept on Dask workers add up exactly."""
-        return visited_together(self.matrix("all"))
+    def present_and_together(self) -> tuple[np.ndarray, sparse.csr_matrix]:
+        """The codes of the users with a visit in the view (sorted), and per pair of
+        locations how many of them visited both (`visited_together`): what the sweep
+        reads of every user, asked of each range of a view kept on Dask workers (the
+        counts are whole numbers: their sum over the ranges is exact)."""
+        return distinct(self.user), visited_together(self.matrix("all"))
 
     def table(self, user_ids: np.ndarray) -> pd.DataFrame:
         frame = super().table(user_ids)

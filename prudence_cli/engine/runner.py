@@ -160,9 +160,9 @@ class DaskRunner:
         self.shards = self.workers  # a shard of each level per worker, or more (`shard_count`)
         self.memory_limit = smallest_limit(self.client)
         self.scheduler = scheduler or "LocalCluster"
-        # where futures kept by `pinned` and `each_kept` are, by key (a few per level)
-        self._homes: dict[str, list[str] | None] = {}
-        self._there: set[str] = set()  # of those, the keys that are there for sure
+        # where futures kept by `pinned` and `each_kept` are, by key (a few per level),
+        # and whether they are there for sure (pinned there, or made from such a future)
+        self._homes: dict[str, tuple[list[str] | None, bool]] = {}
         self._watched: set[str] = set()  # the workers tasks are pinned to (`_watch`)
         self._watcher: threading.Thread | None = None
         self._stopped = threading.Event()
@@ -264,7 +264,7 @@ class DaskRunner:
         drawn; a few calls a worker thread in flight, results as they come."""
         held: dict[str, list[Any]] = {}
         for k, future in enumerate(kept):
-            where = self._home(future, k)
+            where, _ = self._home(future, k)
             held.setdefault(where[0] if where else "", []).append(future)
         client = self.client
 
@@ -292,7 +292,6 @@ class DaskRunner:
         finally:
             for future in futures:
                 self._homes.pop(future.key, None)
-                self._there.discard(future.key)
                 future.release()
 
     def each_streamed(self, task: Task, placed: list[Any], *args: Any) -> Iterator[Any]:
@@ -309,7 +308,6 @@ class DaskRunner:
         finally:
             for future in futures:
                 self._homes.pop(future.key, None)
-                self._there.discard(future.key)
                 future.release()
 
     def each_kept(self, task: Task, placed: list[Any], *args: Any) -> list[Any]:
@@ -324,9 +322,7 @@ class DaskRunner:
             for k, item in enumerate(placed):
                 where = self._placed(item, k)
                 future = self.client.submit(task, item, *shared, pure=False, **where)
-                self._homes[future.key] = where["workers"]
-                if not where["allow_other_workers"]:
-                    self._there.add(future.key)
+                self._homes[future.key] = (where["workers"], not where["allow_other_workers"])
                 kept.append(future)
         return kept
 
@@ -340,8 +336,7 @@ class DaskRunner:
             future = self.client.submit(
                 task, *args, pure=False, workers=[worker], allow_other_workers=False
             )
-            self._homes[future.key] = [worker]
-            self._there.add(future.key)
+            self._homes[future.key] = ([worker], True)
             futures.append(future)
         return futures
 
@@ -350,7 +345,6 @@ class DaskRunner:
         gone): those workers are no longer watched, nor its futures' homes kept."""
         self._watched.clear()
         self._homes.clear()
-        self._there.clear()
 
     @contextlib.contextmanager
     def _watching(self, workers: Iterable[str]) -> Iterator[None]:
@@ -398,21 +392,22 @@ class DaskRunner:
             keys = list(self.client.futures)
             self.client.cancel([Future(key, self.client) for key in keys], reason=reason)
 
-    def _home(self, item: Any, k: int) -> list[str] | None:
+    def _home(self, item: Any, k: int) -> tuple[list[str] | None, bool]:
         """Where the task of the k-th item runs: where the item was kept (`pinned`, or
-        the result of `each_kept` of such an item), else the k-th worker in turn."""
+        the result of `each_kept` of such an item), else the k-th worker in turn; and
+        whether the item is there for sure."""
         key = getattr(item, "key", None)
-        return (self._homes.get(key) if isinstance(key, str) else None) or self._where(k)
+        found = self._homes.get(key) if isinstance(key, str) else None
+        return found if found is not None and found[0] else (self._where(k), False)
 
     def _placed(self, item: Any, k: int) -> dict[str, Any]:
         """Where the task of the k-th item runs (`_home`), as `submit`'s arguments: there
-        only when the item is there for sure (`pinned`, or a result of a task on one:
-        `_there`) and the run watches that worker (`_watch`): Dask steals a task that
+        only when the item is there for sure (`pinned`, or a result of a task on one)
+        and the run watches that worker (`_watch`): Dask steals a task that
         merely prefers a worker, and the item goes along (a worker would then hold
         another's ranges). Else preferred (a worker no one watches may leave)."""
-        where = self._home(item, k)
-        key = getattr(item, "key", None)
-        strict = key in self._there and where is not None and set(where) <= self._watched
+        where, there = self._home(item, k)
+        strict = there and where is not None and set(where) <= self._watched
         return {"workers": where, "allow_other_workers": not strict and where is not None}
 
     def _where(self, k: int) -> list[str] | None:

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from prudence_cli.arrays import distinct_sorted
+
 if TYPE_CHECKING:  # the curves are tables; the summaries (`prudence check`) need no pandas
     import pandas as pd
 
@@ -66,11 +68,7 @@ def rac_curve(risk: np.ndarray, coverage: np.ndarray, total: float | None = None
     cumulative[0] = 0.0
     np.cumsum(coverage[order], out=cumulative[1:])
     del order
-    first = np.empty(sorted_risk.shape[0], dtype=bool)
-    first[:1] = True
-    np.not_equal(sorted_risk[1:], sorted_risk[:-1], out=first[1:])
-    points = np.unique(np.concatenate([[0.0, 1.0], sorted_risk[first]]))
-    del first
+    points = np.unique(np.concatenate([[0.0, 1.0], distinct_sorted(sorted_risk)]))
     reached = np.searchsorted(sorted_risk, points, side="right")
     n = max(risk.shape[0], 1)
     return pd.DataFrame(

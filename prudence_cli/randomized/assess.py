@@ -100,18 +100,16 @@ def _sample_of(kept: KeptView, options: SweepOptions) -> tuple[np.ndarray, Affin
     each range has (as of the whole view), and the view's affinity: each range's
     visits-together counts, added up here as they come (whole numbers: exact)."""
     ranges = kept.ranges
-    present = [np.zeros(0, dtype=np.int64)] * len(ranges)
-    for k, found in kept.each_called("present", [()] * len(ranges)):
-        present[k] = found.astype(np.int64) + ranges[k].first
-    users = sampled(np.concatenate([np.zeros(0, dtype=np.int64), *present]), options.users,
-                    options.seed)  # fmt: skip
-    counts = None
-    for _, part in kept.each_called("together", [()] * len(ranges)):
-        counts = part if counts is None else counts + part
+    present = [np.zeros(0, dtype=np.int64)] * (len(ranges) + 1)  # and none: never empty
     m = len(kept.locations)
-    total = sparse.csr_matrix((m, m)) if counts is None else counts.tocsr()
-    total.sort_indices()
-    return users, Affinity(total, max(kept.n_users, 1))
+    counts = sparse.csr_matrix((m, m))
+    for k, (found, part) in kept.each_called("present_and_together", [()] * len(ranges)):
+        present[k] = found.astype(np.int64) + ranges[k].first
+        counts = counts + part
+    users = sampled(np.concatenate(present), options.users, options.seed)
+    counts = counts.tocsr()
+    counts.sort_indices()
+    return users, Affinity(counts, max(kept.n_users, 1))
 
 
 def sweep_options(config: Config) -> SweepOptions:
