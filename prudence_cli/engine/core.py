@@ -46,6 +46,7 @@ from prudence_cli.engine.plan import (
     drawing_targets,
     level_bytes,
     plan_cost,
+    shard_bytes,
     size_plans,
     size_work,
     work_cost,
@@ -54,7 +55,13 @@ from prudence_cli.engine.problem import CountingProblem, Support
 from prudence_cli.engine.ranged import RangedProblem
 from prudence_cli.engine.runner import DaskRunner, LocalRunner
 from prudence_cli.engine.sampling import sample_support
-from prudence_cli.engine.shards import Shard, shard, shard_ranges
+from prudence_cli.engine.shards import (
+    Shard,
+    ShardBudget,
+    fitted_shards,
+    shard,
+    shard_positions,
+)
 from prudence_cli.engine.tasks import (
     _keyed_self_task,
     _keyed_task,
@@ -354,11 +361,13 @@ class Engine:
         if self.runner.shards <= 1 or len(parts) <= 1:
             shared: Any = problem if postings is None else (problem, postings[0].postings())
             return self.runner.run(task, shared, (arguments(None, lo, hi) for lo, hi in parts))
-        elements = problem.members.elements.shape[0] + problem.queries.elements.elements.shape[0]
-        count = self.runner.shard_count(level_bytes(elements, problem.n_users))
+        budget, ceiling = self.runner.shard_limits()
+        users, n_elements = problem.n_users, _n_elements(problem)
+        fit = ShardBudget(budget, ceiling, lambda size: shard_bytes(size, users, n_elements))
+        measure = partial(shard_positions, problem)
 
         def sharded() -> Iterator[tuple[Any, list[tuple[Any, ...]]]]:
-            for (lo, hi), group in shard_ranges(parts, weights, count):
+            for (lo, hi), group in fitted_shards(parts, weights, self.runner.shards, measure, fit):
                 piece = shard(problem, lo, hi)
                 yield piece.problem, [arguments(piece, a, b) for a, b in group]
 

@@ -23,12 +23,20 @@ _BYTES_PER_INSTANCE = 64  # owner, bounds reference, order and packed keys, sort
 _BYTES_PER_KEY_ELEMENT = 40  # per element of a key: id, value, bounds, a sorted copy
 _BYTES_PER_ELEMENT = 48  # the level's data: lists, values, posting lists, start index
 _BYTES_PER_USER = 40  # offsets, supports, partial results
+_BYTES_PER_ELEMENT_ID = 16  # a shard's start index and posting lists: bounds per element id
 
 
 def level_bytes(elements: int, users: int) -> int:
     """About the memory of a level's data: `elements` positions (members and queries)
     of `users`, with what its tasks derive from them (posting lists, start indexes)."""
     return _BYTES_PER_ELEMENT * elements + _BYTES_PER_USER * users
+
+
+def shard_bytes(elements: int, users: int, n_elements: int) -> int:
+    """About the memory of a shard of `elements` positions of a level of `users` and
+    `n_elements` element ids, as its worker holds it (ranged_shards.ShardData, about half
+    of this, with what its tasks derive from it)."""
+    return level_bytes(elements, users) + _BYTES_PER_ELEMENT_ID * n_elements
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ supports, and the plan's sums. A level over the budget is sampled in its ranges
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -40,7 +40,7 @@ from prudence_cli.engine.plan import (
     _partitions,
     _query_sizes,
     drawing_targets,
-    level_bytes,
+    shard_bytes,
     size_plans,
     size_work,
     work_cost,
@@ -52,11 +52,12 @@ from prudence_cli.engine.ranged_shards import (
     _cut,
     _first_weights,
     _keyed_part,
+    _measured,
     _posting_part,
     _whole_part,
     surveyed,
 )
-from prudence_cli.engine.shards import shard_ranges
+from prudence_cli.engine.shards import ShardBudget, fitted_shards
 from prudence_cli.engine.streams import Joined
 from prudence_cli.engine.whole import whole_in_keyed
 
@@ -361,10 +362,17 @@ class _Level:
         weights: np.ndarray,
         arguments: Any,
     ) -> None:
-        count = self.runner.shard_count(level_bytes(self.planned.elements, self.users))
+        budget, ceiling = self.runner.shard_limits()
+        fit = ShardBudget(budget, ceiling, lambda size: shard_bytes(size, self.users, self.n))
+
+        def measure(starts: Sequence[int], ends: np.ndarray) -> np.ndarray:
+            total = np.zeros((len(starts), ends.shape[0]), dtype=np.int64)
+            for found in self.runner.each_streamed(_measured, self.parts, kind, starts, ends):
+                total += found
+            return total
 
         def shards() -> Iterator[tuple[Joined, list[tuple[Any, ...]]]]:
-            for (lo, hi), group in shard_ranges(parts, weights, count):
+            for (lo, hi), group in fitted_shards(parts, weights, self.runner.shards, measure, fit):
                 pieces = self.runner.each_kept(_cut, self.parts, lo, hi, kind)
                 shared = Joined(ShardJoiner(self.n, kind), pieces)
                 yield shared, [arguments(a, b) for a, b in group]

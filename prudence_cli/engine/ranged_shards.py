@@ -12,7 +12,7 @@ import numpy as np
 from prudence_cli.engine.indexes import _element_order, _Postings, _query_sizes_ok
 from prudence_cli.engine.plan import begun_at, first_weights
 from prudence_cli.engine.problem import CountingProblem, Elements, QuerySpec, nbytes
-from prudence_cli.engine.shards import shard
+from prudence_cli.engine.shards import shard, shard_positions
 from prudence_cli.engine.tasks import _keyed_self_task, _keyed_task, _posting_task, _whole_task
 from prudence_cli.engine.whole import whole_targets, without_whole
 
@@ -178,6 +178,12 @@ def _weights_of(lists: Elements, s: int, n: int, users: np.ndarray | None = None
     owners = np.repeat(np.arange(lists.n_users, dtype=np.int64), lists.lengths)
     begun = begun_at(lists.offsets, np.arange(lists.elements.shape[0]), owners, s)
     return first_weights(lists, owners, begun, n, users)
+
+
+def _measured(part: Part, kind: str, starts: list[int], ends: np.ndarray) -> np.ndarray:
+    """The positions of the range's pieces (`_cut`) of the shards [starts[a], ends[b]),
+    counted, not cut (shards.shard_positions)."""
+    return shard_positions(part.problem if kind == "whole" else part.rest, starts, ends)
 
 
 def _cut(part: Part, lo: int, hi: int, kind: str) -> tuple[CountingProblem, np.ndarray | None]:

@@ -50,10 +50,10 @@ class LocalRunner:
     def __init__(self, shards: int = 1) -> None:
         self.shards = shards  # more than 1: the engine cuts levels into shards (tests)
 
-    def shard_count(self, level_bytes: int) -> int:
-        """Shards of a level of about `level_bytes` (here: as many as the runner was
-        given, whatever their size)."""
-        return self.shards
+    def shard_limits(self) -> tuple[int, int]:
+        """What a shard may cost a worker, and the worker's limit (shards.ShardBudget):
+        here none, a level is cut in as many shards as the runner was given."""
+        return 0, 0
 
     def run(self, task: Task, shared: Any, arguments: Iterable[tuple[Any, ...]]) -> Iterator[Any]:
         for args in arguments:
@@ -157,7 +157,7 @@ class DaskRunner:
         self.addresses = sorted(nthreads)
         self.workers = len(self.addresses)
         self.threads = sum(nthreads.values())  # tasks the workers run at once
-        self.shards = self.workers  # a shard of each level per worker, or more (`shard_count`)
+        self.shards = self.workers  # a shard of each level per worker, or more (`shard_limits`)
         self.memory_limit = smallest_limit(self.client)
         self.scheduler = scheduler or "LocalCluster"
         # where futures kept by `pinned` and `each_kept` are, by key (a few per level),
@@ -193,13 +193,14 @@ class DaskRunner:
         )
         return handle
 
-    def shard_count(self, level_bytes: int) -> int:
-        """Shards of a level of about `level_bytes`: one per worker, more when one would
-        not fit a `SHARD_SHARE` of the smallest worker's memory limit (Dask's; none: no
-        more). A worker holds one shard at a time (`run_sharded`)."""
+    def shard_limits(self) -> tuple[int, int]:
+        """What a shard may cost a worker: a `SHARD_SHARE` of the smallest worker's memory
+        limit (Dask's), and the limit itself (0, 0: none). A level is cut in a shard per
+        worker, more where one would not fit (shards.fitted_shards); a worker holds one
+        shard at a time (`run_sharded`)."""
         if self.memory_limit <= 0:
-            return self.shards
-        return max(self.shards, -(-level_bytes * SHARD_SHARE // self.memory_limit))
+            return 0, 0
+        return self.memory_limit // SHARD_SHARE, self.memory_limit
 
     def run_sharded(
         self, task: Task, shards: Shards, prepare: Callable[[Any], Any] | None = None

@@ -17,16 +17,25 @@ compositions keep the totals of their whole lists (`QuerySpec.list_totals`): a
 composition's size H_u is of the whole list, its parts of the positions it is made of.
 Counting on the shards gives every support bit for bit (the tests compare them on random
 problems).
+
+Suffixes overlap: a list whose rarest element is in the first shard is held there almost
+whole, and again, from later positions, in the next shards it reaches. So a shard is not
+the level divided by the number of shards (on a trajectory's visits, a quarter of the
+partitions held three quarters of the level). Where the workers have a memory limit,
+`fitted_shards` measures the shards before any is cut (`shard_positions`, counts only)
+and cuts the groups, or a partition, until each fits.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 
+from prudence_cli.engine.plan import _gb
 from prudence_cli.engine.problem import CountingProblem, Elements
+from prudence_cli.errors import BudgetError
 
 
 @dataclass(frozen=True)
@@ -120,3 +129,147 @@ def shard_ranges(
         if left == 0 or (done + 1 < shards and reached >= total * (done + 1) / shards):
             yield (group[0][0], group[-1][1]), group
             group, done = [], done + 1
+
+
+# lists are measured about this many positions at a time (a few arrays of 8 bytes each)
+_MEASURED_POSITIONS = 1 << 20
+# a partition too large for a shard is tried in this many pieces (by element) at a time
+_PIECES = 64
+
+Span = tuple[int, int]
+Measure = Callable[[Sequence[int], np.ndarray], np.ndarray]
+
+
+def suffix_sizes(lists: Elements, starts: Sequence[int], ends: np.ndarray) -> np.ndarray:
+    """sizes[a, b]: how many positions `suffixes(lists, starts[a], ends[b])` keeps, without
+    cutting (0 where ends[b] <= starts[a]).
+
+    For a start L, a list's suffix in [L, H) begins at its first position whose element
+    is in [L, H). Scanning the list, the positions whose element is at least L and below
+    every earlier such element (its records: positions rising, elements falling) are the
+    only ones that can be it: the first record whose element is below H. So each record
+    adds (the next record's position, or the list's end) − its position to every H above
+    its element, and the sizes are a cumulative sum over the ends."""
+    ends = np.asarray(ends, dtype=np.int64)
+    sizes = np.zeros((len(starts), ends.shape[0]), dtype=np.int64)
+    offsets = lists.offsets
+    first = 0
+    while first < offsets.shape[0] - 1:
+        last = int(np.searchsorted(offsets, offsets[first] + _MEASURED_POSITIONS, "right")) - 1
+        last = max(last, first + 1)
+        chunk = offsets[first : last + 1]
+        elements = lists.elements[chunk[0] : chunk[-1]]
+        for a, start in enumerate(starts):
+            sizes[a] += _chunk_sizes(chunk - chunk[0], elements, start, ends)
+        first = last
+    return sizes
+
+
+def _chunk_sizes(
+    offsets: np.ndarray, elements: np.ndarray, start: int, ends: np.ndarray
+) -> np.ndarray:
+    inside = np.flatnonzero(elements >= start)
+    if not inside.size:
+        return np.zeros(ends.shape[0], dtype=np.int64)
+    owner = np.searchsorted(offsets, inside, side="right") - 1
+    values = elements[inside].astype(np.int64) - start
+    span = int(values.max()) + 1
+    values -= owner * span  # each list's values below all earlier lists': the minimum restarts
+    running = np.minimum.accumulate(values)
+    record = np.empty(inside.shape[0], dtype=bool)
+    record[0] = True
+    np.less(values[1:], running[:-1], out=record[1:])
+    positions, whose = inside[record], owner[record]
+    following = offsets[whose + 1]
+    same = whose[1:] == whose[:-1]
+    following[:-1][same] = positions[1:][same]
+    bucket = np.searchsorted(ends, elements[positions], side="right")
+    added = np.bincount(bucket, weights=following - positions, minlength=ends.shape[0] + 1)
+    return np.cumsum(added[: ends.shape[0]]).astype(np.int64)
+
+
+def shard_positions(
+    problem: CountingProblem, starts: Sequence[int], ends: np.ndarray
+) -> np.ndarray:
+    """`suffix_sizes` of what `shard(problem, lo, hi)` holds: its members' lists, and its
+    queries' when they are not the members'."""
+    sizes = suffix_sizes(problem.members, starts, ends)
+    if problem.queries.elements is not problem.members:
+        sizes += suffix_sizes(problem.queries.elements, starts, ends)
+    return sizes
+
+
+@dataclass(frozen=True)
+class ShardBudget:
+    """What a shard may cost a worker (bytes, `cost` of its positions): `budget` is its
+    share of the smallest worker's limit (0: no limit, nothing measured), `ceiling` the
+    limit itself, which even a shard of one element must fit."""
+
+    budget: int
+    ceiling: int
+    cost: Callable[[int], int]
+
+
+def fitted_shards(
+    partitions: list[Span], weights: np.ndarray, count: int, measure: Measure, fit: ShardBudget
+) -> Iterator[tuple[Span, list[Span]]]:
+    """`shard_ranges(partitions, weights, count)`, each group cut further where its shard
+    would cost more than the budget. `measure(starts, ends)` gives the positions of the
+    shards [starts[a], ends[b]) (`shard_positions`, summed over a level's ranges): one
+    pass for the groups, then one per shard of a group cut. A group is cut at the
+    furthest of its partitions' ends, or of `_PIECES` cuts inside each partition, whose
+    shard fits (a partition is any range of first elements: cut, it is two); where even
+    the first cut does not, narrower, down to one element: BudgetError if that one is over
+    the ceiling."""
+    groups = list(shard_ranges(partitions, weights, count))
+    if fit.budget <= 0 or not groups:
+        yield from groups
+        return
+    ends = np.array([hi for _, hi in partitions], dtype=np.int64)
+    measured = measure([group[0][0] for _, group in groups], ends)
+    for (span, group), sizes in zip(groups, measured, strict=True):
+        if fit.cost(int(sizes[np.searchsorted(ends, span[1])])) <= fit.budget:
+            yield span, group
+        else:
+            yield from _fitted(group, measure, fit)
+
+
+def _fitted(
+    group: list[Span], measure: Measure, fit: ShardBudget
+) -> Iterator[tuple[Span, list[Span]]]:
+    """Consecutive shards of `group`'s elements, each reaching as far as fits."""
+    lo, hi = group[0][0], group[-1][1]
+    cuts = np.unique(np.concatenate([_pieces(a, b) for a, b in group]))
+    while lo < hi:
+        ends = cuts[cuts > lo]
+        sizes = measure([lo], ends)[0]
+        fitting = [k for k, size in enumerate(sizes) if fit.cost(int(size)) <= fit.budget]
+        end = int(ends[fitting[-1]]) if fitting else _fitting_prefix(lo, int(ends[0]), measure, fit)
+        yield (lo, end), [(max(a, lo), min(b, end)) for a, b in group if a < end and b > lo]
+        lo = end
+
+
+def _pieces(lo: int, hi: int) -> np.ndarray:
+    """The ends of [lo, hi) cut in `_PIECES` about equal ranges of elements (hi among them)."""
+    return np.unique(np.ceil(np.linspace(lo, hi, _PIECES + 1)[1:]).astype(np.int64))
+
+
+def _fitting_prefix(lo: int, hi: int, measure: Measure, fit: ShardBudget) -> int:
+    """The furthest `cut` in (lo, hi) tried whose shard [lo, cut) fits the budget, tried
+    in `_PIECES` pieces of [lo, hi), each time narrower; lo + 1 if none does."""
+    while hi - lo > 1:
+        cuts = _pieces(lo, hi)
+        sizes = measure([lo], cuts)[0]
+        fits = [k for k, size in enumerate(sizes) if fit.cost(int(size)) <= fit.budget]
+        if fits:
+            return int(cuts[fits[-1]])
+        hi = int(cuts[0])
+    alone = fit.cost(int(measure([lo], np.array([lo + 1], dtype=np.int64))[0, 0]))
+    if alone > fit.ceiling:
+        raise BudgetError(
+            f"on the Dask workers, the lists holding one element of this level alone "
+            f"need about {_gb(alone)}, more than the smallest worker's memory limit, "
+            f"{_gb(fit.ceiling)}: give the workers more memory (dask worker "
+            "--memory-limit), or use a smaller h or engine.sample"
+        )
+    return lo + 1

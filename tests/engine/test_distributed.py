@@ -972,7 +972,7 @@ def test_levels_cut_in_more_shards_than_workers_count_as_the_local_engine(
     match, mode, cluster, monkeypatch
 ):
     """Workers whose memory limit a level's shard would not fit a third of: the level
-    is cut in more shards than workers (`shard_count`), each worker holding one at a
+    is cut in more shards than workers (`shard_limits`), each worker holding one at a
     time, whole or in ranges of users: a local run's supports."""
     from prudence_cli.engine.plan import level_bytes
     from prudence_cli.engine.ranged import split
@@ -1007,15 +1007,13 @@ def test_shards_fit_a_share_of_the_smallest_workers_limit():
 
     from prudence_cli.engine.runner import SHARD_SHARE
 
-    def count(limit: int, level: int, workers: int = 2) -> int:
-        runner = SimpleNamespace(memory_limit=limit, shards=workers)
-        return DaskRunner.shard_count(runner, level)  # type: ignore[arg-type]
+    def limits(limit: int) -> tuple[int, int]:
+        runner = SimpleNamespace(memory_limit=limit, shards=2)
+        return DaskRunner.shard_limits(runner)  # type: ignore[arg-type]
 
-    assert count(0, 10**12) == 2  # no limit: one per worker
-    assert count(SHARD_SHARE * 1000, 1000) == 2
-    assert count(SHARD_SHARE * 1000, 1001) == 2  # two shards of half: each fits
-    assert count(SHARD_SHARE * 1000, 2001) == 3
-    assert count(SHARD_SHARE * 1000, 10_000, workers=4) == 10
+    assert limits(0) == (0, 0)  # no limit: a shard per worker, not measured
+    assert limits(SHARD_SHARE * 1000) == (1000, SHARD_SHARE * 1000)
+    assert limits(SHARD_SHARE * 1000 + 2) == (1000, SHARD_SHARE * 1000 + 2)
 
 
 def _total(shared: int, values: np.ndarray) -> float:

@@ -4,15 +4,28 @@ and ordering — and is smaller than the whole."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from prudence_cli.engine import Elements, Engine
+from prudence_cli.engine import shards as shards_module
 from prudence_cli.engine.indexes import _enumerate_queries
+from prudence_cli.engine.plan import shard_bytes
 from prudence_cli.engine.runner import LocalRunner
-from prudence_cli.engine.shards import shard, shard_ranges, suffixes
+from prudence_cli.engine.shards import (
+    ShardBudget,
+    fitted_shards,
+    shard,
+    shard_positions,
+    shard_ranges,
+    suffix_sizes,
+    suffixes,
+)
+from prudence_cli.errors import BudgetError
 from tests.engine.test_engine import MATCH_MODES, random_problem
 
 pytestmark = pytest.mark.usefixtures("kernels")
@@ -53,14 +66,22 @@ def test_partitions_are_grouped_into_shards_of_about_equal_weight():
     partition=st.sampled_from([1, 3, 20]),
     shards=st.integers(2, 5),
     h=st.integers(1, 3),
+    share=st.sampled_from([0.0, 0.3, 0.02]),
 )
-def test_sharded_supports_are_the_whole_datas(seed, case, strategy, partition, shards, h):
+def test_sharded_supports_are_the_whole_datas(seed, case, strategy, partition, shards, h, share):
+    """Cut in `shards`, and further where a shard would hold more than `share` of the
+    level's positions (fitted_shards; 0: no limit)."""
     match, mode = case
     problem = random_problem(np.random.default_rng(seed), 40, 9, h, match=match, mode=mode)
     whole = Engine(strategy=strategy, partition_instances=partition).min_support(problem)
-    cut = Engine(
-        strategy=strategy, partition_instances=partition, runner=LocalRunner(shards=shards)
-    ).min_support(problem)
+    runner = LocalRunner(shards=shards)
+    if share:
+        positions = problem.members.elements.shape[0] + problem.queries.elements.elements.shape[0]
+        budget = shard_bytes(int(share * positions), problem.n_users, 9)
+        runner.shard_limits = lambda: (budget, 10**12)  # type: ignore[method-assign]
+    cut = Engine(strategy=strategy, partition_instances=partition, runner=runner).min_support(
+        problem
+    )
     np.testing.assert_array_equal(cut.minimum, whole.minimum)
     assert cut.instances == whole.instances
 
@@ -95,3 +116,92 @@ def test_a_shard_draws_the_compositions_of_the_whole_lists(seed, h, lo):
         found = _enumerate_queries(cut, piece.query_positions(starts), s)
         for a, b in zip(whole, found, strict=True):
             np.testing.assert_array_equal(a, b)
+
+
+def _random_lists(rng: np.random.Generator, users: int, n: int, ordered: bool) -> Elements:
+    lengths = rng.integers(0, 9, size=users)
+    rows = []
+    for u, length in enumerate(lengths):
+        picked = rng.integers(0, n, size=length)  # repeats too (multisets, sequences)
+        rows += [(u, e) for e in (picked if ordered else np.sort(picked))]
+    user = np.array([u for u, _ in rows], dtype=np.int64)
+    elements = np.array([e for _, e in rows], dtype=np.int32)
+    return Elements.from_rows(users, user, elements)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    ordered=st.booleans(),
+    chunk=st.sampled_from([1, 7, 1 << 20]),
+    n=st.integers(1, 12),
+)
+def test_suffix_sizes_are_the_positions_the_suffixes_keep(seed, ordered, chunk, n):
+    """Counted without cutting, in chunks of lists: `suffixes`' sizes, every (start, end)."""
+    rng = np.random.default_rng(seed)
+    lists = _random_lists(rng, int(rng.integers(0, 30)), n, ordered)
+    starts = sorted({int(x) for x in rng.integers(0, n + 1, size=3)})
+    ends = np.unique(rng.integers(0, n + 2, size=5))
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(shards_module, "_MEASURED_POSITIONS", chunk)
+        sizes = suffix_sizes(lists, starts, ends)
+    literal = [
+        [suffixes(lists, lo, hi).lists.elements.shape[0] if hi > lo else 0 for hi in ends]
+        for lo in starts
+    ]
+    assert sizes.tolist() == literal
+
+
+def test_suffix_sizes_by_hand():
+    # user 0: 1 4 6 9; user 1: 0 2; user 2: 7 5 3 (ordered: as written)
+    lists = Elements.from_rows(
+        3, np.array([0, 0, 0, 0, 1, 1, 2, 2, 2]), np.array([1, 4, 6, 9, 0, 2, 7, 5, 3])
+    )
+    # from 4: [4, 5) keeps 4 6 9 and nothing of user 2 (7 5 3 has no 4); [4, 6) adds 5 3;
+    # [4, 8) begins user 2 at 7: 7 5 3
+    assert suffix_sizes(lists, [4], np.array([5, 6, 8])).tolist() == [[3, 5, 6]]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    case=st.sampled_from(MATCH_MODES),
+    budget=st.integers(0, 400),
+    count=st.integers(1, 4),
+)
+def test_fitted_shards_fit_their_budget_and_cover_the_partitions(seed, case, budget, count):
+    """Each shard, cut as `shard` cuts it, holds at most the budget's positions, or is one
+    element; the shards are consecutive and their partitions cover the same elements;
+    without a budget they are `shard_ranges`'."""
+    match, mode = case
+    problem = random_problem(np.random.default_rng(seed), 40, 9, 3, match=match, mode=mode)
+    n = 9
+    parts = [(0, 2), (2, 3), (3, 7), (7, 9)]
+    weights = np.arange(n, dtype=float)
+    fit = ShardBudget(budget, 10**9, lambda size: size)
+    found = list(fitted_shards(parts, weights, count, partial(shard_positions, problem), fit))
+    if budget == 0:
+        assert found == list(shard_ranges(parts, weights, count))
+    assert [p for _, group in found for p in group][0][0] == 0
+    flat = [p for _, group in found for p in group]
+    assert all(a[1] == b[0] for a, b in zip(flat, flat[1:], strict=False)) and flat[-1][1] == n
+    for (lo, hi), group in found:
+        assert (lo, hi) == (group[0][0], group[-1][1])
+        held = shard(problem, lo, hi).problem
+        size = held.members.elements.shape[0]
+        if held.queries.elements is not held.members:
+            size += held.queries.elements.elements.shape[0]
+        assert budget == 0 or size <= budget or hi - lo == 1
+
+
+def test_a_level_whose_one_element_does_not_fit_a_worker_is_refused():
+    """Cut down to one element, a shard still over the worker's whole limit: a clear
+    error before anything is counted, not a worker lost half-way."""
+    problem = random_problem(np.random.default_rng(1), 40, 9, 2, match="contains", mode="self")
+    measure = partial(shard_positions, problem)
+    alone = measure([0], np.array([1]))[0, 0]
+    assert alone > 2
+    with pytest.raises(BudgetError, match="memory limit.*dask worker --memory-limit"):
+        list(fitted_shards([(0, 9)], np.ones(9), 2, measure, ShardBudget(1, 2, lambda size: size)))
+    fitting = ShardBudget(1, int(alone), lambda size: size)  # over the share, within the limit
+    assert next(fitted_shards([(0, 9)], np.ones(9), 2, measure, fitting)) == ((0, 1), [(0, 1)])
