@@ -21,7 +21,8 @@
 
 The config: the end-to-end benchmark's (one presence dataview, 250 m grid,
 `unique_location` at h = 2, or `--h`; with `--sample N --max-instances M`, a level over
-M instances is sampled, N a person; with `--trajectory`, a trajectory dataview, 250 m
+M instances is sampled, N a person; `--max-instances M` alone raises the budget, the
+level counted whole; with `--trajectory`, a trajectory dataview, 250 m
 and 1 h, and `location_sequence` instead, or `--attack visit` or `location`; with
 `--unicity`, a bins dataview, 250 m and 6 h, and `unicity` with 3 points drawn by
 activity, EM/KL on 200 people; with `--cache`, `input.cache: parquet` in a new cache
@@ -218,8 +219,6 @@ def main() -> None:
     attack = args.attack or "location_sequence"
     if args.h < 1 or (args.sample is not None and args.sample < 1):
         parser.error("--h and --sample are at least 1")
-    if args.max_instances is not None and args.sample is None:
-        parser.error("--max-instances needs --sample (a level over it is sampled)")
     limit = int(args.limit_gb * 2**30)
     parts = parts_for(args.people, args.files)
     name = f"{args.people}" + ("_traj" if args.trajectory else "")
@@ -260,6 +259,8 @@ def main() -> None:
     if args.sample:
         limit_of = args.max_instances or 1_000_000
         text += f"engine: {{max_instances: {limit_of}, sample: {args.sample}}}\n"
+    elif args.max_instances:  # a level over the default budget, counted whole
+        text += f"engine: {{max_instances: {args.max_instances}}}\n"
     config.write_text(text, encoding="utf-8")
     results: dict[str, object] = {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),

@@ -363,7 +363,9 @@ class Engine:
             return self.runner.run(task, shared, (arguments(None, lo, hi) for lo, hi in parts))
         budget, ceiling = self.runner.shard_limits()
         users, n_elements = problem.n_users, _n_elements(problem)
-        fit = ShardBudget(budget, ceiling, lambda size: shard_bytes(size, users, n_elements))
+        fit = ShardBudget(
+            budget, ceiling, lambda size: shard_bytes(size, users, n_elements), problem.ordered
+        )
         measure = partial(shard_positions, problem)
 
         def sharded() -> Iterator[tuple[Any, list[tuple[Any, ...]]]]:

@@ -289,7 +289,7 @@ def counted(engine: Engine, ranged: RangedProblem, planned: Work) -> np.ndarray:
     # the level is kept as prepared (relabelled: the same supports, the same queries),
     # so that the workers do not hold it twice
     ranged.parts[:] = parts
-    level = _Level(engine, parts, planned, ranged.n_users)
+    level = _Level(engine, parts, planned, ranged.n_users, ranged.ordered)
     minimum = np.full(ranged.n_users, compiled.kernels.UNSET, dtype=np.int64)
     level.whole(minimum)
     for plan in planned.plans:
@@ -308,9 +308,11 @@ def _prepared(part: Part, rank: np.ndarray | None, plans: list[SizePlan]) -> Par
 class _Level:
     """The partitions of a ranged level, run shard by shard on the engine's runner."""
 
-    def __init__(self, engine: Engine, parts: list[Any], planned: Work, users: int) -> None:
+    def __init__(
+        self, engine: Engine, parts: list[Any], planned: Work, users: int, ordered: bool
+    ) -> None:
         self.engine, self.runner, self.parts, self.planned = engine, engine.runner, parts, planned
-        self.n, self.users = planned.n_elements, users
+        self.n, self.users, self.ordered = planned.n_elements, users, ordered
 
     def whole(self, minimum: np.ndarray) -> None:
         """Whole-record queries, in partitions by their first element."""
@@ -363,7 +365,9 @@ class _Level:
         arguments: Any,
     ) -> None:
         budget, ceiling = self.runner.shard_limits()
-        fit = ShardBudget(budget, ceiling, lambda size: shard_bytes(size, self.users, self.n))
+        fit = ShardBudget(
+            budget, ceiling, lambda size: shard_bytes(size, self.users, self.n), self.ordered
+        )
 
         def measure(starts: Sequence[int], ends: np.ndarray) -> np.ndarray:
             total = np.zeros((len(starts), ends.shape[0]), dtype=np.int64)

@@ -133,8 +133,13 @@ def shard_ranges(
 
 # lists are measured about this many positions at a time (a few arrays of 8 bytes each)
 _MEASURED_POSITIONS = 1 << 20
-# a partition too large for a shard is tried in this many pieces (by element) at a time
+# a partition too large for a shard is tried in this many pieces (by element) at a time;
+# sorted lists, measured from every piece's start at once, in fewer (a matrix of starts
+# by ends per range)
 _PIECES = 64
+_PIECES_AT_ONCE = 16
+# cuts measured ahead of a start at a time: a range's matrix of starts by ends, 2 MB
+_WINDOW = 512
 
 Span = tuple[int, int]
 Measure = Callable[[Sequence[int], np.ndarray], np.ndarray]
@@ -149,7 +154,9 @@ def suffix_sizes(lists: Elements, starts: Sequence[int], ends: np.ndarray) -> np
     every earlier such element (its records: positions rising, elements falling) are the
     only ones that can be it: the first record whose element is below H. So each record
     adds (the next record's position, or the list's end) − its position to every H above
-    its element, and the sizes are a cumulative sum over the ends."""
+    its element, and the sizes are a cumulative sum over the ends. A chunk of sorted
+    lists has one record per list and start, found for every start at once
+    (`_sorted_sizes`)."""
     ends = np.asarray(ends, dtype=np.int64)
     sizes = np.zeros((len(starts), ends.shape[0]), dtype=np.int64)
     offsets = lists.offsets
@@ -157,12 +164,54 @@ def suffix_sizes(lists: Elements, starts: Sequence[int], ends: np.ndarray) -> np
     while first < offsets.shape[0] - 1:
         last = int(np.searchsorted(offsets, offsets[first] + _MEASURED_POSITIONS, "right")) - 1
         last = max(last, first + 1)
-        chunk = offsets[first : last + 1]
-        elements = lists.elements[chunk[0] : chunk[-1]]
-        for a, start in enumerate(starts):
-            sizes[a] += _chunk_sizes(chunk - chunk[0], elements, start, ends)
+        chunk = offsets[first : last + 1] - offsets[first]
+        elements = lists.elements[offsets[first] : offsets[last]]
+        if _sorted(chunk, elements):
+            sizes += _sorted_sizes(chunk, elements, starts, ends)
+        else:
+            for a, start in enumerate(starts):
+                sizes[a] += _chunk_sizes(chunk, elements, start, ends)
         first = last
     return sizes
+
+
+def _sorted(offsets: np.ndarray, elements: np.ndarray) -> bool:
+    """Whether each list is in increasing order (repeats allowed)."""
+    falls = np.flatnonzero(elements[1:] < elements[:-1]) + 1
+    return bool(np.isin(falls, offsets).all())  # a fall only where a list begins
+
+
+def _sorted_sizes(
+    offsets: np.ndarray, elements: np.ndarray, starts: Sequence[int], ends: np.ndarray
+) -> np.ndarray:
+    """`_chunk_sizes` of sorted lists for every start: position p (element e, after e' in
+    its list, or none) is the record of the starts in (e', e], adding (list's end − p)
+    from the first end above e."""
+    order = np.argsort(np.asarray(starts, dtype=np.int64), kind="stable")
+    ranked = np.asarray(starts, dtype=np.int64)[order]
+    n = elements.shape[0]
+    if n == 0:
+        return np.zeros((len(starts), ends.shape[0]), dtype=np.int64)
+    previous = np.empty(n, dtype=np.int64)
+    previous[0] = -1
+    previous[1:] = elements[:-1]
+    previous[offsets[:-1][offsets[:-1] < n]] = -1  # a list's first position follows none
+    values = elements.astype(np.int64)
+    lo = np.searchsorted(ranked, previous, side="right")
+    hi = np.searchsorted(ranked, values, side="right")
+    held = np.flatnonzero(lo < hi)
+    owner = np.searchsorted(offsets, held, side="right") - 1
+    weight = (offsets[owner + 1] - held).astype(float)
+    column = np.searchsorted(ends, values[held], side="right")
+    width = ends.shape[0] + 1
+    steps = np.bincount(
+        lo[held] * width + column, weights=weight, minlength=(len(starts) + 1) * width
+    )
+    steps -= np.bincount(hi[held] * width + column, weights=weight, minlength=steps.shape[0])
+    grid = steps.reshape(len(starts) + 1, width).cumsum(axis=0).cumsum(axis=1)
+    found = np.empty((len(starts), ends.shape[0]), dtype=np.int64)
+    found[order] = np.rint(grid[: len(starts), : ends.shape[0]]).astype(np.int64)
+    return found
 
 
 def _chunk_sizes(
@@ -208,6 +257,7 @@ class ShardBudget:
     budget: int
     ceiling: int
     cost: Callable[[int], int]
+    ordered: bool = False  # its lists are not sorted: measured a start at a time
 
 
 def fitted_shards(
@@ -216,8 +266,9 @@ def fitted_shards(
     """`shard_ranges(partitions, weights, count)`, each group cut further where its shard
     would cost more than the budget. `measure(starts, ends)` gives the positions of the
     shards [starts[a], ends[b]) (`shard_positions`, summed over a level's ranges): one
-    pass for the groups, then one per shard of a group cut. A group is cut at the
-    furthest of its partitions' ends, or of `_PIECES` cuts inside each partition, whose
+    pass for the groups, then one for a cut group of sorted lists (every start at once),
+    or one per shard of ordered ones. A group is cut at the furthest of its partitions'
+    ends, or of the cuts inside each partition (`_pieces`), whose
     shard fits (a partition is any range of first elements: cut, it is two); where even
     the first cut does not, narrower, down to one element: BudgetError if that one is over
     the ceiling."""
@@ -237,21 +288,31 @@ def fitted_shards(
 def _fitted(
     group: list[Span], measure: Measure, fit: ShardBudget
 ) -> Iterator[tuple[Span, list[Span]]]:
-    """Consecutive shards of `group`'s elements, each reaching as far as fits."""
+    """Consecutive shards of `group`'s elements, each reaching as far as fits, measured
+    `_WINDOW` cuts ahead at a time (from every start among them at once, sorted lists)."""
     lo, hi = group[0][0], group[-1][1]
-    cuts = np.unique(np.concatenate([_pieces(a, b) for a, b in group]))
+    pieces = _PIECES if fit.ordered else _PIECES_AT_ONCE
+    cuts = np.unique(np.concatenate([_pieces(a, b, pieces) for a, b in group]))
+    rows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     while lo < hi:
-        ends = cuts[cuts > lo]
-        sizes = measure([lo], ends)[0]
+        if lo not in rows:
+            window = cuts[cuts > lo][:_WINDOW]
+            starts = [lo] if fit.ordered else [lo, *window[:-1].tolist()]
+            measured = measure(starts, window)
+            rows = {
+                a: (window[window > a], row[window > a])
+                for a, row in zip(starts, measured, strict=True)
+            }
+        ends, sizes = rows[lo]
         fitting = [k for k, size in enumerate(sizes) if fit.cost(int(size)) <= fit.budget]
         end = int(ends[fitting[-1]]) if fitting else _fitting_prefix(lo, int(ends[0]), measure, fit)
         yield (lo, end), [(max(a, lo), min(b, end)) for a, b in group if a < end and b > lo]
         lo = end
 
 
-def _pieces(lo: int, hi: int) -> np.ndarray:
-    """The ends of [lo, hi) cut in `_PIECES` about equal ranges of elements (hi among them)."""
-    return np.unique(np.ceil(np.linspace(lo, hi, _PIECES + 1)[1:]).astype(np.int64))
+def _pieces(lo: int, hi: int, pieces: int = _PIECES) -> np.ndarray:
+    """The ends of [lo, hi) cut in `pieces` about equal ranges of elements (hi among them)."""
+    return np.unique(np.ceil(np.linspace(lo, hi, pieces + 1)[1:]).astype(np.int64))
 
 
 def _fitting_prefix(lo: int, hi: int, measure: Measure, fit: ShardBudget) -> int:

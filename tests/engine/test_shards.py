@@ -168,18 +168,25 @@ def test_suffix_sizes_by_hand():
     case=st.sampled_from(MATCH_MODES),
     budget=st.integers(0, 400),
     count=st.integers(1, 4),
+    one_start=st.booleans(),
+    window=st.sampled_from([2, 5, 512]),
 )
-def test_fitted_shards_fit_their_budget_and_cover_the_partitions(seed, case, budget, count):
+def test_fitted_shards_fit_their_budget_and_cover_the_partitions(
+    seed, case, budget, count, one_start, window
+):
     """Each shard, cut as `shard` cuts it, holds at most the budget's positions, or is one
     element; the shards are consecutive and their partitions cover the same elements;
-    without a budget they are `shard_ranges`'."""
+    without a budget they are `shard_ranges`'. Measured a start at a time (as ordered
+    lists are) or every start at once."""
     match, mode = case
     problem = random_problem(np.random.default_rng(seed), 40, 9, 3, match=match, mode=mode)
     n = 9
     parts = [(0, 2), (2, 3), (3, 7), (7, 9)]
     weights = np.arange(n, dtype=float)
-    fit = ShardBudget(budget, 10**9, lambda size: size)
-    found = list(fitted_shards(parts, weights, count, partial(shard_positions, problem), fit))
+    fit = ShardBudget(budget, 10**9, lambda size: size, one_start)  # a start a pass
+    with pytest.MonkeyPatch.context() as patched:  # cuts measured `window` ahead at a time
+        patched.setattr(shards_module, "_WINDOW", window)
+        found = list(fitted_shards(parts, weights, count, partial(shard_positions, problem), fit))
     if budget == 0:
         assert found == list(shard_ranges(parts, weights, count))
     assert [p for _, group in found for p in group][0][0] == 0
