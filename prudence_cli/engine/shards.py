@@ -276,6 +276,13 @@ def fitted_shards(
     if fit.budget <= 0 or not groups:
         yield from groups
         return
+    if fit.cost(0) > fit.budget:  # no cut makes a shard fit: each would hold one element
+        raise BudgetError(
+            f"on the Dask workers, any shard of this level needs about {_gb(fit.cost(0))} "
+            "for its people and elements alone, more than a third of the smallest "
+            f"worker's memory limit ({_gb(fit.ceiling)}): give the workers more memory "
+            "(dask worker --memory-limit)"
+        )
     ends = np.array([hi for _, hi in partitions], dtype=np.int64)
     measured = measure([group[0][0] for _, group in groups], ends)
     for (span, group), sizes in zip(groups, measured, strict=True):
@@ -294,6 +301,7 @@ def _fitted(
     pieces = _PIECES if fit.ordered else _PIECES_AT_ONCE
     cuts = np.unique(np.concatenate([_pieces(a, b, pieces) for a, b in group]))
     rows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    first = -1  # the start the rows' window was measured from
     while lo < hi:
         if lo not in rows:
             window = cuts[cuts > lo][:_WINDOW]
@@ -303,8 +311,12 @@ def _fitted(
                 a: (window[window > a], row[window > a])
                 for a, row in zip(starts, measured, strict=True)
             }
+            first = lo
         ends, sizes = rows[lo]
         fitting = [k for k, size in enumerate(sizes) if fit.cost(int(size)) <= fit.budget]
+        if lo != first and len(fitting) == len(ends) and ends[-1] < hi:
+            rows = {}  # the rest of its window fits: measured again from here, further
+            continue
         end = int(ends[fitting[-1]]) if fitting else _fitting_prefix(lo, int(ends[0]), measure, fit)
         yield (lo, end), [(max(a, lo), min(b, end)) for a, b in group if a < end and b > lo]
         lo = end

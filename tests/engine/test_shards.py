@@ -212,3 +212,34 @@ def test_a_level_whose_one_element_does_not_fit_a_worker_is_refused():
         list(fitted_shards([(0, 9)], np.ones(9), 2, measure, ShardBudget(1, 2, lambda size: size)))
     fitting = ShardBudget(1, int(alone), lambda size: size)  # over the share, within the limit
     assert next(fitted_shards([(0, 9)], np.ones(9), 2, measure, fitting)) == ((0, 1), [(0, 1)])
+
+
+def _widths(starts, ends):
+    """A level whose shard [lo, hi) holds hi - lo positions."""
+    ends = np.asarray(ends)
+    return np.array([np.where(ends > lo, ends - lo, 0) for lo in starts], dtype=np.int64)
+
+
+@pytest.mark.parametrize("ordered", [False, True])
+def test_shards_reach_as_far_as_fits_past_a_window_and_inside_a_wide_partition(ordered):
+    """Each shard as wide as the budget allows, also from a start in the middle of a
+    measured window (not stopped at its end), and in a partition far over the budget
+    (narrowed until a cut fits)."""
+    fit = ShardBudget(400, 10**9, lambda size: size, ordered)
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(shards_module, "_WINDOW", 512)
+        ones = [(e, e + 1) for e in range(1000)]
+        found = [span for span, _ in fitted_shards(ones, np.ones(1000), 1, _widths, fit)]
+    assert found == [(0, 400), (400, 800), (800, 1000)]
+    fit = ShardBudget(10, 10**9, lambda size: size, ordered)
+    found = list(fitted_shards([(0, 1000)], np.ones(1000), 1, _widths, fit))
+    assert all(hi - lo <= 10 for (lo, hi), _ in found) and found[0][0][1] - found[0][0][0] >= 5
+    assert [group for _, group in found] == [[span] for span, _ in found]
+    assert found[0][0][0] == 0 and found[-1][0][1] == 1000
+    assert all(a[0][1] == b[0][0] for a, b in zip(found, found[1:], strict=False))
+
+
+def test_a_shard_whose_people_alone_do_not_fit_is_refused():
+    fit = ShardBudget(100, 300, lambda size: 150 + size)
+    with pytest.raises(BudgetError, match="people and elements alone.*--memory-limit"):
+        list(fitted_shards([(0, 9)], np.ones(9), 2, _widths, fit))
