@@ -281,14 +281,18 @@ def _counted(
         queried = asked(problem, engine.runner)
     else:
         queried = problem.queries.size_hi > 0
-    in_view = np.diff(view.offsets) > 0
+    instances, sampled = support.instances, support.sampled
+    in_view = view.in_view
+    # 1 / support where queried, made in place: beside the supports, no other vector of
+    # a number a person (the assessing process's memory at 1B people)
     risk = np.zeros(view.n_users, dtype=float)
-    risk[queried] = 1.0 / support.minimum[queried]
+    np.divide(1.0, support.minimum, out=risk, where=queried)
+    del support
     blind = in_view & ~queried
     risk[blind] = 1.0 / max(view.users_in_view, 1)
     if known_ones is not None:
         risk[known_ones & in_view] = 1.0
-    return AttackResult(risk, support.instances, support.sampled)
+    return AttackResult(risk, instances, sampled)
 
 
 def subsets(queries: Elements, sizes: np.ndarray, upper: np.ndarray | None = None) -> QuerySpec:

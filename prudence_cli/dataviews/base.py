@@ -132,6 +132,15 @@ class Dataview:
         return int(np.count_nonzero(np.diff(self.offsets)))
 
     @property
+    def in_view(self) -> np.ndarray:
+        """Per user of U, whether they have a row in the view."""
+        return np.diff(self.offsets) > 0
+
+    def rows_before(self, users: np.ndarray) -> np.ndarray:
+        """The view's rows of the users before each of `users` (ascending)."""
+        return self.offsets[users]
+
+    @property
     def frequency(self) -> int:
         return int(dict(self.dimensions).get("frequency", 1))
 

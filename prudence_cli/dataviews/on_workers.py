@@ -142,7 +142,6 @@ class KeptView:
     on_workers = True
     labels = Dataview.labels
     shown = Dataview.shown
-    users_in_view = Dataview.users_in_view
     data_of = Dataview.data_of
     share_of = Dataview.share_of
     used_locations = Dataview.used_locations
@@ -174,7 +173,35 @@ class KeptView:
 
     @property
     def rows(self) -> int:
-        return int(self.offsets[-1])
+        return sum(int(b.rows.sum(dtype=np.int64)) for b in self.ranges)
+
+    # what reads who is in the view, or its rows before a range, reads the ranges' rows:
+    # the offsets (8 bytes a person, in the assessing process) are made only when asked
+    @property
+    def users_in_view(self) -> int:
+        return sum(int(np.count_nonzero(b.rows)) for b in self.ranges)
+
+    @property
+    def in_view(self) -> np.ndarray:
+        """Per user of U, whether they have a row in the view (a byte a person)."""
+        out = np.zeros(self.n_users, dtype=bool)
+        for b in self.ranges:
+            out[b.first : b.last] = b.rows > 0
+        return out
+
+    def rows_before(self, users: np.ndarray) -> np.ndarray:
+        """The view's rows of the users before each of `users` (ascending)."""
+        ranges = sorted(self.ranges, key=lambda b: b.first)
+        totals = np.cumsum([0] + [int(b.rows.sum(dtype=np.int64)) for b in ranges])
+        firsts = np.array([b.first for b in ranges], dtype=np.int64)
+        out = np.zeros(len(users), dtype=np.int64)
+        for k, user in enumerate(np.asarray(users, dtype=np.int64).tolist()):
+            i = int(np.searchsorted(firsts, user, side="right")) - 1  # the range it is in
+            if i >= 0:
+                b = ranges[i]
+                within = min(user, b.last) - b.first
+                out[k] = totals[i] + int(b.rows[:within].sum(dtype=np.int64))
+        return out
 
     @cached_property
     def _used(self) -> np.ndarray:

@@ -189,9 +189,7 @@ def dataview_scores(
                 "mean_risk": summary.mean_risk,
                 "i_rac_u": summary.i_rac_u,
                 "i_rac_d": summary.i_rac_d,
-                "users_at_or_below": int(
-                    np.count_nonzero((risk <= max_risk) & (np.diff(view.offsets) > 0))
-                ),
+                "users_at_or_below": int(np.count_nonzero((risk <= max_risk) & view.in_view)),
                 "kept": view.share_of(risk <= max_risk, coverage_kind),
             }
         )

@@ -15,14 +15,59 @@ from prudence_cli.measures.distributions import ATOL, QUANTILES, RTOL, quantile_
 from prudence_cli.measures.exact import ExactSum, exact_sum
 
 
+def risk_counts(
+    people: pd.DataFrame, name: str, risks: np.ndarray
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per level (a row of `risks`), the distinct risks of a range's people with a value
+    of measure `name`, and how many of them have each."""
+    present = ~np.isnan(people[name].to_numpy(dtype=float))
+    return [np.unique(row[present], return_counts=True) for row in risks]
+
+
+@dataclass(frozen=True)
+class RiskRanks:
+    """Per level, the distinct risks of the people with a value of a measure, sorted,
+    and the rank each has among those people's (average_ranks: tied risks share the
+    average of their ranks): as long as the distinct risks, not the people, and each
+    range reads its people's ranks from it."""
+
+    values: list[np.ndarray]
+    ranks: list[np.ndarray]
+
+    @classmethod
+    def of(cls, counted: list[list[tuple[np.ndarray, np.ndarray]]]) -> RiskRanks:
+        """From every range's `risk_counts`: the same ranks as average_ranks over the
+        risks of them all, to the bit (a start plus half a size, in the same types)."""
+        values, ranks = [], []
+        for level in range(len(counted[0]) if counted else 0):
+            found = [c[level] for c in counted]
+            distinct, inverse = np.unique(
+                np.concatenate([f[0] for f in found]), return_inverse=True
+            )
+            sizes = np.zeros(distinct.size, dtype=np.int64)
+            np.add.at(sizes, inverse.ravel(), np.concatenate([f[1] for f in found]))
+            starts = np.cumsum(sizes) - sizes
+            values.append(distinct)
+            ranks.append(starts + (sizes + 1) / 2.0)
+        return cls(values, ranks)
+
+    def of_risks(self, risks: np.ndarray) -> np.ndarray:
+        """The ranks of `risks` (a row per level, each risk one of the table's)."""
+        out = np.empty(risks.shape)
+        for level, (values, ranks) in enumerate(zip(self.values, self.ranks, strict=True)):
+            out[level] = ranks[np.searchsorted(values, risks[level])]
+        return out
+
+
 def cut_range(
-    people: pd.DataFrame, name: str, splitters: np.ndarray, risks: np.ndarray, ranks: np.ndarray
+    people: pd.DataFrame, name: str, splitters: np.ndarray, risks: np.ndarray, table: RiskRanks
 ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """A range's people with a value of measure `name`, cut by `splitters`: per bucket,
-    their values, their risks (a row per level) and those risks' ranks."""
+    their values, their risks (a row per level) and those risks' ranks (`table`)."""
     values = people[name].to_numpy(dtype=float)
     present = ~np.isnan(values)
     x, y = values[present], risks[:, present]
+    ranks = table.of_risks(y)
     bucket = np.searchsorted(splitters, x, side="right")
     order = np.argsort(bucket, kind="stable")
     ends = np.cumsum(np.bincount(bucket, minlength=splitters.size + 1))

@@ -95,8 +95,8 @@ def disclosure_in_ranges(
     range's view tells it; None where it is unknown, 0, or the view has none)."""
     runner = engine.runner
     first, ranges = view_ranges(view, runner)
-    offsets = view.offsets
-    before = {int(a): int(offsets[a]) for a in first[:-1]}  # the rows before each range
+    ahead = view.rows_before(first[:-1])  # the rows before each range
+    before = {int(a): int(r) for a, r in zip(first[:-1], ahead, strict=True)}
     kept = runner.each_kept(_drawn, ranges, points, weighted, seed, before)
     del ranges  # each range's rows go once its knowledge is drawn
     n_bins, known, dimensionality = 0, 0, 0
@@ -105,13 +105,14 @@ def disclosure_in_ranges(
         n_bins, known, dimensionality = max(n_bins, top + 1), known + held, max(dimensionality, d)
         active = np.r_[active, np.zeros(max(counts.shape[0] - active.shape[0], 0), np.int64)]
         active[: counts.shape[0]] += counts
-    choose(int(offsets[-1]))
+    rows = view.rows
+    choose(rows)
     sizes = _class_sizes(runner, kept, first, n_bins, engine.worker())
-    present = np.diff(offsets) > 0
-    rng = _stream(seed, int(offsets[-1]))  # past the knowledge's numbers
+    present = view.in_view
+    rng = _stream(seed, rows)  # past the knowledge's numbers
     users = sampled_users(present, samples, rng)
     q, untouched_kl = bin_shares(active, int(present.sum()))
-    mean = offsets[-1] / view.n_users if view.n_users else 0
+    mean = rows / view.n_users if view.n_users else 0
     choose(int(sizes[users].sum() * mean))
     chunk = sums.EM_KL_CHUNK
     rows = (sizes[users] * mean).astype(np.int64)  # the rows of each one's class, about

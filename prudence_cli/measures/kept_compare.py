@@ -9,8 +9,9 @@ time:
 
 1. **Buckets of values.** Splitters are chosen from an even sample of each range's
    values; each range cuts its people who have a value by them — the value x, with
-   their risk y at each level and the rank of that risk among them (ry, ranked by the
-   assessing process, which holds the risks) — and each bucket, all values between two
+   their risk y at each level and the rank of that risk among them (ry, read from a
+   table of the distinct risks, which the ranges count and the assessing process adds
+   up: no rank of a person is made there) — and each bucket, all values between two
    splitters, is joined and sorted on a worker. Equal values all fall in one bucket.
 2. **Three passes over the buckets,** each told what the buckets before it hold: (a)
    with the count of values before it, its ranks of x (tied values sharing the average
@@ -39,6 +40,7 @@ import pandas as pd
 from prudence_cli.measures.buckets import (
     First,
     Means,
+    RiskRanks,
     Scales,
     Second,
     Third,
@@ -48,12 +50,12 @@ from prudence_cli.measures.buckets import (
     first_pass,
     joined_bucket,
     range_piece,
+    risk_counts,
     second_pass,
     third_pass,
     wanted_positions,
 )
 from prudence_cli.measures.distributions import (
-    average_ranks,
     interpolated,
     median_of,
     pearson_of,
@@ -117,13 +119,14 @@ class KeptPeople:
             return [], []
         rows: list[list[dict[str, Any]]] = [[] for _ in range(levels * len(thresholds))]
         correlation: list[list[dict[str, Any]]] = [[] for _ in range(levels)]
-        ranked: dict[bytes, list[np.ndarray]] = {}
+        ranked: dict[bytes, RiskRanks] = {}
         for name in self.columns:
-            present = self._present(name)
-            key = np.packbits(present).tobytes()
-            if key not in ranked:  # ranks of each level's risk among those with a value
-                ranked = {key: [average_ranks(risk[present]) for risk in risks]}
-            found = _Measure(self, name, risks, ranked[key], thresholds).compared()
+            # the people with a value, range by range: measures that have the same ones
+            # share the ranks of each level's risk among them
+            key = b"".join(s[name].present.tobytes() for s in self.samples)
+            measure = _Measure(self, name, risks, ranked.get(key), thresholds)
+            found = measure.compared()
+            ranked = {key: measure.table} if measure.table is not None else {}
             for i, row in enumerate(found.kept):
                 rows[i].append(row)
             for level, row in enumerate(found.correlation):
@@ -134,16 +137,6 @@ class KeptPeople:
             for found in correlation
         ]
         return per_level, tables
-
-    def _present(self, name: str) -> np.ndarray:
-        """Per person, whether they have a value of measure `name`."""
-        return np.concatenate(
-            [
-                np.unpackbits(s[name].present, count=int(b - a)).astype(bool)
-                for s, a, b in zip(self.samples, self.first[:-1], self.first[1:], strict=True)
-            ]
-            or [np.zeros(0, dtype=bool)]
-        )
 
 
 @dataclass
@@ -160,14 +153,14 @@ class _Measure:
         people: KeptPeople,
         name: str,
         risks: Sequence[np.ndarray],
-        ranks: list[np.ndarray],
+        table: RiskRanks | None,
         thresholds: Sequence[float],
     ) -> None:
         self.people = people
         self.client = people.client
         self.name = name
         self.risks = risks
-        self.ranks = ranks
+        self.table = table  # the ranks of the risks among the people with a value, once known
         self.thresholds = np.asarray(thresholds, dtype=float)
 
     def compared(self) -> _Found:
@@ -184,24 +177,26 @@ class _Measure:
         samples = [s[self.name] for s in people.samples]
         workers = sorted(client.nthreads())
         splitters = _splitters(samples, people.buckets or len(workers))
-        offsets = np.cumsum([0] + [s.count for s in samples])
-        cuts = []
-        for i, frame in enumerate(people.frames):
+        risks = []  # each range's risks, sent once, to where its measures are
+        for i in range(len(people.frames)):
             a, b = people.first[i], people.first[i + 1]
             at = [people.workers[i]] if people.workers else None
-            # each range's risks and their ranks sent once, to where its measures are
-            risks, ranks = client.scatter(
-                [
-                    np.stack([r[a:b] for r in self.risks]),
-                    np.stack([r[offsets[i] : offsets[i + 1]] for r in self.ranks]),
-                ],
-                workers=at,
-                hash=False,
+            (sent,) = client.scatter(
+                [np.stack([r[a:b] for r in self.risks])], workers=at, hash=False
             )
-            cuts.append(
-                client.submit(cut_range, frame, self.name, splitters, risks, ranks, pure=False)
-            )
-            del risks, ranks
+            risks.append(sent)
+        if self.table is None:  # their ranks, from each range's distinct risks
+            counts = [
+                client.submit(risk_counts, frame, self.name, sent, pure=False)
+                for frame, sent in zip(people.frames, risks, strict=True)
+            ]
+            self.table = RiskRanks.of(client.gather(counts))
+            del counts
+        cuts = [
+            client.submit(cut_range, frame, self.name, splitters, sent, self.table, pure=False)
+            for frame, sent in zip(people.frames, risks, strict=True)
+        ]
+        del risks
         buckets = [
             client.submit(
                 joined_bucket,

@@ -19,7 +19,7 @@ rows nor a person's measures.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -83,13 +83,13 @@ def kept_profile(
     frames = [
         pinned(client, b.worker, _people_of, m) for b, m in zip(ranges, measured, strict=True)
     ]
+    tops = [pinned(client, b.worker, _tops_of, m) for b, m in zip(ranges, measured, strict=True)]
 
     def small(i: int) -> Any:
         return pinned(client, ranges[i].worker, _small, measured[i], i)
 
     found = dict(windowed(client, range(len(ranges)), small, holders))
-    samples = [found[i][0] for i in range(len(ranges))]
-    tops = [found[i][1] for i in range(len(ranges))]
+    samples = [found[i] for i in range(len(ranges))]
     shards = [
         client.submit(
             _shard,
@@ -105,10 +105,6 @@ def kept_profile(
         for j, worker in enumerate(workers)
     ]
     measured.clear()  # each range's pieces go once joined in their shards
-    top = (
-        np.concatenate([t[0] for t in tops]) if tops else np.zeros(0, np.int32),
-        np.concatenate([t[1] for t in tops]) if tops else np.zeros(0, np.int32),
-    )
     columns = [m for m in measures_for(trips, chosen) if m in PERSON_MEASURES]
     first = np.array([b.first for b in ranges] + [view.n_users], dtype=np.int64)
     if not ranges:  # nobody: no range to keep them
@@ -118,7 +114,9 @@ def kept_profile(
         samples = [range_samples(nobody)]
     workers_of = [b.worker for b in ranges] if ranges else None
     people = KeptPeople(client, frames, first, samples, columns, holders, None, workers_of)
-    tables = KeptPlaces(client, shards, top, n_locations, holders | set(workers), trips)
+    tables = KeptPlaces(
+        client, shards, tops, first, workers_of or [], n_locations, holders | set(workers), trips
+    )
     return KeptProfile(people, tables, chosen)
 
 
@@ -170,7 +168,9 @@ class KeptPlaces:
 
     client: Any
     shards: list[Any]  # futures of places.Tables
-    tops: tuple[np.ndarray, np.ndarray]  # per person with visits: top location, person
+    tops: list[Any]  # per range, futures of its people's most visited places (`_tops_of`)
+    first: np.ndarray  # the first person of each range, and the last person + 1 at the end
+    workers: list[str]  # the worker holding each range's
     n_locations: int
     holders: set[str]  # the workers the shards are made from and on
     trips: bool = False  # the view's visits are trips between stays (its moves flow)
@@ -187,6 +187,25 @@ class KeptPlaces:
     ) -> dict[str, np.ndarray]:
         """As places.Tables.measured: the same numbers."""
         return self._measured(chosen, visited, people)[1]
+
+    def _density(self, people: np.ndarray | None) -> Callable[[int], Any]:
+        """Submits range i's `_density` of the people where `people` is set (or all)."""
+        from prudence_cli.cluster_tasks import pinned  # Dask's: only here
+
+        def submit(i: int) -> Any:
+            a, b = int(self.first[i]), int(self.first[i + 1])
+            packed = None if people is None else np.packbits(people[a:b])
+            return pinned(
+                self.client,
+                self.workers[i],
+                _density,
+                self.tops[i],
+                self.n_locations,
+                packed,
+                b - a,
+            )
+
+        return submit
 
     def _measured(
         self, chosen: Sequence[str] | None, visited: np.ndarray | None, people: np.ndarray | None
@@ -219,11 +238,13 @@ class KeptPlaces:
                 own = np.arange(j, n, len(shards))
                 values[own] = found[j][1][own]
             out["location_entropy"] = values[visited]
-        if "location_density" in names:
-            tops, top_people = self.tops
-            if people is not None:
-                tops = tops[people[top_people]]
-            out["location_density"] = np.bincount(tops, minlength=n)[visited].astype(float)
+        if "location_density" in names:  # counts: the ranges' sums are exact in any order
+            density = np.zeros(n, dtype=np.int64)
+            for found_in in windowed(
+                self.client, range(len(self.tops)), self._density(people), self.holders
+            ):
+                density += found_in
+            out["location_density"] = density[visited].astype(float)
         if flow:  # counts: the shards' sums are exact in any order
             through = np.zeros(n, dtype=np.int64)
             for j in range(len(shards)):
@@ -282,7 +303,7 @@ def _range_measured(
         pieces.append(
             (person[at], tables.pair_location[at], tables.pair_weight[at], mover[ends], end[ends])
         )
-    return people, (top, (top_person + first).astype(np.int32)), pieces
+    return people, (top, top_person), pieces
 
 
 def _people_of(measured: tuple[pd.DataFrame, Any, Any]) -> pd.DataFrame:
@@ -290,12 +311,27 @@ def _people_of(measured: tuple[pd.DataFrame, Any, Any]) -> pd.DataFrame:
     return measured[0]
 
 
-def _small(
-    measured: tuple[pd.DataFrame, tuple[np.ndarray, np.ndarray], Any], i: int
-) -> tuple[int, tuple[dict[str, RangeSample], tuple[np.ndarray, np.ndarray]]]:
+def _tops_of(measured: tuple[Any, tuple[np.ndarray, np.ndarray], Any]) -> tuple[Any, ...]:
+    """A range's people with visits: each one's most visited place, and who (numbered in
+    the range), kept on its worker."""
+    return measured[1]
+
+
+def _density(
+    tops: tuple[np.ndarray, np.ndarray], n_locations: int, packed: np.ndarray | None, count: int
+) -> np.ndarray:
+    """Per place, the people of a range whose most visited place it is, of those where
+    `packed` (np.packbits of a bool per person of the range) is set, or all."""
+    top, person = tops
+    if packed is not None:
+        top = top[np.unpackbits(packed, count=count).astype(bool)[person]]
+    return np.bincount(top, minlength=n_locations).astype(np.int64)
+
+
+def _small(measured: tuple[pd.DataFrame, Any, Any], i: int) -> tuple[int, dict[str, RangeSample]]:
     """What the assessing process hears of a range's measures: a sample of each person
-    measure, and each person's most visited place."""
-    return i, (range_samples(measured[0]), measured[1])
+    measure."""
+    return i, range_samples(measured[0])
 
 
 def _piece(

@@ -14,8 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from prudence_cli.arrays import distinct_sorted
-
 if TYPE_CHECKING:  # the curves are tables; the summaries (`prudence check`) need no pandas
     import pandas as pd
 
@@ -52,7 +50,12 @@ def summarize(risk: np.ndarray, coverage: np.ndarray, total: float | None = None
     )
 
 
-def rac_curve(risk: np.ndarray, coverage: np.ndarray, total: float | None = None) -> pd.DataFrame:
+_CHUNK = 1 << 18  # people of the risk order at a time (`rac_curve`)
+
+
+def rac_curve(
+    risk: np.ndarray, coverage: np.ndarray, total: float | None = None, chunk: int = _CHUNK
+) -> pd.DataFrame:
     """The RAC_U and RAC_D step functions: one row per distinct risk value, plus 0 and 1.
 
     Each row gives the curves' value from its risk up to the next row's risk.
@@ -60,22 +63,39 @@ def rac_curve(risk: np.ndarray, coverage: np.ndarray, total: float | None = None
     import pandas as pd
 
     denominator = float(coverage.sum()) if total is None else float(total)
-    # a person's vectors (the assessing process's memory at 1B people): each let go once
-    # used, the distinct risks taken from the sorted ones (no second sort of them all)
+    # the people in order of risk (stably), `chunk` at a time: of each run of one risk,
+    # its value, the people up to its end, and their coverage summed in that order — the
+    # running sum carried from chunk to chunk, so the same floats as one cumsum of them
+    # all; beside the order, nothing as long as the people (the assessing process's
+    # memory at 1B people)
     order = np.argsort(risk, kind="stable")
-    sorted_risk = risk[order]
-    cumulative = np.empty(risk.shape[0] + 1)
-    cumulative[0] = 0.0
-    np.cumsum(coverage[order], out=cumulative[1:])
+    n = risk.shape[0]
+    values, ends, sums = [], [], []
+    running = 0.0
+    for a in range(0, n, chunk):
+        at = order[a : a + chunk]
+        ordered = risk[at]
+        cumulative = np.cumsum(np.r_[running, coverage[at]])[1:]
+        last = np.empty(ordered.shape[0], dtype=bool)  # a run of one risk ends here
+        np.not_equal(ordered[1:], ordered[:-1], out=last[:-1])
+        last[-1] = a + chunk >= n or bool(risk[order[a + chunk]] != ordered[-1])
+        values.append(ordered[last])
+        ends.append(a + 1 + np.flatnonzero(last))
+        sums.append(cumulative[last])
+        running = float(cumulative[-1])
     del order
-    points = np.unique(np.concatenate([[0.0, 1.0], distinct_sorted(sorted_risk)]))
-    reached = np.searchsorted(sorted_risk, points, side="right")
-    n = max(risk.shape[0], 1)
+    distinct = np.concatenate(values) if values else np.zeros(0)
+    ends_at = np.concatenate(ends) if ends else np.zeros(0, dtype=np.int64)
+    summed = np.concatenate(sums) if sums else np.zeros(0)
+    points = np.unique(np.concatenate([[0.0, 1.0], distinct]))
+    runs = np.searchsorted(distinct, points, side="right")  # the runs at or below each
+    reached = np.where(runs > 0, ends_at[np.maximum(runs - 1, 0)] if n else 0, 0)
+    data = np.where(runs > 0, summed[np.maximum(runs - 1, 0)] if n else 0.0, 0.0)
     return pd.DataFrame(
         {
             "risk": points,
-            "rac_u": reached / n,
-            "rac_d": cumulative[reached] / denominator if denominator else np.nan,
+            "rac_u": reached / max(n, 1),
+            "rac_d": data / denominator if denominator else np.nan,
         }
     )
 

@@ -137,6 +137,7 @@ def test_views_kept_on_the_workers_are_the_local_ones(
         assert list(there.ids) == list(here.user_ids) and there.stats == here.stats
         ids = here.user_ids
         views = build_dataviews(here, config.dataview), build_dataviews(there, config.dataview)
+        rng = np.random.default_rng(3)
         for local, kept in zip(*views, strict=True):
             assert kept.on_workers and not local.on_workers
             whole = kept.whole()
@@ -148,6 +149,10 @@ def test_views_kept_on_the_workers_are_the_local_ones(
                 if x is not None:
                     assert x.dtype == y.dtype and np.array_equal(x, y), (local.id, field)
             assert np.array_equal(kept.offsets, local.offsets) and kept.rows == local.rows
+            # what the attacks and unicity read instead of the offsets (a byte a person)
+            assert np.array_equal(kept.in_view, local.in_view)
+            users = np.unique(np.r_[0, rng.integers(0, local.n_users + 1, 6), local.n_users])
+            assert np.array_equal(kept.rows_before(users), local.rows_before(users))
             # and the rest: ids, dimensions, a trajectory's clock, profiles' split
             held = {*local.row_fields, "locations", "codes"}
             for name in (f.name for f in dataclasses.fields(local) if f.name not in held):

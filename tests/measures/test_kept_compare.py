@@ -11,7 +11,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from prudence_cli.measures.distributions import compare_subset, risk_correlation, sorted_quantiles
+from prudence_cli.measures.buckets import RiskRanks, risk_counts
+from prudence_cli.measures.distributions import (
+    average_ranks,
+    compare_subset,
+    risk_correlation,
+    sorted_quantiles,
+)
 from prudence_cli.measures.mobility import COMPARED
 
 pytest.importorskip("distributed")
@@ -126,3 +132,47 @@ def test_a_nan_risk_is_refused(cluster):
     kept = _kept(cluster, pd.DataFrame({"m": [1.0, 2.0]}), [], 2)
     with pytest.raises(ValueError, match="NaN"):
         kept.compared([np.array([0.5, np.nan])], THRESHOLDS)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    n=st.integers(0, 60),
+    seed=st.integers(0, 2**32 - 1),
+    cuts=st.lists(st.integers(0, 60), max_size=5),
+)
+def test_the_ranks_of_risks_read_from_the_ranges_table_are_average_ranks(n, seed, cuts):
+    """The ranks a range reads from the table of distinct risks (RiskRanks), made of every
+    range's counts, are average_ranks over the risks of everyone with a value, bit for bit
+    — the literal ranks the assessing process used to make per person."""
+    rng = np.random.default_rng(seed)
+    values = rng.normal(size=n)
+    values[rng.random(n) < 0.3] = np.nan
+    frame = pd.DataFrame({"m": values})
+    risks = np.stack(
+        [rng.choice([0.0, 1 / 7, 0.25, 1 / 3, 0.5, 1.0], n), 1.0 / rng.integers(1, 9, n)]
+    )
+    first = np.unique(np.r_[0, [c for c in cuts if c <= n], n].astype(np.int64))
+    ranges = list(zip(first[:-1].tolist(), first[1:].tolist(), strict=True))
+    counted = [risk_counts(frame.iloc[a:b], "m", risks[:, a:b]) for a, b in ranges]
+    table = RiskRanks.of(counted)
+    present = ~np.isnan(values)
+    got = [table.of_risks(risks[:, a:b][:, present[a:b]]) for a, b in ranges]
+    for level in range(2):
+        expected = average_ranks(risks[level][present])
+        found = np.concatenate([g[level] for g in got]) if got else np.zeros(0)
+        assert found.tobytes() == expected.tobytes()
+
+
+def test_the_ranks_table_by_hand():
+    """Risks 0.5, 1, 0.5, 0.2 in two ranges: sorted 0.2, 0.5, 0.5, 1, ranks 1, 2.5, 2.5, 4."""
+    frame = pd.DataFrame({"m": [1.0, 2.0, 3.0, 4.0]})
+    risks = np.array([[0.5, 1.0, 0.5, 0.2]])
+    table = RiskRanks.of(
+        [
+            risk_counts(frame.iloc[:2], "m", risks[:, :2]),
+            risk_counts(frame.iloc[2:], "m", risks[:, 2:]),
+        ]
+    )
+    assert table.values[0].tolist() == [0.2, 0.5, 1.0]
+    assert table.ranks[0].tolist() == [1.0, 2.5, 4.0]
+    assert table.of_risks(risks).tolist() == [[2.5, 4.0, 2.5, 1.0]]

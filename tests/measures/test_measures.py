@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -58,3 +59,41 @@ def test_release_measured_against_the_original_total():
     risk = np.array([0.2, 0.2])
     coverage = np.array([3.0, 1.0])
     assert summarize(risk, coverage, total=8.0).i_rac_d == pytest.approx(0.8 * 4 / 8)
+
+
+def _literal_curve(risk: np.ndarray, coverage: np.ndarray) -> pd.DataFrame:
+    """RAC_U(r) and RAC_D(r) (Pratesi et al., PRUDEnce, Definition 3) at 0, 1 and every
+    risk, as the definition reads: the share of people at risk ≤ r, and their coverage
+    over everyone's — summed one person at a time in order of risk (stably), the order
+    whose floats the engine's curve must give."""
+    points = sorted({0.0, 1.0, *risk.tolist()})
+    order = sorted(range(risk.shape[0]), key=lambda u: risk[u])
+    total = float(coverage.sum())
+    rows = []
+    for r in points:
+        data = 0.0
+        for u in order:
+            if risk[u] <= r:
+                data += float(coverage[u])
+        at_or_below = sum(1 for u in range(risk.shape[0]) if risk[u] <= r)
+        rows.append((r, at_or_below / max(risk.shape[0], 1), data / total if total else np.nan))
+    return pd.DataFrame(rows, columns=["risk", "rac_u", "rac_d"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([0.0, 1.0, 0.5, 1 / 3, 0.25, 0.1, 1 / 7]),
+            st.floats(0, 1e6, allow_nan=False, allow_subnormal=False),
+        ),
+        max_size=40,
+    ),
+    st.integers(1, 7),
+)
+def test_the_curve_counted_a_chunk_at_a_time_is_the_definition_to_the_bit(pairs, chunk):
+    risk = np.array([r for r, _ in pairs], dtype=float)
+    coverage = np.array([c for _, c in pairs], dtype=float)
+    expected = _literal_curve(risk, coverage)
+    for got in (rac_curve(risk, coverage, chunk=chunk), rac_curve(risk, coverage)):
+        pd.testing.assert_frame_equal(got, expected, check_exact=True)
