@@ -126,7 +126,8 @@ class KeptPeople:
             key = b"".join(s[name].present.tobytes() for s in self.samples)
             measure = _Measure(self, name, risks, ranked.get(key), thresholds)
             found = measure.compared()
-            ranked = {key: measure.table} if measure.table is not None else {}
+            assert measure.table is not None  # made by `compared`
+            ranked = {key: measure.table}
             for i, row in enumerate(found.kept):
                 rows[i].append(row)
             for level, row in enumerate(found.correlation):

@@ -81,9 +81,9 @@ def kept_profile(
         for b in ranges
     ]
     frames = [
-        pinned(client, b.worker, _people_of, m) for b, m in zip(ranges, measured, strict=True)
+        pinned(client, b.worker, _part_of, m, 0) for b, m in zip(ranges, measured, strict=True)
     ]
-    tops = [pinned(client, b.worker, _tops_of, m) for b, m in zip(ranges, measured, strict=True)]
+    tops = [pinned(client, b.worker, _part_of, m, 1) for b, m in zip(ranges, measured, strict=True)]
 
     def small(i: int) -> Any:
         return pinned(client, ranges[i].worker, _small, measured[i], i)
@@ -168,7 +168,7 @@ class KeptPlaces:
 
     client: Any
     shards: list[Any]  # futures of places.Tables
-    tops: list[Any]  # per range, futures of its people's most visited places (`_tops_of`)
+    tops: list[Any]  # per range, futures of its people's most visited places (`_part_of`)
     first: np.ndarray  # the first person of each range, and the last person + 1 at the end
     workers: list[str]  # the worker holding each range's
     n_locations: int
@@ -306,15 +306,10 @@ def _range_measured(
     return people, (top, top_person), pieces
 
 
-def _people_of(measured: tuple[pd.DataFrame, Any, Any]) -> pd.DataFrame:
-    """A range's people measures, kept on its worker."""
-    return measured[0]
-
-
-def _tops_of(measured: tuple[Any, tuple[np.ndarray, np.ndarray], Any]) -> tuple[Any, ...]:
-    """A range's people with visits: each one's most visited place, and who (numbered in
-    the range), kept on its worker."""
-    return measured[1]
+def _part_of(measured: tuple[Any, ...], k: int) -> Any:
+    """Part k of a range's `_range_measured`, kept on its worker: its people measures (0),
+    or its people's most visited places and who (1, numbered in the range)."""
+    return measured[k]
 
 
 def _density(

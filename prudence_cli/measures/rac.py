@@ -84,13 +84,11 @@ def rac_curve(
         sums.append(cumulative[last])
         running = float(cumulative[-1])
     del order
-    distinct = np.concatenate(values) if values else np.zeros(0)
-    ends_at = np.concatenate(ends) if ends else np.zeros(0, dtype=np.int64)
-    summed = np.concatenate(sums) if sums else np.zeros(0)
+    distinct = np.concatenate([np.zeros(0), *values])
     points = np.unique(np.concatenate([[0.0, 1.0], distinct]))
     runs = np.searchsorted(distinct, points, side="right")  # the runs at or below each
-    reached = np.where(runs > 0, ends_at[np.maximum(runs - 1, 0)] if n else 0, 0)
-    data = np.where(runs > 0, summed[np.maximum(runs - 1, 0)] if n else 0.0, 0.0)
+    reached = np.concatenate([[0], *ends])[runs]  # (no run: nobody, no data)
+    data = np.concatenate([[0.0], *sums])[runs]
     return pd.DataFrame(
         {
             "risk": points,
