@@ -152,34 +152,42 @@ class CountingAttack(Attack[V]):
         the people it puts at risk 1: the risks are the same, only cheaper to get, so
         nothing records it."""
         computed = computed or {}
-        floor, keys = _floor_of(self, level, view.n_users, known_ones, computed)
+        n = view.n_users
+        floor, keys = _floor_of(self, level, n, known_ones, computed)
+        # at 1 (not queried): the floor's ones, or `known_ones` while nothing else floors
+        ones = known_ones if floor is None else floor >= 1
         below = self.lower_level(level)
         extra: dict[str, AttackResult] = {}
-        problem = self.problem(view, level, floor >= 1, engine)
+        problem = self.problem(view, level, ones, engine)
         # a level held on the workers is let go before the next is made (`del problem`)
         if below is not None and below.key not in computed and engine.samples(problem):
             del problem
             engine.forget()
-            lower = self.risks(view, below, engine, floor >= 1, computed)
+            lower = self.risks(view, below, engine, ones, computed)
             extra = {below.key: lower, **lower.computed_for_floor}
-            floor, keys = np.maximum(floor, lower.risk), (below.key, *lower.floor, *keys)
-            problem = self.problem(view, level, floor >= 1, engine)
+            floor = np.maximum(_made(floor, n, known_ones), lower.risk)
+            keys = (below.key, *lower.floor, *keys)
+            ones = floor >= 1
+            problem = self.problem(view, level, ones, engine)
         elif (
             below is not None
             and below.key not in computed
-            and _pays_to_prune(self, view, below, floor >= 1, problem, engine)
+            and _pays_to_prune(self, view, below, ones, problem, engine)
         ):
             del problem
             engine.forget()
-            lower = self.risks(view, below, engine, floor >= 1, computed)
-            floor = np.where(lower.risk >= 1.0, 1.0, floor)
-            problem = self.problem(view, level, floor >= 1, engine)
-        result = _counted(view, problem, engine, floor >= 1)
+            lower = self.risks(view, below, engine, ones, computed)
+            floor = np.where(lower.risk >= 1.0, 1.0, _made(floor, n, known_ones))
+            ones = floor >= 1
+            problem = self.problem(view, level, ones, engine)
+        result = _counted(view, problem, engine, ones)
         if not (result.sampled or extra):
             return result
         return replace(
             result,
-            risk=np.maximum(result.risk, floor) if result.sampled else result.risk,
+            risk=np.maximum(result.risk, _made(floor, n, known_ones))
+            if result.sampled
+            else result.risk,
             floor=tuple(dict.fromkeys(keys)),
             computed_for_floor=extra,
         )
@@ -199,7 +207,7 @@ def _pays_to_prune(
     attack: CountingAttack[V],
     view: V,
     below: KnowledgeLevel,
-    known_ones: np.ndarray,
+    known_ones: np.ndarray | None,
     problem: CountingProblem | RangedProblem,
     engine: Engine,
 ) -> bool:
@@ -229,20 +237,30 @@ def _floor_of(
     n_users: int,
     known_ones: np.ndarray | None,
     computed: Mapping[str, np.ndarray],
-) -> tuple[np.ndarray, tuple[str, ...]]:
+) -> tuple[np.ndarray | None, tuple[str, ...]]:
     """The largest risk per user at the smaller h of `level` found in `computed` (1 for
-    `known_ones`), and their keys; nothing for an attack whose risk may fall with h."""
-    floor = np.zeros(n_users)
-    if known_ones is not None:
-        floor[known_ones] = 1.0
+    `known_ones`), and their keys; nothing for an attack whose risk may fall with h. No
+    floor (None) when none is found: a vector of a number a person is made only when
+    there is one (`_made`)."""
+    floor = None
     keys = []
     lower = attack.lower_level(level)
     while lower is not None:
         if lower.key in computed:
-            floor = np.maximum(floor, computed[lower.key])
+            floor = np.maximum(_made(floor, n_users, known_ones), computed[lower.key])
             keys.append(lower.key)
         lower = attack.lower_level(lower)
     return floor, tuple(keys)
+
+
+def _made(floor: np.ndarray | None, n_users: int, known_ones: np.ndarray | None) -> np.ndarray:
+    """The floor, or where there is none, 1 for `known_ones` and 0 for everyone else."""
+    if floor is not None:
+        return floor
+    made = np.zeros(n_users)
+    if known_ones is not None:
+        made[known_ones] = 1.0
+    return made
 
 
 def sizes_for(h: int | str, lengths: np.ndarray) -> np.ndarray:

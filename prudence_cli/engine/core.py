@@ -68,6 +68,7 @@ from prudence_cli.engine.tasks import (
     _posting_task,
     _whole_task,
     _with_postings,
+    fold_results,
 )
 from prudence_cli.engine.whole import whole_in_keyed, whole_targets, without_whole
 from prudence_cli.errors import BudgetError
@@ -288,10 +289,6 @@ class Engine:
             )
         return max(budget, 1)
 
-    def _fold(self, support: np.ndarray, results: Iterator[tuple[np.ndarray, np.ndarray]]) -> None:
-        for users, values in results:
-            compiled.group_kernels.scatter_min(support, users, values)
-
     def _keyed(
         self, problem: CountingProblem, s: int, support: np.ndarray, indexes: _Indexes
     ) -> None:
@@ -309,7 +306,7 @@ class Engine:
                 return (at, per_position[starts], s, n_elements, self.brute_limit, worker)
 
             parts = _partitions(weights, budget)
-            self._fold(support, self._run(_keyed_self_task, problem, parts, weights, own))
+            fold_results(support, self._run(_keyed_self_task, problem, parts, weights, own))
             return
         q_index = indexes.starts(spec.elements)
         weights = m_index.weights(s, n_elements)
@@ -324,7 +321,7 @@ class Engine:
             return (m_starts, q_starts, s, n_elements, self.brute_limit, worker)
 
         parts = _partitions(weights, budget)
-        self._fold(support, self._run(_keyed_task, problem, parts, weights, pair))
+        fold_results(support, self._run(_keyed_task, problem, parts, weights, pair))
 
     def _posting(
         self, problem: CountingProblem, s: int, support: np.ndarray, indexes: _Indexes
@@ -341,7 +338,7 @@ class Engine:
 
         parts = _partitions(weights, max(budget // max(s, 1), 1))
         postings = (indexes, indexes.n_elements)
-        self._fold(support, self._run(_posting_task, problem, parts, weights, checks, postings))
+        fold_results(support, self._run(_posting_task, problem, parts, weights, checks, postings))
 
     def _run(
         self,
@@ -390,7 +387,8 @@ class Engine:
             lengths = q.lengths[users].astype(float)
             chunks = _partitions(lengths, max(self.partition_instances, 1))
             tasks = ((users[lo:hi], self.worker()) for lo, hi in chunks)
-            self._fold(support, self.runner.run(_whole_task, (problem, indexes.postings()), tasks))
+            shared = (problem, indexes.postings())
+            fold_results(support, self.runner.run(_whole_task, shared, tasks))
             return
         first = q.elements[q.offsets[users]]  # a whole record is never empty
         order = np.argsort(first, kind="stable")
@@ -405,7 +403,7 @@ class Engine:
             return (by_first[a:b], self.worker())
 
         postings = (indexes, indexes.n_elements)
-        self._fold(support, self._run(_whole_task, problem, parts, weights, targets, postings))
+        fold_results(support, self._run(_whole_task, problem, parts, weights, targets, postings))
 
     def _sampled(
         self, problem: CountingProblem, support: np.ndarray, indexes: _Indexes

@@ -59,6 +59,7 @@ from prudence_cli.engine.ranged_shards import (
 )
 from prudence_cli.engine.shards import ShardBudget, fitted_shards
 from prudence_cli.engine.streams import Joined
+from prudence_cli.engine.tasks import fold_results
 from prudence_cli.engine.whole import whole_in_keyed
 
 
@@ -270,13 +271,15 @@ def support(engine: Engine, ranged: RangedProblem, planned: Work | None = None) 
     (`work`, made here when not given)."""
     planned = planned or work(engine, ranged)
     minimum = counted(engine, ranged, planned)
-    minimum[minimum == compiled.kernels.UNSET] = 0
+    minimum[minimum == unset(minimum)] = 0
     return Support(minimum, planned.total, False)
 
 
 def counted(engine: Engine, ranged: RangedProblem, planned: Work) -> np.ndarray:
     """The minimum support per user of every query the plan counts (whole records, then
-    each size's partitions), UNSET for a user without any."""
+    each size's partitions), `unset` for a user without any. In 32 bits when the people
+    are fewer than 2^31 (a support is at most their number): the assessing process holds
+    this vector beside the risks it gives."""
     runner = engine.runner
     if engine.jobs:
         set_threads(engine.jobs)
@@ -290,11 +293,21 @@ def counted(engine: Engine, ranged: RangedProblem, planned: Work) -> np.ndarray:
     # so that the workers do not hold it twice
     ranged.parts[:] = parts
     level = _Level(engine, parts, planned, ranged.n_users, ranged.ordered)
-    minimum = np.full(ranged.n_users, compiled.kernels.UNSET, dtype=np.int64)
+    small = ranged.n_users < np.iinfo(np.int32).max
+    dtype = np.int32 if small else np.int64
+    minimum = np.full(ranged.n_users, unset(np.zeros(0, dtype)), dtype=dtype)
     level.whole(minimum)
     for plan in planned.plans:
         level.count(plan, minimum)
     return minimum
+
+
+def unset(minimum: np.ndarray) -> int:
+    """What `counted` leaves in `minimum` for a user without a query counted: the largest
+    32-bit integer, or UNSET in 64 bits."""
+    if minimum.dtype == np.int32:
+        return int(np.iinfo(np.int32).max)
+    return int(compiled.kernels.UNSET)
 
 
 def _prepared(part: Part, rank: np.ndarray | None, plans: list[SizePlan]) -> Part:
@@ -382,5 +395,4 @@ class _Level:
                 yield shared, [arguments(a, b) for a, b in group]
                 del shared, pieces  # joined: the pieces go before the next shard's are cut
 
-        for users, values in self.runner.run_sharded(task, shards()):
-            compiled.group_kernels.scatter_min(minimum, users, values)
+        fold_results(minimum, self.runner.run_sharded(task, shards()))

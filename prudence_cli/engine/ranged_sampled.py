@@ -32,7 +32,7 @@ from prudence_cli.engine import compiled
 from prudence_cli.engine.indexes import _Postings
 from prudence_cli.engine.plan import drawing_targets
 from prudence_cli.engine.problem import CountingProblem, Support
-from prudence_cli.engine.ranged import Engine, RangedProblem, Work, counted, work
+from prudence_cli.engine.ranged import Engine, RangedProblem, Work, counted, unset, work
 from prudence_cli.engine.ranged_shards import Part
 from prudence_cli.engine.sampling import Drawer, rounds, sampled_widths
 
@@ -60,7 +60,7 @@ def sampled_support(engine: Engine, ranged: RangedProblem, planned: Work) -> Sup
     )
     if drawn.size:
         checked += _drawn_support(engine, ranged, planned, drawn, minimum)
-    minimum[minimum == compiled.kernels.UNSET] = 0
+    minimum[minimum == unset(minimum)] = 0
     return Support(minimum, checked, bool(drawn.size))
 
 

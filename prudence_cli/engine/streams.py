@@ -46,17 +46,24 @@ def streamed(
     try:
         for future in completed:
             running.discard(future)
-            result = future.result()
-            future.release()
+            yield taken(future)  # not kept here while the reader holds it
             for args in itertools.islice(following, 1):
                 submitted = submit(args)
                 running.add(submitted)
                 completed.add(submitted)
-            yield result
     finally:
         for future in running:
             future.cancel()
         handles.clear()
+
+
+def taken(future: Any) -> Any:
+    """The result of a future, which is then released, also when it failed: its error
+    goes up with nothing of it kept here."""
+    try:
+        return future.result()
+    finally:
+        future.release()
 
 
 class Joiner(Protocol):
@@ -138,10 +145,7 @@ def one_shard_a_worker(
 
     def read(future: Any) -> Any:
         k = of.pop(future)
-        try:
-            result = future.result()
-        finally:  # a task's error goes up with nothing of it kept here
-            future.release()
+        result = taken(future)
         left[k] -= 1
         if left[k] == 0:
             done(k)

@@ -3,6 +3,8 @@ posting, whole records), run by a runner (`runner.py`)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
 from prudence_cli.engine import compiled, jit
@@ -24,10 +26,46 @@ from prudence_cli.engine.whole import whole_queries
 
 
 def _partial(n_users: int, owners: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The least of `counts` per owner among `owners`: the owners in increasing order and
+    their least count. Fewer rows than people (a shard of a large level) are sorted, not
+    scattered into a vector of every person, which a task would fill and scan whole."""
+    if owners.shape[0] * _SORTED_BELOW < n_users:
+        order = np.argsort(owners, kind="stable")
+        owners, counts = owners[order], counts[order]
+        starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]]) if owners.size else order
+        return _compact(n_users, owners[starts], np.minimum.reduceat(counts, starts))
     local = np.full(n_users, compiled.kernels.UNSET, dtype=np.int64)
     compiled.group_kernels.scatter_min(local, owners, counts)
+    return _touched(local)
+
+
+# a partition sorts its rows, rather than scatter them, when it has fewer than one for
+# this many people
+_SORTED_BELOW = 16
+
+
+def _touched(local: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The people with a count in `local` (UNSET: none) and their count."""
     touched = np.flatnonzero(local != compiled.kernels.UNSET)
-    return touched, local[touched]
+    return _compact(local.shape[0], touched, local[touched])
+
+
+def _compact(n_users: int, users: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A task's result as it travels back: people and supports as 32-bit integers when
+    they fit (both are at most the number of people), the half of 64 bits that every
+    partition result in flight costs the assessing process a person."""
+    if n_users >= 2**31 or (counts.size and int(counts.max()) >= 2**31):
+        return users, counts
+    return users.astype(np.int32), counts.astype(np.int32)
+
+
+def fold_results(minimum: np.ndarray, results: Iterator[tuple[np.ndarray, np.ndarray]]) -> None:
+    """The partial minima of partition tasks folded into `minimum` as they come, each let
+    go before the next is read: one result at a time here (a result may hold an entry
+    for every person of the level)."""
+    for result in results:
+        compiled.group_kernels.scatter_min(minimum, *result)
+        del result
 
 
 Worker = tuple[int | None, bool]  # numba threads in the task (None: as set), compiled or not
@@ -101,8 +139,7 @@ def _keyed_self_task(
             containment(codes, owner_bits, queried, local)
         else:  # as Python, numpy's loops beat the kernel's
             least_owners(codes, owner_bits, queried, local)
-        touched = np.flatnonzero(local != compiled.kernels.UNSET)
-        return touched, local[touched]
+        return _touched(local)
     if bits * s <= 63:  # keys packed into one int64: sorted run by run, compared whole
         packed, vals, own = _enumerate_sorted(members, starts, per_start, s, bits)
         if problem.ordered:  # a subsequence found twice in a record counts once
@@ -184,4 +221,6 @@ def _whole_task(
     """A chunk of whole-record queries: each of `users`' whole query list, checked once."""
     _as_planned(worker)
     problem, postings = shared
-    return users, postings.verify(problem, *whole_queries(problem.queries, users))
+    return _compact(
+        problem.n_users, users, postings.verify(problem, *whole_queries(problem.queries, users))
+    )

@@ -17,7 +17,7 @@ from prudence_cli.engine import (
     _key_order,
     _partitions,
 )
-from prudence_cli.engine.tasks import distinct_queries
+from prudence_cli.engine.tasks import _partial, distinct_queries
 from prudence_cli.errors import BudgetError
 from tests.reference import engine_support
 
@@ -160,6 +160,27 @@ def test_a_query_asked_by_many_is_checked_once_as_its_match_reads_it():
     assert again[0] == again[1] != again[2]
     # a ratio reads its reference too: all four differ
     assert len(distinct_queries("ratio", keys, lo, hi, ref)[0]) == 4
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 40), st.integers(1, 50)), max_size=30),
+    st.sampled_from([41, 100, 5000]),  # rows against people: scattered, and sorted
+)
+def test_partial_minimum_is_the_least_count_per_owner(rows, n_users):
+    """A partition's result, by the vector of every person or by sorting its rows, is the
+    literal least count of each owner, owners increasing, in 32 bits when they fit."""
+    owners = np.array([u for u, _ in rows], dtype=np.int64)
+    counts = np.array([c for _, c in rows], dtype=np.int64)
+    least: dict[int, int] = {}
+    for u, c in rows:
+        least[u] = min(c, least.get(u, c))
+    users, values = _partial(n_users, owners, counts)
+    assert users.tolist() == sorted(least) and values.tolist() == [least[u] for u in sorted(least)]
+    assert users.dtype == values.dtype == np.int32
+    # a count past 32 bits travels as it is, in 64
+    users, values = _partial(n_users, np.array([3, 3]), np.array([2**40, 2**35]))
+    assert values.dtype == np.int64 and values.tolist() == [2**35]
 
 
 def test_element_codes_beyond_32_bits_are_refused_not_wrapped():
