@@ -50,7 +50,11 @@ def summarize(risk: np.ndarray, coverage: np.ndarray, total: float | None = None
     )
 
 
-_CHUNK = 1 << 18  # people of the risk order at a time (`rac_curve`)
+_CHUNK = 1 << 18  # people at a time (`rac_curve`)
+
+# below this, sums of whole numbers in floats are exact whatever their order (2^53, with
+# a margin for the bound's own rounding)
+_EXACT_BELOW = 2.0**52
 
 
 def rac_curve(
@@ -63,32 +67,16 @@ def rac_curve(
     import pandas as pd
 
     denominator = float(coverage.sum()) if total is None else float(total)
-    # the people in order of risk (stably), `chunk` at a time: of each run of one risk,
-    # its value, the people up to its end, and their coverage summed in that order — the
-    # running sum carried from chunk to chunk, so the same floats as one cumsum of them
-    # all; beside the order, nothing as long as the people (the assessing process's
-    # memory at 1B people)
-    order = np.argsort(risk, kind="stable")
     n = risk.shape[0]
-    values, ends, sums = [], [], []
-    running = 0.0
-    for a in range(0, n, chunk):
-        at = order[a : a + chunk]
-        ordered = risk[at]
-        cumulative = np.cumsum(np.r_[running, coverage[at]])[1:]
-        last = np.empty(ordered.shape[0], dtype=bool)  # a run of one risk ends here
-        np.not_equal(ordered[1:], ordered[:-1], out=last[:-1])
-        last[-1] = a + chunk >= n or bool(risk[order[a + chunk]] != ordered[-1])
-        values.append(ordered[last])
-        ends.append(a + 1 + np.flatnonzero(last))
-        sums.append(cumulative[last])
-        running = float(cumulative[-1])
-    del order
-    distinct = np.concatenate([np.zeros(0), *values])
+    if _exact_sums(risk, coverage, chunk):
+        distinct, people, sums = _per_risk(risk, coverage, chunk)
+        ends, cumulative = np.cumsum(people), np.cumsum(sums)
+    else:
+        distinct, ends, cumulative = _in_risk_order(risk, coverage, chunk)
     points = np.unique(np.concatenate([[0.0, 1.0], distinct]))
     runs = np.searchsorted(distinct, points, side="right")  # the runs at or below each
-    reached = np.concatenate([[0], *ends])[runs]  # (no run: nobody, no data)
-    data = np.concatenate([[0.0], *sums])[runs]
+    reached = np.concatenate([[0], ends])[runs]  # (no run: nobody, no data)
+    data = np.concatenate([[0.0], cumulative])[runs]
     return pd.DataFrame(
         {
             "risk": points,
@@ -132,6 +120,68 @@ def summarize_curve(risk: np.ndarray, curve: pd.DataFrame, users_in_view: int) -
         i_rac_d=integrate(curve, "rac_d"),
         mean_risk=mean_risk,
         share_at_risk_1=float(np.count_nonzero(risk >= 1.0)) / n if n else float("nan"),
+    )
+
+
+def _exact_sums(risk: np.ndarray, coverage: np.ndarray, chunk: int) -> bool:
+    """Whether the coverage is whole numbers summing below 2^52 and no risk is NaN: then
+    every sum of it is exact in floats, the same in any order, and the curve is summed
+    per distinct risk (`_per_risk`), without the people's order of risk."""
+    bound = 0.0
+    for a in range(0, risk.shape[0], chunk):
+        c = coverage[a : a + chunk]
+        if np.isnan(risk[a : a + chunk]).any() or not np.array_equal(c, np.rint(c)):
+            return False  # (NaN coverage, too, is not equal to itself)
+        bound += float(np.abs(c).sum())
+        if not bound < _EXACT_BELOW:  # (infinite coverage, too)
+            return False
+    return True
+
+
+def _per_risk(
+    risk: np.ndarray, coverage: np.ndarray, chunk: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct risks in increasing order, and for each the number of people at it
+    and their coverage summed: `chunk` people at a time, nothing as long as the people
+    (the assessing process's memory at 1B people). Exact sums only (`_exact_sums`)."""
+    found = [np.unique(risk[a : a + chunk]) for a in range(0, risk.shape[0], chunk)]
+    distinct = np.unique(np.concatenate([np.zeros(0), *found]))
+    people = np.zeros(distinct.shape[0], dtype=np.int64)
+    sums = np.zeros(distinct.shape[0])
+    for a in range(0, risk.shape[0], chunk):
+        at = np.searchsorted(distinct, risk[a : a + chunk])
+        people += np.bincount(at, minlength=distinct.shape[0])
+        sums += np.bincount(at, weights=coverage[a : a + chunk], minlength=distinct.shape[0])
+    return distinct, people, sums
+
+
+def _in_risk_order(
+    risk: np.ndarray, coverage: np.ndarray, chunk: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct risks in increasing order, and for each the people at or below it and
+    their coverage summed one person at a time in order of risk (stably) — the floats of
+    one cumsum of them all, which sums of fractions need. The people in that order
+    `chunk` at a time, the running sum carried from chunk to chunk."""
+    order = np.argsort(risk, kind="stable")
+    n = risk.shape[0]
+    values, ends, sums = [], [], []
+    running = 0.0
+    for a in range(0, n, chunk):
+        at = order[a : a + chunk]
+        ordered = risk[at]
+        cumulative = np.cumsum(np.r_[running, coverage[at]])[1:]
+        last = np.empty(ordered.shape[0], dtype=bool)  # a run of one risk ends here
+        np.not_equal(ordered[1:], ordered[:-1], out=last[:-1])
+        last[-1] = a + chunk >= n or bool(risk[order[a + chunk]] != ordered[-1])
+        values.append(ordered[last])
+        ends.append(a + 1 + np.flatnonzero(last))
+        sums.append(cumulative[last])
+        running = float(cumulative[-1])
+    del order
+    return (
+        np.concatenate([np.zeros(0), *values]),
+        np.concatenate([np.zeros(0, dtype=np.int64), *ends]),
+        np.concatenate([np.zeros(0), *sums]),
     )
 
 

@@ -90,10 +90,18 @@ def _literal_curve(risk: np.ndarray, coverage: np.ndarray) -> pd.DataFrame:
         max_size=40,
     ),
     st.integers(1, 7),
+    st.sampled_from(["fractions", "whole", "past 2^53"]),
 )
-def test_the_curve_counted_a_chunk_at_a_time_is_the_definition_to_the_bit(pairs, chunk):
+def test_the_curve_counted_a_chunk_at_a_time_is_the_definition_to_the_bit(pairs, chunk, kind):
+    """Fractions are summed in the people's order of risk; whole numbers per distinct
+    risk, in any order (exact) — unless their sum may pass 2^53, where order counts."""
     risk = np.array([r for r, _ in pairs], dtype=float)
     coverage = np.array([c for _, c in pairs], dtype=float)
+    if kind != "fractions":
+        coverage = np.floor(coverage)
+    if kind == "past 2^53":  # one huge count: the others' ones are lost, or not, by order
+        coverage[: len(pairs) // 2] = 1.0
+        coverage[len(pairs) // 2 :][:1] = 2.0**53
     expected = _literal_curve(risk, coverage)
     for got in (rac_curve(risk, coverage, chunk=chunk), rac_curve(risk, coverage)):
         pd.testing.assert_frame_equal(got, expected, check_exact=True)
