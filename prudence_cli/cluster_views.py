@@ -285,7 +285,7 @@ class Built:
     last: int
     ids: str  # where the worker keeps its users' ids (cluster_select.ids_path)
     rows: np.ndarray  # int32 per user
-    visits: np.ndarray | None  # float per user (the visits coverage); None: its rows, or
+    visits: np.ndarray | None  # per user, the visits coverage (int32: counts); None: its rows, or
     places: np.ndarray | None  # the locations coverage; None: as visits (or not additive)
     used: np.ndarray  # the location codes it holds, as bits (np.packbits; a bins view's
     # locations are millions of bins, most held by every range)
@@ -430,9 +430,15 @@ def _points_frame(placed: Placed, first: int) -> pd.DataFrame:
 
 
 def _unless_rows(values: np.ndarray, rows: np.ndarray) -> np.ndarray | None:
-    """A per-user coverage, None where it is each user's rows (kept as those)."""
+    """A per-user coverage, None where it is each user's rows (kept as those); counts
+    (whole numbers below 2^31) as 32-bit integers, which give back the same floats: the
+    assessing process holds them for every person of the view."""
     if np.array_equal(values, rows):
         return None
+    if values.size and values.min() >= 0 and values.max() < 2**31:
+        whole = values.astype(np.int32)
+        if np.array_equal(whole, values):
+            return whole
     return values
 
 

@@ -211,12 +211,11 @@ class KeptView:
         """c({u}, D) per user, as the view's own (dataviews/coverage.py `counted`)."""
         covered.check_coverage(kind)
         field = {"visits": "visits", "locations": "places"}.get(kind)
-        found = [
-            b.rows if field is None or getattr(b, field) is None else getattr(b, field)
-            for b in self.ranges
-        ]
-        values = np.concatenate(found).astype(float) if found else np.zeros(0)
-        return self._per_user(values)
+        out = np.zeros(self.n_users)  # each range's put in place: no copy of them all
+        for b in self.ranges:
+            found = None if field is None else getattr(b, field)
+            out[b.first : b.last] = b.rows if found is None else found
+        return out
 
     def _per_user(self, values: np.ndarray) -> np.ndarray:
         """Values of the ranges' users, for every user of U (the ranges hold them all;

@@ -159,7 +159,8 @@ def test_views_kept_on_the_workers_are_the_local_ones(
                 x, y = getattr(whole, name), getattr(local, name)
                 assert np.array_equal(x, y) if isinstance(y, np.ndarray) else x == y, name
             for kind in ("locations", "visits", "records", "segments"):
-                assert np.array_equal(kept.coverage(kind), local.coverage(kind)), kind
+                x, y = kept.coverage(kind), local.coverage(kind)
+                assert x.dtype == y.dtype and np.array_equal(x, y), kind
             assert kept.users_in_view == local.users_in_view
             if local.format == "clusters":  # made here of what the ranges tell, never gathered
                 _same_clusters(kept, local)
@@ -607,3 +608,22 @@ def test_the_ranges_of_a_single_file_are_selected_on_every_worker(cluster, monke
     finally:
         there.placed.close()
     assert _left(cluster) == []
+
+
+def test_a_range_keeps_its_coverage_counts_in_32_bits_and_fractions_as_they_are():
+    """What the assessing process holds of a range a person: its visits (or places) as
+    its rows where they are the same, as 32-bit integers where they are counts, else as
+    floats; each gives back the same floats."""
+    from prudence_cli.cluster_views import _unless_rows
+
+    rows = np.array([1, 2, 0], dtype=np.int32)
+    assert _unless_rows(np.array([1.0, 2.0, 0.0]), rows) is None
+    for values, dtype in (
+        ([3.0, 2.0, 0.0], np.int32),
+        ([3.5, 2.0, 0.0], np.float64),
+        ([2.0**31, 2.0, 0.0], np.float64),
+        ([np.nan, 2.0, 0.0], np.float64),
+    ):
+        kept = _unless_rows(np.array(values), rows)
+        assert kept is not None and kept.dtype == dtype
+        assert np.array_equal(kept.astype(float), np.array(values), equal_nan=True)
