@@ -10,7 +10,7 @@ recipient). The data dimensions of a format live in config/dimensions.py.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
@@ -209,6 +209,12 @@ class Dataview:
     def coverage(self, kind: str) -> np.ndarray:
         """c({u}, D) per user, for the coverage `kind`."""
         raise NotImplementedError
+
+    def coverage_pieces(self, kind: str) -> Callable[[], Iterable[tuple[int, np.ndarray]]]:
+        """`coverage` as pieces of consecutive people (measures/per_risk.py): here, one,
+        the whole vector, made once."""
+        coverage = self.coverage(kind)
+        return lambda: [(0, coverage)]
 
     def data_of(self, people: np.ndarray, kind: str) -> float:
         """The data the people of the mask `people` (over U) produce together."""

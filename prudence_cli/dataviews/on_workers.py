@@ -217,6 +217,19 @@ class KeptView:
             out[b.first : b.last] = b.rows if found is None else found
         return out
 
+    def coverage_pieces(self, kind: str) -> Callable[[], Iterator[tuple[int, np.ndarray]]]:
+        """`coverage` as each range holds it (its first person, its values): no vector of
+        them all."""
+        covered.check_coverage(kind)
+        field = {"visits": "visits", "locations": "places"}.get(kind)
+
+        def pieces() -> Iterator[tuple[int, np.ndarray]]:
+            for b in self.ranges:
+                found = None if field is None else getattr(b, field)
+                yield b.first, b.rows if found is None else found
+
+        return pieces
+
     def _per_user(self, values: np.ndarray) -> np.ndarray:
         """Values of the ranges' users, for every user of U (the ranges hold them all;
         users of no range, if any, hold nothing)."""

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from prudence_cli.measures.per_risk import CHUNK, PerRisk, of_vector, per_risk
+
 if TYPE_CHECKING:  # the curves are tables; the summaries (`prudence check`) need no pandas
     import pandas as pd
 
@@ -37,42 +39,76 @@ def summarize(risk: np.ndarray, coverage: np.ndarray, total: float | None = None
     total: c(U, D) — by default the sum of `coverage`; pass the original dataview's total
     to measure a sanitized view against it (Pratesi et al., PRUDEnce, end of section 3.3).
     """
-    n = risk.shape[0]
+    table = per_risk(risk, of_vector(coverage))
+    if table is not None:
+        return summarize_per_risk(risk, table, total)
+    return _summarized(risk, coverage, total)
+
+
+def summarize_per_risk(risk: np.ndarray, table: PerRisk, total: float | None = None) -> RacSummary:
+    """`summarize` of coverage summed per distinct risk (measures/per_risk.py): i-RAC_D's
+    numerator is the per-risk sums weighted by 1 − risk, each sum exact."""
+    denominator = table.total if total is None else float(total)
+    return _summary(risk, table.in_view, table.weighted(), denominator)
+
+
+def _summarized(risk: np.ndarray, coverage: np.ndarray, total: float | None) -> RacSummary:
+    """`summarize` of coverage with fractions: a dot product over the people."""
     denominator = float(coverage.sum()) if total is None else float(total)
+    in_view = int(np.count_nonzero(coverage > 0))
+    return _summary(risk, in_view, float(np.dot(coverage, 1.0 - risk)), denominator)
+
+
+def _summary(risk: np.ndarray, in_view: int, weighted: float, denominator: float) -> RacSummary:
+    n = risk.shape[0]
     mean_risk = float(risk.mean()) if n else 0.0
     return RacSummary(
         users=n,
-        users_in_view=int(np.count_nonzero(coverage > 0)),
+        users_in_view=in_view,
         i_rac_u=1.0 - mean_risk if n else float("nan"),
-        i_rac_d=float(np.dot(coverage, 1.0 - risk)) / denominator if denominator else float("nan"),
+        i_rac_d=weighted / denominator if denominator else float("nan"),
         mean_risk=mean_risk,
         share_at_risk_1=float(np.count_nonzero(risk >= 1.0)) / n if n else float("nan"),
     )
 
 
-_CHUNK = 1 << 18  # people at a time (`rac_curve`)
-
-# below this, sums of whole numbers in floats are exact whatever their order (2^53, with
-# a margin for the bound's own rounding)
-_EXACT_BELOW = 2.0**52
-
-
 def rac_curve(
-    risk: np.ndarray, coverage: np.ndarray, total: float | None = None, chunk: int = _CHUNK
+    risk: np.ndarray, coverage: np.ndarray, total: float | None = None, chunk: int = CHUNK
 ) -> pd.DataFrame:
     """The RAC_U and RAC_D step functions: one row per distinct risk value, plus 0 and 1.
 
     Each row gives the curves' value from its risk up to the next row's risk.
     """
+    table = per_risk(risk, of_vector(coverage), chunk)
+    if table is not None:
+        return curve_per_risk(risk.shape[0], table, total)
+    return _ordered_curve(risk, coverage, total, chunk)
+
+
+def curve_per_risk(n: int, table: PerRisk, total: float | None = None) -> pd.DataFrame:
+    """`rac_curve` of coverage summed per distinct risk (measures/per_risk.py), of `n`
+    people: the running sums of its exact sums are those in order of risk, to the bit."""
+    denominator = table.total if total is None else float(total)
+    ends, cumulative = np.cumsum(table.people), np.cumsum(table.sums)
+    return _curve(n, table.distinct, ends, cumulative, denominator)
+
+
+def _ordered_curve(
+    risk: np.ndarray, coverage: np.ndarray, total: float | None, chunk: int
+) -> pd.DataFrame:
+    """`rac_curve` of coverage with fractions: summed in the people's order of risk."""
+    denominator = float(coverage.sum()) if total is None else float(total)
+    distinct, ends, cumulative = _in_risk_order(risk, coverage, chunk)
+    return _curve(risk.shape[0], distinct, ends, cumulative, denominator)
+
+
+def _curve(
+    n: int, distinct: np.ndarray, ends: np.ndarray, cumulative: np.ndarray, denominator: float
+) -> pd.DataFrame:
+    """The curves at 0, 1 and each of the `distinct` risks (increasing), from the people
+    at or below each (`ends`) and their coverage (`cumulative`)."""
     import pandas as pd
 
-    denominator = float(coverage.sum()) if total is None else float(total)
-    n = risk.shape[0]
-    if _exact_sums(risk, coverage, chunk):
-        distinct, people, sums = _per_risk(risk, coverage, chunk)
-        ends, cumulative = np.cumsum(people), np.cumsum(sums)
-    else:
-        distinct, ends, cumulative = _in_risk_order(risk, coverage, chunk)
     points = np.unique(np.concatenate([[0.0, 1.0], distinct]))
     runs = np.searchsorted(distinct, points, side="right")  # the runs at or below each
     reached = np.concatenate([[0], ends])[runs]  # (no run: nobody, no data)
@@ -123,38 +159,6 @@ def summarize_curve(risk: np.ndarray, curve: pd.DataFrame, users_in_view: int) -
     )
 
 
-def _exact_sums(risk: np.ndarray, coverage: np.ndarray, chunk: int) -> bool:
-    """Whether the coverage is whole numbers summing below 2^52 and no risk is NaN: then
-    every sum of it is exact in floats, the same in any order, and the curve is summed
-    per distinct risk (`_per_risk`), without the people's order of risk."""
-    bound = 0.0
-    for a in range(0, risk.shape[0], chunk):
-        c = coverage[a : a + chunk]
-        if np.isnan(risk[a : a + chunk]).any() or not np.array_equal(c, np.rint(c)):
-            return False  # (NaN coverage, too, is not equal to itself)
-        bound += float(np.abs(c).sum())
-        if not bound < _EXACT_BELOW:  # (infinite coverage, too)
-            return False
-    return True
-
-
-def _per_risk(
-    risk: np.ndarray, coverage: np.ndarray, chunk: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The distinct risks in increasing order, and for each the number of people at it
-    and their coverage summed: `chunk` people at a time, nothing as long as the people
-    (the assessing process's memory at 1B people). Exact sums only (`_exact_sums`)."""
-    found = [np.unique(risk[a : a + chunk]) for a in range(0, risk.shape[0], chunk)]
-    distinct = np.unique(np.concatenate([np.zeros(0), *found]))
-    people = np.zeros(distinct.shape[0], dtype=np.int64)
-    sums = np.zeros(distinct.shape[0])
-    for a in range(0, risk.shape[0], chunk):
-        at = np.searchsorted(distinct, risk[a : a + chunk])
-        people += np.bincount(at, minlength=distinct.shape[0])
-        sums += np.bincount(at, weights=coverage[a : a + chunk], minlength=distinct.shape[0])
-    return distinct, people, sums
-
-
 def _in_risk_order(
     risk: np.ndarray, coverage: np.ndarray, chunk: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -190,11 +194,17 @@ def measure_view(
 ) -> tuple[pd.DataFrame, RacSummary]:
     """RAC curve and i-RAC row of a dataview for per-user risks; `total` is c(U, D) of
     the original dataview when measuring a sanitized one (Pratesi et al., PRUDEnce, end of 3.3).
-    A view whose data is not a sum over people tells it at every threshold at once
-    (`data_at`: a clusters view)."""
+    An additive view's coverage is read piece by piece and summed per distinct risk where
+    its sums are exact (measures/per_risk.py). A view whose data is not a sum over people
+    tells it at every threshold at once (`data_at`: a clusters view)."""
     if view.additive:
+        table = per_risk(risk, view.coverage_pieces(kind))
+        if table is not None:
+            curve = curve_per_risk(risk.shape[0], table, total)
+            return curve, summarize_per_risk(risk, table, total)
         coverage = view.coverage(kind)
-        return rac_curve(risk, coverage, total), summarize(risk, coverage, total)
+        curve = _ordered_curve(risk, coverage, total, CHUNK)
+        return curve, _summarized(risk, coverage, total)
     denominator = view.data_of(np.ones(view.n_users, dtype=bool), kind) if total is None else total
     curve = rac_by_thresholds(risk, lambda points: view.data_at(risk, points, kind), denominator)
     return curve, summarize_curve(risk, curve, view.users_in_view)
@@ -206,5 +216,8 @@ def summarize_view(
     """The i-RAC row of `measure_view` alone: on an additive view, without making the
     curve (a table per level, which `check` and `catalog best` do not show)."""
     if view.additive:
-        return summarize(risk, view.coverage(kind), total)
+        table = per_risk(risk, view.coverage_pieces(kind))
+        if table is not None:
+            return summarize_per_risk(risk, table, total)
+        return _summarized(risk, view.coverage(kind), total)
     return measure_view(view, risk, kind, total)[1]

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from prudence_cli.attacks.base import KnowledgeLevel
 from prudence_cli.attacks.presence import PresenceAttack
 from prudence_cli.engine import Engine
+from prudence_cli.measures import rac
 from prudence_cli.measures.rac import integrate, rac_curve, summarize
 
 
@@ -105,3 +106,54 @@ def test_the_curve_counted_a_chunk_at_a_time_is_the_definition_to_the_bit(pairs,
     expected = _literal_curve(risk, coverage)
     for got in (rac_curve(risk, coverage, chunk=chunk), rac_curve(risk, coverage)):
         pd.testing.assert_frame_equal(got, expected, check_exact=True)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from([0.0, 1.0, 0.5, 1 / 3, 0.1, 1 / 7]), st.integers(0, 10**6)),
+        min_size=1,
+        max_size=40,
+    ),
+    st.lists(st.integers(1, 39), max_size=6),
+    st.randoms(use_true_random=False),
+    st.integers(1, 5),
+)
+def test_coverage_in_pieces_measures_as_the_vector_to_the_bit(pairs, cuts, rnd, chunk):
+    """A view's coverage read piece by piece, in any order, with people in no piece
+    (they hold nothing), gives the vector's curve and i-RAC row, float for float; the
+    i-RAC_D of the per-risk sums is Σ c·(1 − r) / Σ c (Pratesi et al., PRUDEnce,
+    Definition 4)."""
+    from prudence_cli.measures.per_risk import per_risk
+
+    risk = np.array([r for r, _ in pairs], dtype=float)
+    coverage = np.array([c for _, c in pairs], dtype=float)
+    bounds = sorted({0, len(pairs), *(c for c in cuts if c < len(pairs))})
+    pieces = [(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    rnd.shuffle(pieces)
+    if len(pieces) > 1:  # the last piece not held: its people hold nothing
+        a, b = pieces.pop()
+        coverage[a:b] = 0.0
+    held = [(a, coverage[a:b].astype(np.int32)) for a, b in pieces]
+    table = per_risk(risk, lambda: held, chunk)
+    assert table is not None
+    curve = rac_curve(risk, coverage)
+    pd.testing.assert_frame_equal(rac.curve_per_risk(len(pairs), table), curve, check_exact=True)
+    # (as text: each float's shortest exact form, and NaN, of no coverage, equal to itself)
+    assert repr(rac.summarize_per_risk(risk, table)) == repr(summarize(risk, coverage))
+    if coverage.sum():
+        literal = sum(float(c) * (1.0 - float(r)) for r, c in zip(risk, coverage, strict=True))
+        assert summarize(risk, coverage).i_rac_d == pytest.approx(literal / coverage.sum())
+
+
+def test_coverage_with_fractions_is_not_summed_per_risk():
+    """Sums of fractions depend on their order: none per risk, and i-RAC_D is the dot
+    product over the people, as the curve is their running sum in order of risk."""
+    from prudence_cli.measures.per_risk import of_vector, per_risk
+
+    risk = np.array([0.5, 1.0, 0.1, 0.5])
+    coverage = np.array([1.5, 2.0, 0.25, 3.0])
+    assert per_risk(risk, of_vector(coverage)) is None
+    assert per_risk(np.array([np.nan, 1.0]), of_vector(np.array([1.0, 2.0]))) is None
+    expected = float(np.dot(coverage, 1.0 - risk)) / float(coverage.sum())
+    assert summarize(risk, coverage).i_rac_d == expected
