@@ -106,7 +106,7 @@ class CatalogWriter:
             users_in_view=view.users_in_view,
             locations=len(locations),
             rows=view.rows,
-            visits=int(view.coverage("visits").sum()),
+            visits=int(view.coverage_total("visits")),
             file=file,
             risks=risks_file,
             **entry,

@@ -210,6 +210,10 @@ class Dataview:
         """c({u}, D) per user, for the coverage `kind`."""
         raise NotImplementedError
 
+    def coverage_total(self, kind: str) -> float:
+        """c(U, D) for the coverage `kind`: the sum of `coverage`."""
+        return float(self.coverage(kind).sum())
+
     def coverage_pieces(self, kind: str) -> Callable[[], Iterable[tuple[int, np.ndarray]]]:
         """`coverage` as pieces of consecutive people (measures/per_risk.py): here, one,
         the whole vector, made once."""

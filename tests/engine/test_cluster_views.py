@@ -161,6 +161,8 @@ def test_views_kept_on_the_workers_are_the_local_ones(
             for kind in ("locations", "visits", "records", "segments"):
                 x, y = kept.coverage(kind), local.coverage(kind)
                 assert x.dtype == y.dtype and np.array_equal(x, y), kind
+                # c(U, D) added up range by range: the vector's float sum, to the bit
+                assert kept.coverage_total(kind) == local.coverage_total(kind) == y.sum(), kind
             assert kept.users_in_view == local.users_in_view
             if local.format == "clusters":  # made here of what the ranges tell, never gathered
                 _same_clusters(kept, local)
