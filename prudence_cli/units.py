@@ -1,7 +1,9 @@
-"""Parsing and printing of the sizes and durations written in configs ("250m", "20min")."""
+"""Parsing and printing of the sizes and durations written in configs ("250m", "20min"),
+and the printing of shares as percentages."""
 
 from __future__ import annotations
 
+import math
 import re
 from decimal import Decimal
 
@@ -93,3 +95,14 @@ def format_duration(seconds: int) -> str:
 
 def _show(value: object) -> str:
     return f'"{value}"' if isinstance(value, str) else repr(value)
+
+
+def percent(share: float) -> str:
+    """A share as a percentage to a tenth, never reading as none, nor as all, when it is
+    not: a share below 0.05 % with two significant digits ("0.04%"), one of 99.9 % or
+    more but short of all cut down to "99.9%"."""
+    if 0 < share < 0.0005:
+        return f"{share * 100:.2g}%"
+    if 0.999 <= share < 1:
+        return f"{math.floor(share * 1000) / 10:.1f}%"
+    return f"{share:.1%}"

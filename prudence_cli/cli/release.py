@@ -27,6 +27,7 @@ from prudence_cli.cli.common import (
     handle_errors,
     one_value,
 )
+from prudence_cli.units import percent
 
 
 @click.command()
@@ -397,7 +398,7 @@ def _why_not(result: Any, min_coverage: float | None, threshold: float) -> str:
     if short and data.before and report.max_risk_after <= threshold:
         return (
             f"a release of {report.dataview.id} at threshold {threshold:g} would keep "
-            f"{data.released / data.before:.1%} of the {data.coverage}, below the policy's "
+            f"{percent(data.released / data.before)} of the {data.coverage}, below the policy's "
             f"min_coverage {min_coverage:.0%}"
         )
     return f"at threshold {threshold:g} nobody of {report.dataview.id} would be left"

@@ -20,6 +20,7 @@ from prudence_cli.catalog import Catalog
 from prudence_cli.catalog.rows import Rows
 from prudence_cli.cli.pipes import typed_values
 from prudence_cli.config.mobility import KEPT_KS
+from prudence_cli.units import percent as as_percent
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -131,7 +132,7 @@ def _nan(value: Any) -> bool:
 def _number(value: float, percent: bool = False) -> str:
     if _nan(value):
         return "—"
-    return f"{value:.1%}" if percent else f"{value:.3f}"
+    return as_percent(value) if percent else f"{value:.3f}"
 
 
 def _significant(value: float) -> str:
@@ -279,9 +280,9 @@ def best_table(scores: Any, dims: list[str], min_coverage: float | None) -> Tabl
         style = "dim" if low else ("bold" if row["pareto"] == "front" else None)
         table.add_row(
             *[str(row[c]) for c in ["dataview", *dims]],
-            f"{row['released']:.1%}",
+            as_percent(row["released"]),
             f"{int(row['users_released']):,}",
-            f"{row['kept']:.1%}",
+            as_percent(row["kept"]),
             f"{int(row['users_at_or_below']):,}",
             f"{row['mean_risk']:.3f}",
             f"{row['i_rac_u']:.3f}",

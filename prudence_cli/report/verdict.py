@@ -21,6 +21,7 @@ from prudence_cli.sanitize.forecast import (
     every_level,
     suppress_dataview,
 )
+from prudence_cli.units import percent
 
 
 @dataclass(frozen=True)
@@ -114,7 +115,7 @@ def _answer(catalog: Catalog, v: Verdict) -> str:
         head = f"<b>{yes}.</b>"
     else:
         head = (
-            f"<b>Not under this policy:</b> the best release keeps {share:.1%} of the "
+            f"<b>Not under this policy:</b> the best release keeps {percent(share)} of the "
             f"{_e(kind)}, below the policy's {v.policy.min_coverage:.0%}."
         )
     options = [
@@ -125,7 +126,7 @@ def _answer(catalog: Catalog, v: Verdict) -> str:
     lines = [
         f'<div class="verdict {"yes" if enough else "no"}"><p>{head} Recommended dataview '
         f"<b>{_e(entry.id)}</b> ({_e(entry.show())}): a release at risk ≤ {r:g} keeps "
-        f"<b>{released:,} of {in_view:,} people</b> and <b>{share:.1%} of the {_e(kind)}</b>"
+        f"<b>{released:,} of {in_view:,} people</b> and <b>{percent(share)} of the {_e(kind)}</b>"
         + (
             f" after {passes} suppression pass{'es' if passes != 1 else ''}"
             if passes
@@ -196,8 +197,8 @@ def _table(catalog: Catalog, v: Verdict) -> str:
             *(row[d] for d in dims),
             "yes" if as_is else "no",
             f"{int(row['users_released']):,} of {int(row['users_in_view']):,}",
-            f"{row['released']:.1%}",
-            f"{row['kept']:.1%}",
+            percent(row["released"]),
+            percent(row["kept"]),
             *(["lower bound (sampled)" if row["lower_bound"] else "exact"] if bounds else []),
         ]
         chosen = v.chosen is not None and row["dataview"] == v.chosen.before.id

@@ -29,6 +29,7 @@ from prudence_cli.config.policy import ReleasePolicy
 from prudence_cli.dataviews import coverage as covered
 from prudence_cli.errors import CatalogError, PrudenceError
 from prudence_cli.measures.rac import summarize
+from prudence_cli.units import percent
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -338,7 +339,7 @@ def _failures(
         and released_share < policy.min_coverage
     ):
         failures.append(
-            f"a release at risk ≤ {policy.max_risk:g} keeps {released_share:.1%} of the "
+            f"a release at risk ≤ {policy.max_risk:g} keeps {percent(released_share)} of the "
             f"{kind} (after suppression to the fixpoint), below "
             f"{policy.min_coverage:.1%}"
         )

@@ -68,6 +68,7 @@ from prudence_cli.sanitize.suppress import (
     Step,
     sanitize,
 )
+from prudence_cli.units import percent
 
 RELEASE_FORMAT = "prudence-release"
 Work = Callable[[int, int, str], None]  # done of total steps (0: not known), what
@@ -133,7 +134,7 @@ def choose_dataview(
     reason = (
         f"{entry.id} ({entry.show()}): its release keeps the most data of the "
         f"{len(entries)} dataviews after suppression to risk ≤ {threshold:g} under "
-        f"{len(levels)} counted attack levels: {best.share_released(kind):.0%} of its {kind}, "
+        f"{len(levels)} counted attack levels: {percent(best.share_released(kind))} of its {kind}, "
         f"{int(best.released.sum()):,} people"
     )
     return best, reason
@@ -159,7 +160,7 @@ def _no_release(
         other = suppress_dataview(catalog, start.id, levels, threshold, "suppress-locations")
     if other is not None and other.released.any():
         options.append(
-            f"--method suppress-locations keeps {other.share_released(kind):.0%} of the "
+            f"--method suppress-locations keeps {percent(other.share_released(kind))} of the "
             f"{kind} of {start.id}"
         )
     if len(levels) > 1:
@@ -171,7 +172,7 @@ def _no_release(
         if feasible:  # the strongest attacker a release can still be safe against
             share, key = min(feasible)
             options.append(
-                f"counting only {key} keeps {share:.0%} of the {kind} of {start.id} "
+                f"counting only {key} keeps {percent(share)} of the {kind} of {start.id} "
                 "(--attack / --where choose the counted levels; the release then names the "
                 "levels it does not cover)"
             )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from prudence_cli.catalog.release_records import ReleaseReport
 from prudence_cli.config.mobility import KEPT_KS, UNITS
+from prudence_cli.units import percent
 
 
 def render_markdown(report: ReleaseReport) -> str:
@@ -94,9 +95,9 @@ def render_markdown(report: ReleaseReport) -> str:
         "| | i-RAC_U | i-RAC_D | mean risk | share at risk 1 |",
         "|---|---|---|---|---|",
         f"| before | {before.i_rac_u:.3f} | {before.i_rac_d:.3f} | "
-        f"{before.mean_risk:.3f} | {before.share_at_risk_1:.1%} |",
+        f"{before.mean_risk:.3f} | {percent(before.share_at_risk_1)} |",
         f"| released | {after.i_rac_u:.3f} | {after.i_rac_d:.3f} | "
-        f"{after.mean_risk:.3f} | {after.share_at_risk_1:.1%} |",
+        f"{after.mean_risk:.3f} | {percent(after.share_at_risk_1)} |",
         "",
         "i-RAC_D of the release is measured against the data of the original dataview; "
         "people not released count with risk 0 in i-RAC_U, as the definition states.",
@@ -212,4 +213,4 @@ def shown_number(value: float | None, unit: str = "") -> str:
 
 
 def _share(part: float, whole: float) -> str:
-    return f"{part / whole:.1%}" if whole else "—"
+    return percent(part / whole) if whole else "—"

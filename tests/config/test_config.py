@@ -293,3 +293,14 @@ def test_trip_measures_are_for_trips_between_stays(write_config):
     assert load_config(write_config(ends)).mobility.trips
     assert not load_config(write_config(TRAJECTORY_OF_GPS)).mobility.trips
     assert not load_config(write_config(MINIMAL_CONFIG)).mobility.trips
+
+
+def test_a_share_never_reads_as_none_nor_as_all_when_it_is_not():
+    """0.04 % of the data kept is not "0.0%", 99.96 % is not "100.0%"; a tenth otherwise."""
+    from prudence_cli.units import percent
+
+    assert percent(0.0) == "0.0%" and percent(1.0) == "100.0%"
+    assert percent(0.0004) == "0.04%" and percent(0.0000123) == "0.0012%"
+    assert percent(0.0005) == "0.1%" and percent(0.374) == "37.4%"
+    assert percent(0.9996) == "99.9%" and percent(0.99999999) == "99.9%"
+    assert percent(0.9989) == "99.9%" and percent(0.9994) == "99.9%"
