@@ -251,6 +251,15 @@ def catalog_best(
             "coarser dataviews.",
             err=True,
         )
+    elif not (table["released"] > 0).any():  # people kept, but none of the data
+        kind = opened.record.coverage
+        click.echo(
+            f"No dataview keeps any of its {kind} after suppression to risk ≤ {max_risk:g} "
+            f"under the {scores.levels} counted attack levels: the people kept hold none of "
+            f"it, and prudence sanitize would release no {kind}. Try coarser dataviews or "
+            "fewer counted levels (--attack / --where).",
+            err=True,
+        )
 
 
 @catalog.command("risks")

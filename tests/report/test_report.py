@@ -237,3 +237,8 @@ def test_a_release_that_keeps_none_of_the_data_is_a_no(tmp_path):
     assert "<b>No.</b> The best release keeps none of the segments" in verdict
     assert "Yes" not in verdict and 'class="verdict no"' in verdict
     assert "0.0% of the segments" in verdict  # and what it keeps: people only
+    # `catalog best` says it too: people kept, none of the data
+    shown = ["catalog", "best", "--catalog", str(out), "--max-risk", "0.3", "--format", "json"]
+    best = runner.invoke(main, shown)
+    assert best.exit_code == 0, best.output
+    assert "No dataview keeps any of its segments after suppression" in best.stderr
