@@ -285,8 +285,9 @@ class Built:
     last: int
     ids: str  # where the worker keeps its users' ids (cluster_select.ids_path)
     rows: np.ndarray  # int32 per user
-    visits: np.ndarray | None  # per user, the visits coverage (int32: counts); None: its rows, or
-    places: np.ndarray | None  # the locations coverage; None: as visits (or not additive)
+    visits: np.ndarray | None  # per user, the visits coverage (int32: counts)
+    places: np.ndarray | None  # per user, the locations coverage (int32: counts)
+    # (None: the same as the range's rows, or a view that is not additive)
     used: np.ndarray  # the location codes it holds, as bits (np.packbits; a bins view's
     # locations are millions of bins, most held by every range)
 

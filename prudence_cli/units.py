@@ -99,10 +99,13 @@ def _show(value: object) -> str:
 
 def percent(share: float) -> str:
     """A share as a percentage to a tenth, never reading as none, nor as all, when it is
-    not: a share below 0.05 % with two significant digits ("0.04%"), one of 99.9 % or
-    more but short of all cut down to "99.9%"."""
-    if 0 < share < 0.0005:
-        return f"{share * 100:.2g}%"
+    not: a share below 0.1 % with two significant digits, without an exponent ("0.04%",
+    "0.000033%": one person in three million), one of 99.9 % or more but short of all
+    cut down to "99.9%"."""
+    if 0 < share < 0.001:
+        value = share * 100
+        digits = 1 - math.floor(math.log10(value))  # two significant digits
+        return f"{value:.{digits}f}".rstrip("0").rstrip(".") + "%"
     if 0.999 <= share < 1:
         return f"{math.floor(share * 1000) / 10:.1f}%"
     return f"{share:.1%}"

@@ -231,7 +231,11 @@ class KeptView:
 
     def coverage_pieces(self, kind: str) -> Callable[[], Iterator[tuple[int, np.ndarray]]]:
         """`coverage` as each range holds it (its first person, its values): no vector of
-        them all. Of an additive view (a clusters view's coverage is its clusters')."""
+        them all. A view that is not additive (a clusters view's coverage is its
+        clusters') gives its vector."""
+        if not self.additive:
+            vector = self.coverage(kind)
+            return lambda: iter([(0, vector)])
         covered.check_coverage(kind)
         field = {"visits": "visits", "locations": "places"}.get(kind)
 

@@ -278,7 +278,7 @@ def support(engine: Engine, ranged: RangedProblem, planned: Work | None = None) 
 def counted(engine: Engine, ranged: RangedProblem, planned: Work) -> np.ndarray:
     """The minimum support per user of every query the plan counts (whole records, then
     each size's partitions), `unset` for a user without any. In 32 bits when the people
-    are fewer than 2^31 (a support is at most their number): the assessing process holds
+    are fewer than 2^31 − 1 (a support is at most their number): the assessing process holds
     this vector beside the risks it gives."""
     runner = engine.runner
     if engine.jobs:

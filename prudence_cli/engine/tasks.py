@@ -27,8 +27,9 @@ from prudence_cli.engine.whole import whole_queries
 
 def _partial(n_users: int, owners: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The least of `counts` per owner among `owners`: the owners in increasing order and
-    their least count. Fewer rows than people (a shard of a large level) are sorted, not
-    scattered into a vector of every person, which a task would fill and scan whole."""
+    their least count. Fewer rows than one for `_SORTED_BELOW` people (a shard of a large
+    level) are sorted, not scattered into a vector of every person, which a task would
+    fill and scan whole."""
     if owners.shape[0] * _SORTED_BELOW < n_users:
         order = np.argsort(owners, kind="stable")
         owners, counts = owners[order], counts[order]

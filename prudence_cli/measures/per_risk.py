@@ -23,7 +23,8 @@ CHUNK = 1 << 18  # people at a time
 EXACT_BELOW = 2.0**52
 
 # a view's coverage as pieces: (the first person, c({u}, D) of the people from there on),
-# in any order; people in no piece hold nothing. Called once per pass over them.
+# in any order, no two overlapping; people in no piece hold nothing. Called once per
+# pass over them.
 Pieces = Callable[[], Iterable[tuple[int, np.ndarray]]]
 
 

@@ -301,6 +301,8 @@ def test_a_share_never_reads_as_none_nor_as_all_when_it_is_not():
 
     assert percent(0.0) == "0.0%" and percent(1.0) == "100.0%"
     assert percent(0.0004) == "0.04%" and percent(0.0000123) == "0.0012%"
-    assert percent(0.0005) == "0.1%" and percent(0.374) == "37.4%"
+    assert percent(1 / 3_000_000) == "0.000033%" and percent(1e-9) == "0.0000001%"
+    assert percent(0.0009) == "0.09%" and percent(0.000999) == "0.1%"
+    assert percent(0.001) == "0.1%" and percent(0.374) == "37.4%"
     assert percent(0.9996) == "99.9%" and percent(0.99999999) == "99.9%"
     assert percent(0.9989) == "99.9%" and percent(0.9994) == "99.9%"

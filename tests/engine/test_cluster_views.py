@@ -161,6 +161,10 @@ def test_views_kept_on_the_workers_are_the_local_ones(
             for kind in ("locations", "visits", "records", "segments"):
                 x, y = kept.coverage(kind), local.coverage(kind)
                 assert x.dtype == y.dtype and np.array_equal(x, y), kind
+                pieced = np.zeros(local.n_users)  # what the measures read, piece by piece
+                for first, values in kept.coverage_pieces(kind)():
+                    pieced[first : first + values.shape[0]] = values
+                assert np.array_equal(pieced, y), kind
                 # c(U, D) added up range by range: the vector's float sum, to the bit
                 assert kept.coverage_total(kind) == local.coverage_total(kind) == y.sum(), kind
             assert kept.users_in_view == local.users_in_view
