@@ -28,13 +28,13 @@ from typing import Any
 import numpy as np
 
 from prudence_cli.arrays import distinct
-from prudence_cli.engine import compiled
 from prudence_cli.engine.indexes import _Postings
 from prudence_cli.engine.plan import drawing_targets
 from prudence_cli.engine.problem import CountingProblem, Support
 from prudence_cli.engine.ranged import Engine, RangedProblem, Work, counted, unset, work
 from prudence_cli.engine.ranged_shards import Part
 from prudence_cli.engine.sampling import Drawer, rounds, sampled_widths
+from prudence_cli.engine.tasks import fold_results
 
 
 def sampled_support(engine: Engine, ranged: RangedProblem, planned: Work) -> Support:
@@ -92,8 +92,7 @@ def _drawn_support(
                 break
             step = max(1, engine.partition_instances // max(k * widest, 1))
             calls = _calls(ranged, active, step, (round_, k, key, rarity_handle))
-            for owners, least in runner.checked(_queries, calls, _counted_here, posted, _least):
-                compiled.group_kernels.scatter_min(minimum, owners, least)
+            fold_results(minimum, runner.checked(_queries, calls, _counted_here, posted, _least))
             checked += int(active.size) * k
     finally:  # the ranges' drawers (and the level they read) are let go on their workers
         runner.each(_forget, ranged.parts)

@@ -27,6 +27,7 @@ import numpy as np
 from prudence_cli.engine import compiled
 from prudence_cli.engine.indexes import _Postings
 from prudence_cli.engine.problem import MODES, CountingProblem, whole_lists
+from prudence_cli.engine.tasks import fold_results
 
 _FIRST_ROUND = 4  # random draws per target in the first round; doubled each round
 
@@ -192,8 +193,7 @@ def _check(
             write(chunk, out)
             yield (*out, worker)
 
-    for owners, counts in run(verify_drawn, shared, chunks()):
-        compiled.group_kernels.scatter_min(support, owners, counts)
+    fold_results(support, run(verify_drawn, shared, chunks()))
     return int(users.shape[0]) * per_user
 
 
