@@ -271,7 +271,7 @@ def support(engine: Engine, ranged: RangedProblem, planned: Work | None = None) 
     (`work`, made here when not given)."""
     planned = planned or work(engine, ranged)
     minimum = counted(engine, ranged, planned)
-    minimum[minimum == unset(minimum)] = 0
+    minimum[minimum == unset(minimum.dtype)] = 0
     return Support(minimum, planned.total, False)
 
 
@@ -293,19 +293,18 @@ def counted(engine: Engine, ranged: RangedProblem, planned: Work) -> np.ndarray:
     # so that the workers do not hold it twice
     ranged.parts[:] = parts
     level = _Level(engine, parts, planned, ranged.n_users, ranged.ordered)
-    small = ranged.n_users < np.iinfo(np.int32).max
-    dtype = np.int32 if small else np.int64
-    minimum = np.full(ranged.n_users, unset(np.zeros(0, dtype)), dtype=dtype)
+    dtype = np.dtype(np.int32 if ranged.n_users < np.iinfo(np.int32).max else np.int64)
+    minimum = np.full(ranged.n_users, unset(dtype), dtype=dtype)
     level.whole(minimum)
     for plan in planned.plans:
         level.count(plan, minimum)
     return minimum
 
 
-def unset(minimum: np.ndarray) -> int:
-    """What `counted` leaves in `minimum` for a user without a query counted: the largest
-    32-bit integer, or UNSET in 64 bits."""
-    if minimum.dtype == np.int32:
+def unset(dtype: np.dtype) -> int:
+    """What `counted` leaves in a minimum of `dtype` for a user without a query counted:
+    the largest 32-bit integer, or UNSET in 64 bits."""
+    if dtype == np.int32:
         return int(np.iinfo(np.int32).max)
     return int(compiled.kernels.UNSET)
 

@@ -34,7 +34,7 @@ from prudence_cli.engine.problem import CountingProblem, Support
 from prudence_cli.engine.ranged import Engine, RangedProblem, Work, counted, unset, work
 from prudence_cli.engine.ranged_shards import Part
 from prudence_cli.engine.sampling import Drawer, rounds, sampled_widths
-from prudence_cli.engine.tasks import fold_results
+from prudence_cli.engine.tasks import fold_results, least_per_owner
 
 
 def sampled_support(engine: Engine, ranged: RangedProblem, planned: Work) -> Support:
@@ -60,7 +60,7 @@ def sampled_support(engine: Engine, ranged: RangedProblem, planned: Work) -> Sup
     )
     if drawn.size:
         checked += _drawn_support(engine, ranged, planned, drawn, minimum)
-    minimum[minimum == unset(minimum)] = 0
+    minimum[minimum == unset(minimum.dtype)] = 0
     return Support(minimum, checked, bool(drawn.size))
 
 
@@ -225,7 +225,4 @@ def _least(queries: tuple[np.ndarray, ...], *counts: np.ndarray) -> tuple[np.nda
     the workers): the targets, and their least supports."""
     owners = queries[5]
     total = np.sum(counts, axis=0) if counts else np.zeros(owners.shape[0], dtype=np.int64)
-    if owners.size == 0:
-        return owners, total
-    starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]])
-    return owners[starts], np.minimum.reduceat(total, starts)
+    return least_per_owner(owners, total)

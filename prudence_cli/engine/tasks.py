@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from prudence_cli.arrays import stable_order
 from prudence_cli.engine import compiled, jit
 from prudence_cli.engine.indexes import (
     _enumerate_codes,
@@ -31,10 +32,8 @@ def _partial(n_users: int, owners: np.ndarray, counts: np.ndarray) -> tuple[np.n
     level) are sorted, not scattered into a vector of every person, which a task would
     fill and scan whole."""
     if owners.shape[0] * _SORTED_BELOW < n_users:
-        order = np.argsort(owners, kind="stable")
-        owners, counts = owners[order], counts[order]
-        starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]]) if owners.size else order
-        return _compact(n_users, owners[starts], np.minimum.reduceat(counts, starts))
+        order = stable_order(owners)
+        return _compact(n_users, *least_per_owner(owners[order], counts[order]))
     local = np.full(n_users, compiled.kernels.UNSET, dtype=np.int64)
     compiled.group_kernels.scatter_min(local, owners, counts)
     return _touched(local)
@@ -43,6 +42,15 @@ def _partial(n_users: int, owners: np.ndarray, counts: np.ndarray) -> tuple[np.n
 # a partition sorts its rows, rather than scatter them, when it has fewer than one for
 # this many people
 _SORTED_BELOW = 16
+
+
+def least_per_owner(owners: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Of rows grouped by owner (each owner's rows next to each other): each owner, and
+    the least of its counts."""
+    if owners.size == 0:
+        return owners, counts
+    starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]])
+    return owners[starts], np.minimum.reduceat(counts, starts)
 
 
 def _touched(local: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

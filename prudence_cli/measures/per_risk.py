@@ -85,3 +85,15 @@ def per_risk(risk: np.ndarray, pieces: Pieces, chunk: int = CHUNK) -> PerRisk | 
 def of_vector(coverage: np.ndarray) -> Pieces:
     """A coverage vector over U as pieces (one)."""
     return lambda: [(0, coverage)]
+
+
+def vector_of(pieces: Pieces, n_users: int) -> np.ndarray:
+    """The coverage vector over U of `pieces`, as floats (people in none: 0); a vector
+    given whole is given back."""
+    held = list(pieces())
+    if len(held) == 1 and held[0][0] == 0 and held[0][1].shape[0] == n_users:
+        return held[0][1].astype(float, copy=False)
+    out = np.zeros(n_users)
+    for first, values in held:
+        out[first : first + values.shape[0]] = values
+    return out

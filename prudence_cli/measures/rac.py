@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from prudence_cli.measures.per_risk import CHUNK, PerRisk, of_vector, per_risk
+from prudence_cli.measures.per_risk import CHUNK, PerRisk, Pieces, of_vector, per_risk, vector_of
 
 if TYPE_CHECKING:  # the curves are tables; the summaries (`prudence check`) need no pandas
     import pandas as pd
@@ -39,10 +39,16 @@ def summarize(risk: np.ndarray, coverage: np.ndarray, total: float | None = None
     total: c(U, D) — by default the sum of `coverage`; pass the original dataview's total
     to measure a sanitized view against it (Pratesi et al., PRUDEnce, end of section 3.3).
     """
-    table = per_risk(risk, of_vector(coverage))
+    return summary_of(risk, of_vector(coverage), total)
+
+
+def summary_of(risk: np.ndarray, pieces: Pieces, total: float | None = None) -> RacSummary:
+    """`summarize` of a coverage in pieces (measures/per_risk.py): of its sums per distinct
+    risk where they are exact, else of its vector."""
+    table = per_risk(risk, pieces)
     if table is not None:
         return summarize_per_risk(risk, table, total)
-    return _summarized(risk, coverage, total)
+    return _summarized(risk, vector_of(pieces, risk.shape[0]), total)
 
 
 def summarize_per_risk(risk: np.ndarray, table: PerRisk, total: float | None = None) -> RacSummary:
@@ -79,10 +85,20 @@ def rac_curve(
 
     Each row gives the curves' value from its risk up to the next row's risk.
     """
-    table = per_risk(risk, of_vector(coverage), chunk)
+    return measured(risk, of_vector(coverage), total, chunk)[0]
+
+
+def measured(
+    risk: np.ndarray, pieces: Pieces, total: float | None = None, chunk: int = CHUNK
+) -> tuple[pd.DataFrame, RacSummary]:
+    """`rac_curve` and `summarize` of a coverage in pieces (measures/per_risk.py), summed
+    once: per distinct risk where its sums are exact, else as a vector."""
+    table = per_risk(risk, pieces, chunk)
     if table is not None:
-        return curve_per_risk(risk.shape[0], table, total)
-    return _ordered_curve(risk, coverage, total, chunk)
+        curve = curve_per_risk(risk.shape[0], table, total)
+        return curve, summarize_per_risk(risk, table, total)
+    coverage = vector_of(pieces, risk.shape[0])
+    return _ordered_curve(risk, coverage, total, chunk), _summarized(risk, coverage, total)
 
 
 def curve_per_risk(n: int, table: PerRisk, total: float | None = None) -> pd.DataFrame:
@@ -198,13 +214,7 @@ def measure_view(
     its sums are exact (measures/per_risk.py). A view whose data is not a sum over people
     tells it at every threshold at once (`data_at`: a clusters view)."""
     if view.additive:
-        table = per_risk(risk, view.coverage_pieces(kind))
-        if table is not None:
-            curve = curve_per_risk(risk.shape[0], table, total)
-            return curve, summarize_per_risk(risk, table, total)
-        coverage = view.coverage(kind)
-        curve = _ordered_curve(risk, coverage, total, CHUNK)
-        return curve, _summarized(risk, coverage, total)
+        return measured(risk, view.coverage_pieces(kind), total)
     denominator = view.data_of(np.ones(view.n_users, dtype=bool), kind) if total is None else total
     curve = rac_by_thresholds(risk, lambda points: view.data_at(risk, points, kind), denominator)
     return curve, summarize_curve(risk, curve, view.users_in_view)
@@ -216,8 +226,5 @@ def summarize_view(
     """The i-RAC row of `measure_view` alone: on an additive view, without making the
     curve (a table per level, which `check` and `catalog best` do not show)."""
     if view.additive:
-        table = per_risk(risk, view.coverage_pieces(kind))
-        if table is not None:
-            return summarize_per_risk(risk, table, total)
-        return _summarized(risk, view.coverage(kind), total)
+        return summary_of(risk, view.coverage_pieces(kind), total)
     return measure_view(view, risk, kind, total)[1]
