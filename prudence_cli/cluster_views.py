@@ -276,20 +276,35 @@ class Build(Protocol):
 class Built:
     """A range's view kept on a worker's disk (`PointsOnWorkers.views`): where, the
     users it holds ([first, last) among all) and where their ids are, and what the
-    assessing process keeps of it — per user its rows, visits and distinct locations
-    (None where they are its rows), and the locations it holds."""
+    assessing process keeps of it: a few numbers, and the locations it holds. Its counts
+    per user — rows, visits and distinct locations — stay beside it on the worker
+    (`counts`, read by `range_counts`): the assessing process holds no vector of them."""
 
     worker: str
     path: str
     first: int
     last: int
     ids: str  # where the worker keeps its users' ids (cluster_select.ids_path)
-    rows: np.ndarray  # int32 per user
-    visits: np.ndarray | None  # per user, the visits coverage (int32: counts)
-    places: np.ndarray | None  # per user, the locations coverage (int32: counts)
-    # (None: the same as the range's rows, or a view that is not additive)
+    counts: str  # where the worker keeps its counts per user (`range_counts`)
+    rows: int  # its rows
+    users_in_view: int  # its users with a row
+    totals: dict[str, int | None]  # per count ("rows", "visits", "places"), its sum: None
+    # when it is not of whole numbers (or the view is not additive)
     used: np.ndarray  # the location codes it holds, as bits (np.packbits; a bins view's
     # locations are millions of bins, most held by every range)
+
+
+# a range's counts per user, by what they count: "rows", and "visits" and "places" of an
+# additive view (each None where it is the rows)
+COUNTS = ("rows", "visits", "places")
+
+
+def range_counts(path: str, field: str, i: int) -> tuple[int, np.ndarray]:
+    """Range `i`'s counts `field` (one of COUNTS) per user, kept at `path` on this worker
+    (`range_view`)."""
+    kept = read_back(path)
+    found = kept[field]
+    return i, kept["rows"] if found is None else found
 
 
 def range_view(
@@ -332,18 +347,32 @@ def range_view(
     held = np.bincount(view.location, minlength=len(view.locations))
     per_user = np.diff(view.offsets).astype(np.int32)
     additive = view.additive  # a clusters view's coverage needs every range's clusters
+    counts: dict[str, np.ndarray | None] = {"rows": per_user, "visits": None, "places": None}
+    if additive:
+        counts["visits"] = _unless_rows(view.coverage("visits"), per_user)
+        counts["places"] = _unless_rows(view.coverage("locations"), per_user)
     built = Built(
         get_worker().address,
         path,
         first,
         first + told.users,
         ids_path(told),
-        per_user,
-        _unless_rows(view.coverage("visits"), per_user) if additive else None,
-        _unless_rows(view.coverage("locations"), per_user) if additive else None,
+        scratch.written(Path(_counts_path(path)).name, counts),
+        int(per_user.sum(dtype=np.int64)),
+        int(np.count_nonzero(per_user)),
+        {k: _whole_total(v, per_user) if additive else None for k, v in counts.items()},
         np.packbits(held > 0),
     )
     return told.k, built
+
+
+def _whole_total(values: np.ndarray | None, rows: np.ndarray) -> int | None:
+    """The sum of a range's counts per user (None: its rows), when they are whole
+    numbers; None when they are not."""
+    found = rows if values is None else values
+    if found.dtype.kind in "iu":
+        return int(found.sum(dtype=np.int64))
+    return None
 
 
 @dataclass(frozen=True)
@@ -380,9 +409,14 @@ def _table_name(name: str) -> str:
 
 
 def kept_files(path: str) -> list[str]:
-    """The files a range's view kept at `path` may take on its worker (`_kept`)."""
+    """The files a range's view kept at `path` may take on its worker (`_kept`), and
+    its counts (`range_view`)."""
     folder, name = os.path.split(path)
-    return [path, os.path.join(folder, _table_name(name))]
+    return [path, _counts_path(path), os.path.join(folder, _table_name(name))]
+
+
+def _counts_path(path: str) -> str:
+    return path + ".counts"
 
 
 def read_view(path: str) -> Any:
@@ -432,8 +466,8 @@ def _points_frame(placed: Placed, first: int) -> pd.DataFrame:
 
 def _unless_rows(values: np.ndarray, rows: np.ndarray) -> np.ndarray | None:
     """A per-user coverage, None where it is each user's rows (kept as those); counts
-    (whole numbers below 2^31) as 32-bit integers, which give back the same floats: the
-    assessing process holds them for every person of the view."""
+    (whole numbers below 2^31) as 32-bit integers, which give back the same floats: 4
+    bytes a person, read by the assessing process range by range, many times a view."""
     if np.array_equal(values, rows):
         return None
     if values.size and values.min() >= 0 and values.max() < 2**31:

@@ -65,13 +65,11 @@ class KeptClusters(KeptView, ClusterDimensions):
 
     def cluster_risks(self) -> tuple[np.ndarray, int]:
         found = self._against_clusters("risks_against")
-        risk = np.concatenate([r for r, _ in found]) if found else np.zeros(0)
-        return self._per_user(risk), sum(moves for _, moves in found)
+        return self.per_range([r for r, _ in found]), sum(moves for _, moves in found)
 
     def coverage(self, kind: str) -> np.ndarray:
         covered.check_coverage(kind)
-        found = self._against_clusters("clustered")
-        return self._per_user(np.concatenate(found) if found else np.zeros(0))
+        return self.per_range(self._against_clusters("clustered"))
 
     def data_at(self, risk: np.ndarray, points: np.ndarray, kind: str) -> np.ndarray:
         """ClusterView.data_at: each range's crossers' least risks, folded in as they come

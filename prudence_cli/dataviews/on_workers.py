@@ -1,8 +1,9 @@
 """Dataviews kept where their people's points are. On a Dask cluster whose workers keep
 the selected points (cluster_views.PointsOnWorkers), the view of each range of users is
 built on the worker that holds the range's points and kept on that worker's disk; the
-assessing process holds a `KeptView`: vectors per person (the rows, visits and distinct
-locations of each) and per place (the locations the view holds), never the view's rows.
+assessing process holds a `KeptView`: a few numbers per range and a vector per place
+(the locations the view holds), never the view's rows nor a vector per person (each
+range's counts per person stay on its worker: dataviews/range_counts.py).
 
 Attacks whose levels are made in ranges of users (attacks/ranged.py) make them in these
 ranges. The catalog's per-person tables — the dataview's rows, the risks, the mobility
@@ -33,6 +34,7 @@ from prudence_cli.cluster_views import (
     PointsOnWorkers,
     kept_files,
     locations_held,
+    range_counts,
     read_bare,
     read_view,
 )
@@ -209,16 +211,32 @@ class KeptView(RangeCounts):
 
         yield from windowed(client, range(len(held)), submit, _holders(held))
 
+    def counts_of(
+        self, field: str, which: Sequence[int] | None = None
+    ) -> Iterator[tuple[Built, np.ndarray]]:
+        """RangeCounts.counts_of: each range's read on the worker keeping it (a few at a
+        time)."""
+        client = self.placed.kept.client
+        held = self.ranges
+        asked = range(len(held)) if which is None else which
+
+        def submit(i: int) -> Any:
+            return pinned(client, held[i].worker, range_counts, held[i].counts, field, i)
+
+        for i, values in windowed(client, asked, submit, _holders(held)):
+            yield held[i], values
+
     def table_parts(self, rows: int) -> Iterator[pd.DataFrame]:
         """The view's table (`Dataview.table_parts`) in parts of whole users, about `rows`
         rows each, each made on the worker holding its users, with their ids there (a
         few at a time, in order)."""
-        cuts: list[tuple[Built, int, int]] = []
-        for b in self.ranges:
-            offsets = np.r_[0, np.cumsum(b.rows, dtype=np.int64)]
+        each: dict[str, list[tuple[Built, int, int]]] = {}  # by range, as they come
+        for b, per_user in self.counts_of("rows"):
+            offsets = np.r_[0, np.cumsum(per_user, dtype=np.int64)]
             inner = np.searchsorted(offsets, np.arange(rows, int(offsets[-1]), rows))
             bounds = np.unique(np.r_[0, inner, b.last - b.first]).tolist()
-            cuts += [(b, lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
+            each[b.path] = [(b, lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
+        cuts = [cut for b in self.ranges for cut in each[b.path]]
         client = self.placed.kept.client
 
         def submit(i: int) -> Any:

@@ -168,6 +168,12 @@ def test_views_kept_on_the_workers_are_the_local_ones(
                 # c(U, D) added up range by range: the vector's float sum, to the bit
                 assert kept.coverage_total(kind) == local.coverage_total(kind) == y.sum(), kind
             assert kept.users_in_view == local.users_in_view
+            # what the assessing process keeps of a range: numbers, and bits per location
+            for b in kept.ranges:
+                arrays = [
+                    f.name for f in dataclasses.fields(b) if hasattr(getattr(b, f.name), "shape")
+                ]
+                assert arrays == ["used"] and b.used.size * 8 < len(local.locations) + 8
             if local.format == "clusters":  # made here of what the ranges tell, never gathered
                 _same_clusters(kept, local)
             assert kept.additive == local.additive
@@ -199,7 +205,7 @@ def test_views_kept_on_the_workers_are_the_local_ones(
                     assert np.array_equal(sets.offsets, whole_sets.offsets[a : b + 1] - lo)
             # beside the points and ids, only this view's ranges and its grid's pairs are kept
             grid = dict(kept.dimensions).get("grid")
-            kinds = {"pickle", "pickle.placed", "pickle.ids", kept.id}
+            kinds = {"pickle", "pickle.placed", "pickle.ids", kept.id, f"{kept.id}.counts"}
             if kept.format in ("presence", "probability"):  # a grid's pairs, kept for the next
                 kinds.add(f"pickle.pairs-{grid}")
             assert {name.split(".", 1)[1] for name in _files(cluster)} <= kinds
