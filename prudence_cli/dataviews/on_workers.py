@@ -54,6 +54,10 @@ if TYPE_CHECKING:
     from prudence_cli.select import Selection
 
 
+# the bytes of a view's counts per person (`KeptView.counts_of`) kept in the assessing
+# process: those of a view of a million people or so (8 bytes a person, a count)
+KEPT_COUNTS = 1 << 24
+
 # writes a view's table, with the ids of its users, to a path (catalog/writer.py)
 Write = Callable[[Dataview, np.ndarray, str], None]
 # makes a range's part of a per-person table: (its users' ids, *arguments) -> the part
@@ -140,6 +144,7 @@ class KeptView(RangeCounts):
     placed: PointsOnWorkers
     _seen: dict[str, bool] = field(default_factory=dict, repr=False)  # `sees`, by folder
     _numbered: dict[str, Any] = field(default_factory=dict, repr=False)  # `codes_of`, by kind
+    _counts: dict[str, list[np.ndarray]] = field(default_factory=dict, repr=False)  # `counts_of`
 
     on_workers = True
     labels = Dataview.labels
@@ -215,16 +220,30 @@ class KeptView(RangeCounts):
         self, field: str, which: Sequence[int] | None = None
     ) -> Iterator[tuple[Built, np.ndarray]]:
         """RangeCounts.counts_of: each range's read on the worker keeping it (a few at a
-        time)."""
-        client = self.placed.kept.client
+        time). A small view's (at most KEPT_COUNTS bytes of them) are kept here once read
+        whole: a view is asked for them a few times a level, and each asking costs a
+        round of tasks, more than the counts themselves for a view of a city."""
         held = self.ranges
         asked = range(len(held)) if which is None else which
+        if field in self._counts:
+            found = self._counts[field]
+            yield from ((held[i], found[i]) for i in asked)
+            return
+        client = self.placed.kept.client
 
         def submit(i: int) -> Any:
             return pinned(client, held[i].worker, range_counts, held[i].counts, field, i)
 
+        room = sum(v.nbytes for kept in self._counts.values() for v in kept)
+        keep: dict[int, np.ndarray] | None = None
+        if which is None and room + 8 * self.n_users <= KEPT_COUNTS:
+            keep = {}
         for i, values in windowed(client, asked, submit, _holders(held)):
+            if keep is not None:
+                keep[i] = values
             yield held[i], values
+        if keep is not None:  # (read whole: the reading was not left midway)
+            self._counts[field] = [keep[i] for i in range(len(held))]
 
     def table_parts(self, rows: int) -> Iterator[pd.DataFrame]:
         """The view's table (`Dataview.table_parts`) in parts of whole users, about `rows`
@@ -331,6 +350,7 @@ class KeptView(RangeCounts):
     def close(self) -> None:
         """The view's ranges removed from the workers' disks (the run's folder goes at its
         end in any case: this keeps a run of many views from filling the disks)."""
+        self._counts.clear()
         kept = [(b.worker, path) for b in self.ranges for path in kept_files(b.path)]
         self.placed.remove(list(dict.fromkeys(kept)))
 

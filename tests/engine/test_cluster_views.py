@@ -19,6 +19,7 @@ from prudence_cli.config import load_config
 
 pytest.importorskip("distributed")
 
+from prudence_cli.dataviews import on_workers  # noqa: E402
 from prudence_cli.engine.runner import DaskRunner  # noqa: E402
 
 CONFIGS = Path(__file__).parents[2] / "configs"
@@ -48,6 +49,25 @@ def _files(cluster) -> list[str]:
         return [p.name for folder in folders for p in folder.iterdir()]
 
     return [name for names in cluster.client.run(held).values() for name in names]
+
+
+def _people_as_local(kept, local, rng) -> None:
+    """What a kept view tells of its people (dataviews/range_counts.py): the local view's."""
+    assert np.array_equal(kept.offsets, local.offsets) and kept.rows == local.rows
+    # what the attacks and unicity read instead of the offsets (a byte a person)
+    assert np.array_equal(kept.in_view, local.in_view)
+    users = np.unique(np.r_[0, rng.integers(0, local.n_users + 1, 6), local.n_users])
+    assert np.array_equal(kept.rows_before(users), local.rows_before(users))
+    for kind in ("locations", "visits", "records", "segments"):
+        x, y = kept.coverage(kind), local.coverage(kind)
+        assert x.dtype == y.dtype and np.array_equal(x, y), kind
+        pieced = np.zeros(local.n_users)  # what the measures read, piece by piece
+        for first, values in kept.coverage_pieces(kind)():
+            pieced[first : first + values.shape[0]] = values
+        assert np.array_equal(pieced, y), kind
+        # c(U, D) added up range by range: the vector's float sum, to the bit
+        assert kept.coverage_total(kind) == local.coverage_total(kind) == y.sum(), kind
+    assert kept.users_in_view == local.users_in_view
 
 
 def _kept_ranges(view_id: str, dask_worker=None) -> list[tuple[int, int, bool]]:
@@ -148,26 +168,20 @@ def test_views_kept_on_the_workers_are_the_local_ones(
                 assert (x is None) == (y is None), field
                 if x is not None:
                     assert x.dtype == y.dtype and np.array_equal(x, y), (local.id, field)
-            assert np.array_equal(kept.offsets, local.offsets) and kept.rows == local.rows
-            # what the attacks and unicity read instead of the offsets (a byte a person)
-            assert np.array_equal(kept.in_view, local.in_view)
-            users = np.unique(np.r_[0, rng.integers(0, local.n_users + 1, 6), local.n_users])
-            assert np.array_equal(kept.rows_before(users), local.rows_before(users))
+            # its people, as the ranges' counts tell them: read from the workers each
+            # time, then as a small view's are kept here once read (KEPT_COUNTS)
+            with monkeypatch.context() as each_time:
+                each_time.setattr(on_workers, "KEPT_COUNTS", 0)
+                _people_as_local(kept, local, rng)
+                assert not kept._counts
+            _people_as_local(kept, local, rng)
+            assert kept._counts
+            _people_as_local(kept, local, rng)
             # and the rest: ids, dimensions, a trajectory's clock, profiles' split
             held = {*local.row_fields, "locations", "codes"}
             for name in (f.name for f in dataclasses.fields(local) if f.name not in held):
                 x, y = getattr(whole, name), getattr(local, name)
                 assert np.array_equal(x, y) if isinstance(y, np.ndarray) else x == y, name
-            for kind in ("locations", "visits", "records", "segments"):
-                x, y = kept.coverage(kind), local.coverage(kind)
-                assert x.dtype == y.dtype and np.array_equal(x, y), kind
-                pieced = np.zeros(local.n_users)  # what the measures read, piece by piece
-                for first, values in kept.coverage_pieces(kind)():
-                    pieced[first : first + values.shape[0]] = values
-                assert np.array_equal(pieced, y), kind
-                # c(U, D) added up range by range: the vector's float sum, to the bit
-                assert kept.coverage_total(kind) == local.coverage_total(kind) == y.sum(), kind
-            assert kept.users_in_view == local.users_in_view
             # what the assessing process keeps of a range: numbers, and bits per location
             for b in kept.ranges:
                 arrays = [
