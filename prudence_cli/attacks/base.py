@@ -294,19 +294,29 @@ def _counted(
     known_ones: np.ndarray | None,
 ) -> AttackResult:
     """`count_risks` of a problem already made (its `known_ones` ask nothing)."""
-    support = engine.min_support(problem)
+    support = engine.min_support(problem, floats=True)
     if isinstance(problem, RangedProblem):
         queried = asked(problem, engine.runner)
     else:
         queried = problem.queries.size_hi > 0
     instances, sampled = support.instances, support.sampled
-    in_view = view.in_view
-    # 1 / support where queried, made in place: beside the supports, no other vector of
-    # a number a person (the assessing process's memory at 1B people)
-    risk = np.zeros(view.n_users, dtype=float)
-    np.divide(1.0, support.minimum, out=risk, where=queried)
+    minimum = support.minimum
     del support
-    blind = in_view & ~queried
+    if minimum.dtype == np.float64:
+        # a ranged level's supports, as floats, become the risks in place: no other
+        # vector of a number a person (the assessing process's memory at 1B people).
+        # 1 / support where queried; times 0 (False) elsewhere, times 1 where queried
+        risk = minimum
+        np.divide(1.0, risk, out=risk, where=queried)
+        np.multiply(risk, queried, out=risk)
+    else:
+        risk = np.zeros(view.n_users, dtype=float)
+        np.divide(1.0, minimum, out=risk, where=queried)
+    del minimum
+    in_view = view.in_view
+    blind = ~queried
+    del queried
+    blind &= in_view
     risk[blind] = 1.0 / max(view.users_in_view, 1)
     if known_ones is not None:
         risk[known_ones & in_view] = 1.0

@@ -198,9 +198,11 @@ class Engine:
         self._last_work = (problem, planned)
         return planned
 
-    def min_support(self, problem: Level) -> Support:
+    def min_support(self, problem: Level, floats: bool = False) -> Support:
         """Minimum support per user over each user's queries (see problem.py); of a level
-        held in ranges of users, counted from them (engine/ranged.py)."""
+        held in ranges of users, counted from them (engine/ranged.py). With `floats`, a
+        ranged level's supports are float64 (whole numbers, exact): a vector its caller
+        may turn into the risks in place (attacks/base.py), with none beside it."""
         if self.strategy not in STRATEGIES:
             raise ValueError(f"unknown engine strategy {self.strategy!r}")
         if isinstance(problem, RangedProblem):
@@ -210,8 +212,8 @@ class Engine:
             # over the budget, with sizes to draw from (whole records never are sampled)
             over = planned.total > self.max_instances and bool(planned.plans)
             if over:
-                return ranged_sampled.sampled_support(self, problem, planned)
-            return ranged.support(self, problem, planned)
+                return ranged_sampled.sampled_support(self, problem, planned, floats)
+            return ranged.support(self, problem, planned, floats)
         whole, rest, plans, total = self._work(problem)
         self._last_work = None  # counted now: nothing to keep alive
         self._within_budget(total)
@@ -224,7 +226,8 @@ class Engine:
             # in ranges of users, one per worker: the level's lists are not kept here
             self._last_work = None
             del whole, rest, plans
-            return ranged.support(self, ranged.split(problem, self.runner, self.runner.shards))
+            split = ranged.split(problem, self.runner, self.runner.shards)
+            return ranged.support(self, split, floats=floats)
         support = np.full(problem.n_users, compiled.kernels.UNSET, dtype=np.int64)
         if not sampling and any(plan.strategy == "keyed" for plan in plans):
             # only keyed partitions depend on the labels; supports do not

@@ -80,7 +80,7 @@ class Engine(Protocol):
 
     def partition_budget(self, elements: int, users: int, s: int, weights: np.ndarray) -> int: ...
 
-    def min_support(self, problem: CountingProblem) -> Support: ...
+    def min_support(self, problem: CountingProblem, floats: bool = False) -> Support: ...
 
 
 @dataclass(frozen=True)
@@ -265,21 +265,26 @@ def _size_work(part: Part, holders: np.ndarray, sizes: np.ndarray) -> np.ndarray
 # --- counting --------------------------------------------------------------------------
 
 
-def support(engine: Engine, ranged: RangedProblem, planned: Work | None = None) -> Support:
+def support(
+    engine: Engine, ranged: RangedProblem, planned: Work | None = None, floats: bool = False
+) -> Support:
     """Minimum support per user of a ranged level counted exactly (`Engine.min_support`
     samples one over the budget in its ranges, engine/ranged_sampled.py), from its plan
-    (`work`, made here when not given)."""
+    (`work`, made here when not given); as float64 with `floats` (`counted`)."""
     planned = planned or work(engine, ranged)
-    minimum = counted(engine, ranged, planned)
+    minimum = counted(engine, ranged, planned, floats)
     minimum[minimum == unset(minimum.dtype)] = 0
     return Support(minimum, planned.total, False)
 
 
-def counted(engine: Engine, ranged: RangedProblem, planned: Work) -> np.ndarray:
+def counted(
+    engine: Engine, ranged: RangedProblem, planned: Work, floats: bool = False
+) -> np.ndarray:
     """The minimum support per user of every query the plan counts (whole records, then
     each size's partitions), `unset` for a user without any. In 32 bits when the people
-    are fewer than 2^31 − 1 (a support is at most their number): the assessing process holds
-    this vector beside the risks it gives."""
+    are fewer than 2^31 − 1 (a support is at most their number); with `floats`, in
+    float64 (exact: whole numbers below 2^53), the vector that becomes the level's risks
+    in the assessing process, with no other beside it."""
     runner = engine.runner
     if engine.jobs:
         set_threads(engine.jobs)
@@ -293,7 +298,9 @@ def counted(engine: Engine, ranged: RangedProblem, planned: Work) -> np.ndarray:
     # so that the workers do not hold it twice
     ranged.parts[:] = parts
     level = _Level(engine, parts, planned, ranged.n_users, ranged.ordered)
-    dtype = np.dtype(np.int32 if ranged.n_users < np.iinfo(np.int32).max else np.int64)
+    dtype: np.dtype = np.dtype(np.int32 if ranged.n_users < np.iinfo(np.int32).max else np.int64)
+    if floats:
+        dtype = np.dtype(np.float64)
     minimum = np.full(ranged.n_users, unset(dtype), dtype=dtype)
     level.whole(minimum)
     for plan in planned.plans:
@@ -303,7 +310,7 @@ def counted(engine: Engine, ranged: RangedProblem, planned: Work) -> np.ndarray:
 
 def unset(dtype: np.dtype) -> int:
     """What `counted` leaves in a minimum of `dtype` for a user without a query counted:
-    the largest 32-bit integer, or UNSET in 64 bits."""
+    the largest 32-bit integer, or UNSET in 64 bits (a power of two: a float64, too)."""
     if dtype == np.int32:
         return int(np.iinfo(np.int32).max)
     return int(compiled.kernels.UNSET)

@@ -37,9 +37,11 @@ from prudence_cli.engine.sampling import Drawer, rounds, sampled_widths
 from prudence_cli.engine.tasks import fold_results, least_per_owner
 
 
-def sampled_support(engine: Engine, ranged: RangedProblem, planned: Work) -> Support:
+def sampled_support(
+    engine: Engine, ranged: RangedProblem, planned: Work, floats: bool = False
+) -> Support:
     """The supports of a ranged level sampled (see the module), as Engine.min_support of
-    the whole level gives them, with the instances it checks."""
+    the whole level gives them (as float64 with `floats`), with the instances it checks."""
     runner, sample = engine.runner, engine.sample or 0
     # the exact share: whole records, and targets with at most `sample` instances
     parts = runner.each_kept(_exact_only, ranged.parts, sample)
@@ -49,7 +51,7 @@ def sampled_support(engine: Engine, ranged: RangedProblem, planned: Work) -> Sup
     exact_work = work(engine, exact)
     posting = [replace(plan, strategy="posting") for plan in exact_work.plans]
     exact_work = replace(exact_work, plans=posting)
-    minimum = counted(engine, exact, exact_work)
+    minimum = counted(engine, exact, exact_work, floats)
     del exact, parts
     checked = exact_work.whole + sum(plan.queries for plan in posting)
     # the drawn share, in rounds

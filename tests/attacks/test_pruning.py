@@ -32,9 +32,9 @@ class Recording(Engine):
 
     targets: list[int] = field(default_factory=list)
 
-    def min_support(self, problem: CountingProblem) -> Support:
+    def min_support(self, problem: CountingProblem, floats: bool = False) -> Support:
         self.targets.append(int((problem.queries.size_hi > 0).sum()))
-        return super().min_support(problem)
+        return super().min_support(problem, floats)
 
 
 @settings(max_examples=120, deadline=None)

@@ -75,6 +75,10 @@ def test_a_ranged_level_counts_as_the_whole_level(
     counted = support(engine, level)
     np.testing.assert_array_equal(counted.minimum, whole.minimum)
     assert counted.instances == whole.instances and not counted.sampled
+    # as floats, the vector the risks are made in (attacks/base.py): the same numbers
+    floats = support(engine, level, floats=True).minimum
+    assert floats.dtype == np.float64 and counted.minimum.dtype.kind == "i"
+    np.testing.assert_array_equal(floats, whole.minimum)
 
 
 def test_more_ranges_than_users_leave_some_empty():
@@ -96,6 +100,9 @@ def test_a_level_over_the_budget_is_sampled_in_its_ranges_as_the_whole_level():
     assert counted.sampled and whole.sampled
     np.testing.assert_array_equal(counted.minimum, whole.minimum)
     assert counted.instances == whole.instances == 83  # 32 whole, 36 exact, 15 drawn
+    floats = engine.min_support(split(problem, engine.runner, 3), floats=True)
+    assert floats.minimum.dtype == np.float64 and floats.instances == 83
+    np.testing.assert_array_equal(floats.minimum, whole.minimum)
 
 
 @settings(max_examples=80, deadline=None)
