@@ -232,3 +232,29 @@ def test_ranges_drawn_at_once_by_threads_of_one_worker_draw_their_own_queries():
     assert len(ranged_sampled._drawers) == len(level.parts) - 1
     del calls, call, level  # the ranges let go (as Dask does when it spills or forgets one)
     assert ranged_sampled._drawers == {}
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), folded=st.sampled_from([1, 3, 1 << 18]))
+def test_partition_results_fold_into_floats_as_into_integers(seed, folded):
+    """tasks.fold_results: a float minimum (the risks' vector) takes the results, a few
+    rows at a time, as the integer one does by the kernel."""
+    from prudence_cli.engine import tasks
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 30))
+    results = [
+        (
+            rng.integers(0, n, int(rng.integers(0, 12))).astype(np.int32),
+            rng.integers(1, 50, 12).astype(np.int32),
+        )
+        for _ in range(int(rng.integers(0, 5)))
+    ]
+    results = [(owners, counts[: owners.shape[0]]) for owners, counts in results]
+    whole = np.full(n, np.iinfo(np.int32).max, dtype=np.int32)
+    tasks.fold_results(whole, iter(results))
+    floats = np.full(n, float(np.iinfo(np.int32).max))
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(tasks, "_FOLDED", folded)
+        tasks.fold_results(floats, iter(results))
+    np.testing.assert_array_equal(floats, whole)
