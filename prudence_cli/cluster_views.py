@@ -278,7 +278,8 @@ class Built:
     users it holds ([first, last) among all) and where their ids are, and what the
     assessing process keeps of it: a few numbers, and the locations it holds. Its counts
     per user — rows, visits and distinct locations — stay beside it on the worker
-    (`counts`, read by `range_counts`): the assessing process holds no vector of them."""
+    (`counts`, read by `range_counts`), and those that are its rows are named (`as_rows`):
+    the assessing process reads them as it needs them (dataviews/range_counts.py)."""
 
     worker: str
     path: str
@@ -288,6 +289,7 @@ class Built:
     counts: str  # where the worker keeps its counts per user (`range_counts`)
     rows: int  # its rows
     users_in_view: int  # its users with a row
+    as_rows: tuple[str, ...]  # the counts that are its rows (kept once, as "rows")
     totals: dict[str, int | None]  # per count ("rows", "visits", "places"), its sum: None
     # when it is not of whole numbers (or the view is not additive)
     used: np.ndarray  # the location codes it holds, as bits (np.packbits; a bins view's
@@ -360,6 +362,7 @@ def range_view(
         scratch.written(Path(_counts_path(path)).name, counts),
         int(per_user.sum(dtype=np.int64)),
         int(np.count_nonzero(per_user)),
+        tuple(k for k, v in counts.items() if v is None),
         {k: _whole_total(v, per_user) if additive else None for k, v in counts.items()},
         np.packbits(held > 0),
     )

@@ -2,8 +2,9 @@
 the selected points (cluster_views.PointsOnWorkers), the view of each range of users is
 built on the worker that holds the range's points and kept on that worker's disk; the
 assessing process holds a `KeptView`: a few numbers per range and a vector per place
-(the locations the view holds), never the view's rows nor a vector per person (each
-range's counts per person stay on its worker: dataviews/range_counts.py).
+(the locations the view holds), never the view's rows; each range's counts per person
+stay on its worker (dataviews/range_counts.py), read from there as they are asked for,
+and kept here only for a small view (`KEPT_COUNTS`).
 
 Attacks whose levels are made in ranges of users (attacks/ranged.py) make them in these
 ranges. The catalog's per-person tables — the dataview's rows, the risks, the mobility
@@ -225,6 +226,8 @@ class KeptView(RangeCounts):
         round of tasks, more than the counts themselves for a view of a city."""
         held = self.ranges
         asked = range(len(held)) if which is None else which
+        if all(field in b.as_rows for b in held):
+            field = "rows"  # read and kept once
         if field in self._counts:
             found = self._counts[field]
             yield from ((held[i], found[i]) for i in asked)
@@ -240,6 +243,7 @@ class KeptView(RangeCounts):
             keep = {}
         for i, values in windowed(client, asked, submit, _holders(held)):
             if keep is not None:
+                values.setflags(write=False)  # kept: given out again, never changed
                 keep[i] = values
             yield held[i], values
         if keep is not None:  # (read whole: the reading was not left midway)

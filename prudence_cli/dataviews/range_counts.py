@@ -5,8 +5,8 @@ What is added up — its rows, who is in it, c(U, D) — comes of the few number
 sent back when it was built; the rest is read range by range from the workers, as it is
 asked for: who is in the view, its rows before a person, its coverage — as a vector over
 U, or piece by piece as the ranges hold it (measures/per_risk.py), a few ranges at a
-time in the assessing process's memory, never the view's rows nor a vector of counts
-kept for every person."""
+time in the assessing process's memory; never the view's rows, and counts kept for
+every person only of a small view (at most on_workers.KEPT_COUNTS bytes of them)."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ class RangeCounts:
     def rows_before(self, users: np.ndarray) -> np.ndarray:
         """The view's rows of the users before each of `users` (ascending): of the
         ranges' totals, and the counts of the ranges they fall within."""
-        order = sorted(range(len(self.ranges)), key=lambda k: self.ranges[k].first)
+        order = sorted(range(len(self.ranges)), key=lambda k: _bounds(self.ranges[k]))
         totals = np.cumsum([0] + [self.ranges[k].rows for k in order])
         firsts = np.array([self.ranges[k].first for k in order], dtype=np.int64)
         users = np.asarray(users, dtype=np.int64)
@@ -141,6 +141,10 @@ class RangeCounts:
         for b, values in self.counts_of(field):
             out[b.first : b.last] = values
         return out
+
+
+def _bounds(b: Built) -> tuple[int, int]:
+    return b.first, b.last
 
 
 def _field(kind: str) -> str:

@@ -200,9 +200,10 @@ class Engine:
 
     def min_support(self, problem: Level, floats: bool = False) -> Support:
         """Minimum support per user over each user's queries (see problem.py); of a level
-        held in ranges of users, counted from them (engine/ranged.py). With `floats`, a
-        ranged level's supports are float64 (whole numbers, exact): a vector its caller
-        may turn into the risks in place (attacks/base.py), with none beside it."""
+        held in ranges of users, counted from them (engine/ranged.py). With `floats`, the
+        supports of a level counted in ranges (held in them, or split into the runner's
+        shards) are float64 (whole numbers, exact): a vector its caller may turn into
+        the risks in place (attacks/base.py), with none beside it; others stay int64."""
         if self.strategy not in STRATEGIES:
             raise ValueError(f"unknown engine strategy {self.strategy!r}")
         if isinstance(problem, RangedProblem):

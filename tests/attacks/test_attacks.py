@@ -205,6 +205,26 @@ def test_known_ones_shortcut_gives_the_same_risks(case, attack):
     np.testing.assert_allclose(shortcut, risks(attack, view, h=2))
 
 
+@settings(max_examples=30, deadline=None)
+@given(
+    trajectories(),
+    st.sampled_from(["location", "location_sequence", "visit"]),
+    st.sampled_from([2, 3, "all"]),
+)
+def test_risks_made_in_place_of_ranged_supports_are_the_same_floats(case, attack, h):
+    """A level counted in ranges turns its float supports into its risks in place
+    (attacks/base._counted): bit for bit the risks made beside integer supports, with
+    the people known at risk 1 at a smaller h, the blind and the absent."""
+    data, users = case
+    view = trajectory_view(data, users)
+    known = risks(attack, view, h=1) >= 1
+    level = KnowledgeLevel(attack, (("h", h),))
+    whole = ATTACKS[attack].risks(view, level, ENGINES[0], known_ones=known).risk
+    for engine in ENGINES[3:]:  # the engines of ranges
+        ranged = ATTACKS[attack].risks(view, level, engine, known_ones=known).risk
+        np.testing.assert_array_equal(ranged, whole)
+
+
 def test_every_attack_is_declared_in_the_config_table_and_only_those():
     """The config validates attacks through config/knowledge.py without loading them:
     that table and the registry name the same attacks."""
