@@ -385,7 +385,12 @@ class _Level:
     ) -> None:
         budget, ceiling = self.runner.shard_limits()
         fit = ShardBudget(
-            budget, ceiling, lambda size: shard_bytes(size, self.users, self.n), self.ordered
+            budget,
+            ceiling,
+            # a shard holds the people with a position in it (people_held): one at most
+            # a position, never more than the level's
+            lambda size: shard_bytes(size, min(size, self.users), self.n),
+            self.ordered,
         )
 
         def measure(starts: Sequence[int], ends: np.ndarray) -> np.ndarray:

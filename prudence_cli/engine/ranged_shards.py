@@ -4,7 +4,7 @@ its worker joins from the pieces, with the partition tasks that read it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -13,7 +13,13 @@ from prudence_cli.engine.indexes import _element_order, _Postings, _query_sizes_
 from prudence_cli.engine.plan import begun_at, first_weights
 from prudence_cli.engine.problem import CountingProblem, Elements, QuerySpec, nbytes
 from prudence_cli.engine.shards import shard, shard_positions
-from prudence_cli.engine.tasks import _keyed_self_task, _keyed_task, _posting_task, _whole_task
+from prudence_cli.engine.tasks import (
+    _compact,
+    _keyed_self_task,
+    _keyed_task,
+    _posting_task,
+    _whole_task,
+)
 from prudence_cli.engine.whole import whole_targets, without_whole
 
 
@@ -37,16 +43,47 @@ def surveyed(problem: CountingProblem) -> Part:
     return Part(problem, whole, without_whole(problem, whole) if whole.any() else problem)
 
 
-# a piece of a shard: a range's problem cut to the shard, and which of its targets are
-# whole (None: not the whole-record queries' shard)
-Piece = tuple[CountingProblem, "np.ndarray | None"]
+# a piece of a shard: a range's problem cut to the shard, of the range's people who hold a
+# suffix in it only (`held`, sorted, of the range's `of`; None: every one of them), and
+# which of its targets are whole (None: not the whole-record queries' shard)
+Piece = tuple[CountingProblem, "np.ndarray | None", "np.ndarray | None", int]
+
+
+def people_held(problem: CountingProblem, flags: np.ndarray | None) -> Piece:
+    """A range's problem cut to a shard (shards.shard: every person, most with nothing)
+    as a piece of the people who hold something in it: the others hold no position, so
+    their lists go by their offsets alone, and the shard's per-person arrays are as
+    long as the people it counts, not as the level's."""
+    members, spec = problem.members, problem.queries
+    holding = members.lengths > 0
+    if spec.elements is not members:
+        holding |= spec.elements.lengths > 0
+    held = np.flatnonzero(holding)
+    if held.shape[0] == problem.n_users:
+        return problem, flags, None, problem.n_users
+
+    def kept(lists: Elements) -> Elements:
+        return Elements(np.r_[lists.offsets[held], lists.offsets[-1]], lists.elements, lists.values)
+
+    lists = kept(members)
+    totals = None if spec.list_totals is None else spec.list_totals[held]
+    spec = replace(
+        spec,
+        elements=lists if spec.elements is members else kept(spec.elements),
+        size_lo=spec.size_lo[held],
+        size_hi=spec.size_hi[held],
+        list_totals=totals,
+    )
+    cut = replace(problem, members=lists, queries=spec)
+    return cut, None if flags is None else flags[held], held, problem.n_users
 
 
 @dataclass(frozen=True)
 class PieceSize:
     """What joining a piece needs to know before reading it (`piece_size`)."""
 
-    users: int
+    users: int  # the people it holds
+    of: int  # the people of its range
     members: int  # positions of its members' lists
     queries: int  # positions of its queries' lists (the members' again when their own)
     own: bool  # its queries are its members
@@ -56,10 +93,11 @@ class PieceSize:
 
 
 def piece_size(piece: Piece) -> PieceSize:
-    problem, flags = piece
+    problem, flags, _, of = piece
     spec = problem.queries
     return PieceSize(
         problem.n_users,
+        of,
         int(problem.members.elements.shape[0]),
         int(spec.elements.elements.shape[0]),
         spec.elements is problem.members,
@@ -77,6 +115,7 @@ class _Joining:
         self.sizes = sizes
         self.own = all(size.own for size in sizes)
         self.users = np.cumsum([0] + [size.users for size in sizes]).tolist()
+        self.first = np.cumsum([0] + [size.of for size in sizes]).tolist()  # in the level
         self.members = np.cumsum([0] + [size.members for size in sizes]).tolist()
         self.queries = np.cumsum([0] + [size.queries for size in sizes]).tolist()
         if len({(size.upper, size.totals) for size in sizes}) > 1:
@@ -96,13 +135,23 @@ class _Joining:
         self.upper = np.empty(self.queries[-1]) if self.sizes[0].upper else None
         self.flags = np.zeros(users, dtype=bool) if self.sizes[0].flags else None
         self.totals = np.empty(users) if self.sizes[0].totals else None
+        # who each is among the level's people
+        self.people = np.empty(users, dtype=np.int32 if self.first[-1] < 2**31 else np.int64)
 
-    def put(self, problem: CountingProblem, flags: np.ndarray | None, k: int) -> None:
+    def put(
+        self,
+        problem: CountingProblem,
+        flags: np.ndarray | None,
+        held: np.ndarray | None,
+        of: int,
+        k: int,
+    ) -> None:
         """The k-th piece, in its place."""
         if not self.made:
             self._make(problem)
         spec = problem.queries
         u, n = self.users[k], problem.n_users
+        self.people[u : u + n] = self.first[k] + (np.arange(n) if held is None else held)
         _put_lists(self.member_lists, problem.members, u, self.members[k])
         if not self.own:
             _put_lists(self.query_lists, spec.elements, u, self.queries[k])
@@ -120,9 +169,11 @@ class _Joining:
         if not self.made:
             return 0
         held = (self.member_lists, self.query_lists, self.size_lo, self.size_hi, self.upper)
-        return nbytes(*held, self.flags, self.totals)
+        return nbytes(*held, self.flags, self.totals, self.people)
 
-    def joined(self) -> Piece:
+    def joined(self) -> tuple[CountingProblem, np.ndarray | None, np.ndarray]:
+        """The shard's problem, of the people its pieces hold, which of its targets are
+        whole, and who its people are among the level's."""
         if not self.made:
             raise ValueError("a shard is joined from one piece at least")
         match, ordered, mode, compose, delta = self.settings
@@ -136,7 +187,7 @@ class _Joining:
             delta,
             self.totals,
         )
-        return CountingProblem(self.member_lists, spec, match, ordered), self.flags
+        return CountingProblem(self.member_lists, spec, match, ordered), self.flags, self.people
 
 
 def _empty_lists(like: Elements, users: int, positions: int) -> Elements:
@@ -186,16 +237,17 @@ def _measured(part: Part, kind: str, starts: list[int], ends: np.ndarray) -> np.
     return shard_positions(part.problem if kind == "whole" else part.rest, starts, ends)
 
 
-def _cut(part: Part, lo: int, hi: int, kind: str) -> tuple[CountingProblem, np.ndarray | None]:
+def _cut(part: Part, lo: int, hi: int, kind: str) -> Piece:
     """The range's piece of the shard of elements [lo, hi): the suffixes of its lists
     (shards.shard) of the rest, or (`kind` whole) of the problem whole-record queries
-    read, with the targets whose whole query begins in [lo, hi) (held whole, then)."""
+    read, with the targets whose whole query begins in [lo, hi) (held whole, then); of
+    the people who hold a suffix (`people_held`)."""
     if kind != "whole":
-        return shard(part.rest, lo, hi).problem, None
+        return people_held(shard(part.rest, lo, hi).problem, None)
     cut = shard(part.problem, lo, hi).problem
     lengths = part.problem.queries.elements.lengths
     begins = part.whole & (lengths > 0) & (cut.queries.elements.lengths == lengths)
-    return cut, begins
+    return people_held(cut, begins)
 
 
 class Firsts:
@@ -224,9 +276,18 @@ class ShardData:
     postings: _Postings | None = None
     whole: np.ndarray | None = None  # whole-record targets, by first query element
     whole_first: np.ndarray | None = None
+    people: np.ndarray | None = None  # who its people are among the level's (None: the same)
+    level: int = 0  # the level's people
+
+    def of_level(self, result: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """A task's result (its people, their least support) with the level's people."""
+        owners, counts = result
+        if self.people is None:
+            return owners, counts
+        return _compact(self.level, self.people[owners], counts)
 
     def __sizeof__(self) -> int:
-        held: list[object] = [self.problem, self.whole, self.whole_first]
+        held: list[object] = [self.problem, self.whole, self.whole_first, self.people]
         for firsts in (self.members, self.queries):
             if firsts is not None:
                 held += [firsts.order, firsts.bounds]
@@ -254,10 +315,11 @@ class ShardJoiner:
         return joining
 
     def join_finish(self, joining: _Joining) -> ShardData:
-        problem, flags = joining.joined()
+        problem, flags, people = joining.joined()
+        level = int(joining.first[-1])
         del joining
         n = self.n
-        data = ShardData(problem, n)
+        data = ShardData(problem, n, people=people, level=level)
         if self.kind == "keyed":
             data.members = Firsts(problem.members, n)
             if not problem.self_queries:
@@ -286,12 +348,14 @@ def _keyed_part(
         members = problem.members
         owners = _owners(members.offsets, m_starts)
         per_start = begun_at(members.offsets, m_starts, owners, s)
-        return _keyed_self_task(
-            problem, m_starts, per_start, s, data.n_elements, brute_limit, worker
+        return data.of_level(
+            _keyed_self_task(problem, m_starts, per_start, s, data.n_elements, brute_limit, worker)
         )
     assert data.queries is not None
     q_starts = data.queries.starts(lo, hi)
-    return _keyed_task(problem, m_starts, q_starts, s, data.n_elements, brute_limit, worker)
+    return data.of_level(
+        _keyed_task(problem, m_starts, q_starts, s, data.n_elements, brute_limit, worker)
+    )
 
 
 def _owners(offsets: np.ndarray, positions: np.ndarray) -> np.ndarray:
@@ -308,10 +372,12 @@ def _posting_part(
     data: ShardData, lo: int, hi: int, s: int, worker: Any
 ) -> tuple[np.ndarray, np.ndarray]:
     assert data.queries is not None and data.postings is not None
-    return _posting_task((data.problem, data.postings), data.queries.starts(lo, hi), s, worker)
+    return data.of_level(
+        _posting_task((data.problem, data.postings), data.queries.starts(lo, hi), s, worker)
+    )
 
 
 def _whole_part(data: ShardData, lo: int, hi: int, worker: Any) -> tuple[np.ndarray, np.ndarray]:
     assert data.whole is not None and data.whole_first is not None and data.postings is not None
     a, b = np.searchsorted(data.whole_first, [lo, hi])
-    return _whole_task((data.problem, data.postings), data.whole[a:b], worker)
+    return data.of_level(_whole_task((data.problem, data.postings), data.whole[a:b], worker))

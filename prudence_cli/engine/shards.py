@@ -279,7 +279,7 @@ def fitted_shards(
     if fit.cost(0) > fit.budget:  # no cut makes a shard fit: each would hold one element
         raise BudgetError(
             f"on the Dask workers, any shard of this level needs about {_gb(fit.cost(0))} "
-            "for its people and elements alone, more than a third of the smallest "
+            "for what it holds of every element alone, more than a third of the smallest "
             f"worker's memory limit ({_gb(fit.ceiling)}): give the workers more memory "
             "(dask worker --memory-limit)"
         )

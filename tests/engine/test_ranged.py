@@ -25,11 +25,13 @@ pytestmark = pytest.mark.usefixtures("kernels")
 
 def gather(level, runner) -> CountingProblem:
     """The ranged level's problem in this process: its ranges' users one after the other."""
-    pieces = [(problem, None) for problem in runner.each(_problem_of, level.parts)]
+    pieces = [(p, None, None, p.n_users) for p in runner.each(_problem_of, level.parts)]
     joining = _Joining([piece_size(piece) for piece in pieces])
     for k, piece in enumerate(pieces):
         joining.put(*piece, k)
-    return joining.joined()[0]
+    problem, _, people = joining.joined()
+    assert np.array_equal(people, np.arange(problem.n_users))  # every person, in order
+    return problem
 
 
 def _problem_of(part) -> CountingProblem:
@@ -258,3 +260,32 @@ def test_partition_results_fold_into_floats_as_into_integers(seed, folded):
         patched.setattr(tasks, "_FOLDED", folded)
         tasks.fold_results(floats, iter(results))
     np.testing.assert_array_equal(floats, whole)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), ranges=st.integers(1, 5), lo=st.integers(0, 8))
+def test_a_shard_holds_only_the_people_with_a_position_in_it(seed, ranges, lo):
+    """A shard's per-person arrays are as long as the people whose lists reach into its
+    elements (ranged_shards.people_held), not the level's, and it knows who they are
+    among the level's people."""
+    from prudence_cli.engine.ranged_shards import ShardJoiner, _cut
+
+    problem = random_problem(np.random.default_rng(seed), 30, 9, 2, match="dominance")
+    runner = LocalRunner(shards=2)
+    level = split(problem, runner, ranges)
+    hi = lo + 2
+    joiner = ShardJoiner(9, "posting")
+    pieces = runner.each(_cut, level.parts, lo, hi, "posting")
+    joining = joiner.join_start([joiner.piece_size(piece) for piece in pieces])
+    for k, piece in enumerate(pieces):
+        joining = joiner.join_piece(joining, piece, k)
+    data = joiner.join_finish(joining)
+    members, queries = problem.members, problem.queries.elements
+    reach = [
+        any(lo <= e < hi for e in lists.elements[lists.offsets[u] : lists.offsets[u + 1]])
+        for u in range(problem.n_users)
+        for lists in (members, queries)
+    ]
+    expected = [u for u in range(problem.n_users) if reach[2 * u] or reach[2 * u + 1]]
+    assert data.people is not None and data.people.tolist() == expected
+    assert data.problem.n_users == len(expected) and data.level == problem.n_users

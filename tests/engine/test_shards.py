@@ -239,7 +239,7 @@ def test_shards_reach_as_far_as_fits_past_a_window_and_inside_a_wide_partition(o
     assert all(a[0][1] == b[0][0] for a, b in zip(found, found[1:], strict=False))
 
 
-def test_a_shard_whose_people_alone_do_not_fit_is_refused():
+def test_a_shard_whose_fixed_part_alone_does_not_fit_is_refused():
     fit = ShardBudget(100, 300, lambda size: 150 + size)
-    with pytest.raises(BudgetError, match="people and elements alone.*--memory-limit"):
+    with pytest.raises(BudgetError, match="of every element alone.*--memory-limit"):
         list(fitted_shards([(0, 9)], np.ones(9), 2, _widths, fit))
