@@ -61,15 +61,59 @@ def _partitions(weights: np.ndarray, budget: int) -> list[tuple[int, int]]:
     """Contiguous element ranges [lo, hi) with at most `budget` instances each (greedy).
 
     A single element with more instances than the budget forms a partition of its own.
-    """
+    Elements of no work after such an element, up to the next with work, are in none.
+    Found a partition at a time by a search of the running sums (a level can have tens of
+    millions of elements), where those sums are exact: whole weights, their total below
+    2^53; else element by element (`_partitions_in_turn`), which is the definition."""
+    weights = np.asarray(weights)
+    n = weights.shape[0]
+    if n == 0:
+        return []
+    sums = np.zeros(n + 1)
+    np.cumsum(weights, out=sums[1:])
+    if not (sums[-1] < 2.0**53 and weights.min() >= 0 and _whole(weights)):
+        return _partitions_in_turn(weights, budget)
+    ranges = []
+    lo = 0
+    while lo < n and sums[n] > sums[lo]:
+        # the first e at which the partition from lo would pass the budget; it closes
+        # there unless it holds no work yet (then e is alone, and closes after it)
+        e = int(np.searchsorted(sums, sums[lo] + budget, side="right")) - 1
+        if e < n and sums[e] == sums[lo]:
+            e += 1
+        if e >= n:
+            break
+        ranges.append((lo, e))
+        lo = e
+    if lo < n and sums[n] > sums[lo]:
+        ranges.append((lo, n))
+    return ranges
+
+
+def _whole(weights: np.ndarray) -> bool:
+    """Whether every weight is a whole number."""
+    if weights.dtype.kind in "iub":
+        return True
+    step = 1 << 20
+    return all(
+        np.array_equal(chunk, np.floor(chunk))
+        for chunk in (weights[i : i + step] for i in range(0, weights.shape[0], step))
+    )
+
+
+def _partitions_in_turn(weights: np.ndarray, budget: int) -> list[tuple[int, int]]:
+    """`_partitions`, adding one element at a time (a million at a time as Python
+    floats)."""
     ranges = []
     lo = 0
     acc = 0.0
-    for e, w in enumerate(weights.tolist()):
-        if acc > 0 and acc + w > budget:
-            ranges.append((lo, e))
-            lo, acc = e, 0.0
-        acc += w
+    step = 1 << 20
+    for start in range(0, weights.shape[0], step):
+        for e, w in enumerate(weights[start : start + step].tolist(), start):
+            if acc > 0 and acc + w > budget:
+                ranges.append((lo, e))
+                lo, acc = e, 0.0
+            acc += w
     if acc > 0:
         ranges.append((lo, len(weights)))
     return ranges

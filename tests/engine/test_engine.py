@@ -17,6 +17,7 @@ from prudence_cli.engine import (
     _key_order,
     _partitions,
 )
+from prudence_cli.engine.plan import _partitions_in_turn
 from prudence_cli.engine.tasks import _partial, distinct_queries
 from prudence_cli.errors import BudgetError
 from tests.reference import engine_support
@@ -145,6 +146,41 @@ def test_partitions_cover_every_element_within_budget():
     assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:], strict=False))
     for lo, hi in ranges:
         assert weights[lo:hi].sum() <= 5 or hi - lo == 1
+
+
+def partitions_by_definition(weights, budget):
+    """The greedy partitioning, literally: add each element to the open partition, and
+    close it first when it holds work and the element would take it past the budget."""
+    ranges, lo, acc = [], 0, 0.0
+    for e, w in enumerate(weights):
+        if acc > 0 and acc + float(w) > budget:
+            ranges.append((lo, e))
+            lo, acc = e, 0.0
+        acc += float(w)
+    if acc > 0:
+        ranges.append((lo, len(weights)))
+    return ranges
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.one_of(st.just(0), st.integers(0, 12), st.integers(0, 2**40)), max_size=60),
+    st.integers(1, 40),
+    st.sampled_from(["float", "int"]),
+)
+def test_partitions_searched_are_the_greedy_partitions(weights, budget, dtype):
+    array = np.array(weights, dtype=np.float64 if dtype == "float" else np.int64)
+    expected = partitions_by_definition(weights, budget)
+    assert _partitions(array, budget) == expected
+    assert _partitions_in_turn(array.astype(np.float64), budget) == expected
+
+
+def test_partitions_of_inexact_sums_are_made_in_turn():
+    """Weights that are not whole, or whose total passes 2^53, are partitioned an element
+    at a time: the definition's floating-point sums, not a search of rounded ones."""
+    for weights in ([0.5, 0.25, 4.5, 0.0, 3.0], [2.0**62, 1.0, 3.0, 2.0**62, 0.0, 2.0]):
+        array = np.array(weights)
+        assert _partitions(array, 4) == partitions_by_definition(weights, 4)
 
 
 def test_a_query_asked_by_many_is_checked_once_as_its_match_reads_it():
