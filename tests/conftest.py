@@ -184,10 +184,8 @@ def ranges_number_as_the_whole(view, kind: str, lists: str, bounds: list[int]):
     pairs = list(zip(bounds[:-1], bounds[1:], strict=True))
     parts = [view.users(a, b) for a, b in pairs]
 
-    def call(method, *args):
-        return [getattr(part, method)(*args) for part in parts]
-
-    codes = type(view).numbering(kind, call)
+    numbering = type(view).numbering(kind)
+    codes = numbering.of([getattr(part, numbering.part)() for part in parts])
     whole = getattr(view, lists)()
     for a, b in pairs:
         ranged = getattr(view.users(a, b).numbered(kind, codes), lists)()

@@ -166,13 +166,13 @@ class Dataview:
         return replace(self, n_users=last - first, **rows)
 
     @classmethod
-    def numbering(cls, kind: str, call: Callable[..., list[Any]]) -> Any:
-        """The numbering `kind` (one of `numberings`) of the view whose parts
-        `call(method, *args)` asks, each part's `method(*args)` in a list (one part: the
-        view itself; on Dask workers, each range kept there)."""
+    def numbering(cls, kind: str) -> Any:
+        """The class of the numbering `kind` (one of `numberings`): its `part`, the method
+        of each part of a view (the view itself; on Dask workers, each range kept there)
+        whose results, in a list, its `of` makes the whole view's codes of."""
         if kind not in cls.numberings:
             raise ValueError(f"{cls.format} views number no {kind}")
-        return cls.codes_class.of(call)
+        return cls.codes_class
 
     def numbered(self, kind: str, codes: Any = None) -> Dataview:
         """The view with its elements `kind` numbered by `codes` (default: its own, as a
@@ -185,7 +185,7 @@ class Dataview:
     @cached_property
     def _own_codes(self) -> Any:
         """Its own elements' codes, made once (each level of an attack asks again)."""
-        return self.codes_class.of(lambda method, *args: [getattr(self, method)(*args)])
+        return self.codes_class.of([getattr(self, self.codes_class.part)()])
 
     @property
     def rows(self) -> int:

@@ -182,21 +182,23 @@ class KeptView(RangeCounts):
         first = np.array([b.first for b in held] + [self.n_users], dtype=np.int64)
         codes = None
         if numbering is not None and held:
-            client = self.placed.kept.client
-            workers = sorted(_holders(held))
-            (codes,) = client.scatter([self.codes_of(numbering)], workers=workers, hash=False)
+            codes = self.codes_of(numbering)
         calls = [(b.worker, (b.path, b.first, b.last, numbering, codes)) for b in held]
         return first, runner.pinned(_range_of, calls)
 
     def codes_of(self, kind: str) -> Any:
-        """The numbering `kind` of the whole view (Dataview.numbering), from what each
-        range tells of its rows (made here once per view and kind)."""
+        """The numbering `kind` of the whole view (Dataview.numbering), made on a worker
+        from what each range tells of its rows, once per view and kind: a future there,
+        which the ranges numbered by it fetch (its codes, a number per distinct element,
+        never come here)."""
         if kind not in self._numbered:
-
-            def call(method: str, *args: Any) -> list[Any]:
-                return self.called(method, [args] * len(self.ranges))
-
-            self._numbered[kind] = self.view_class.numbering(kind, call)
+            codes = self.view_class.numbering(kind)
+            client = self.placed.kept.client
+            told = [
+                pinned(client, b.worker, _range_call, b.path, codes.part, (), i)
+                for i, b in enumerate(self.ranges)
+            ]
+            self._numbered[kind] = client.submit(_numbered_of, codes, told, pure=False)
         return self._numbered[kind]
 
     def called(self, method: str, arguments: Sequence[tuple[Any, ...]]) -> list[Any]:
@@ -355,6 +357,7 @@ class KeptView(RangeCounts):
         """The view's ranges removed from the workers' disks (the run's folder goes at its
         end in any case: this keeps a run of many views from filling the disks)."""
         self._counts.clear()
+        self._numbered.clear()  # the codes' futures: released on their worker
         kept = [(b.worker, path) for b in self.ranges for path in kept_files(b.path)]
         self.placed.remove(list(dict.fromkeys(kept)))
 
@@ -435,6 +438,11 @@ def _range_call(path: str, method: str, args: tuple[Any, ...], i: int) -> tuple[
     """The kept range's `method(*args)` (Dataview.numbering's parts)."""
     view = read_view(path)
     return i, getattr(view, method)(*args)
+
+
+def _numbered_of(codes: Any, told: list[tuple[int, Any]]) -> Any:
+    """The whole view's codes (KeptView.codes_of), from what each range `told`."""
+    return codes.of([found for _, found in sorted(told, key=lambda t: t[0])])
 
 
 def _range_table(path: str, ids: str, lo: int, hi: int, i: int) -> tuple[int, Any]:

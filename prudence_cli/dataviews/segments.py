@@ -5,7 +5,6 @@ floored to the `time` granularity (bins aligned on local midnight of `input.time
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -50,11 +49,12 @@ class TripleCodes:
     pairs: np.ndarray  # the distinct (segment, t_origin) as rank × |t_origin| + rank
     keys: np.ndarray  # the triples as pair rank × |t_destination| + rank: sorted, distinct
 
+    part: ClassVar[str] = "distinct_triples"  # what each part of the view tells
+
     @classmethod
-    def of(cls, call: Callable[..., list[Any]]) -> TripleCodes:
-        """The codes of the view whose parts `call` asks (Dataview.numbering): from each
+    def of(cls, found: list[Triple]) -> TripleCodes:
+        """The codes of the view whose parts told `found` (Dataview.numbering): each
         part's distinct triples."""
-        found = call("distinct_triples")
         joined = [
             np.concatenate([f[k] for f in found] or [np.zeros(0, np.int64)]) for k in range(3)
         ]

@@ -9,7 +9,7 @@ one (DESIGN.md section 4).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -52,11 +52,12 @@ class VisitCodes:
     def frame(self) -> tuple[int, int]:
         return self.low, self.span
 
+    part: ClassVar[str] = "distinct_visits"  # what each part of the view tells
+
     @classmethod
-    def of(cls, call: Callable[..., list[Any]]) -> VisitCodes:
-        """The codes of the view whose parts `call` asks (Dataview.numbering): from each
+    def of(cls, found: list[tuple[np.ndarray, np.ndarray]]) -> VisitCodes:
+        """The codes of the view whose parts told `found` (Dataview.numbering): each
         part's distinct visits."""
-        found = call("distinct_visits")
         location = np.concatenate([f[0] for f in found]) if found else np.zeros(0, np.int64)
         tbin = np.concatenate([f[1] for f in found]) if found else np.zeros(0, np.int64)
         low = int(tbin.min(initial=0))

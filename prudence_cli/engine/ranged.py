@@ -195,6 +195,26 @@ class Census:
     members: int  # positions of the members' lists
     queries: int  # positions of the queries' lists (the members' again when their own)
 
+    def __add__(self, other: Census) -> Census:
+        """The census of the two ranges together."""
+        short, long = sorted((self.holders, other.holders), key=len)
+        holders = long.copy()
+        holders[: short.shape[0]] += short
+        return Census(
+            holders,
+            max(self.top, other.top),
+            np.union1d(self.sizes, other.sizes),
+            self.whole + other.whole,
+            self.whole_elements + other.whole_elements,
+            self.members + other.members,
+            self.queries + other.queries,
+        )
+
+    @classmethod
+    def none(cls) -> Census:
+        """The census of no range."""
+        return cls(np.zeros(0, dtype=np.int64), -1, np.zeros(0, dtype=np.int64), 0, 0.0, 0, 0)
+
 
 def census(part: Part) -> Census:
     problem = part.problem
@@ -231,24 +251,17 @@ class Work:
 def work(engine: Engine, ranged: RangedProblem) -> Work:
     """The plan of a ranged level, as `Engine.plan` makes it of the whole level."""
     runner = engine.runner
-    # each range's census added in turn: a vector per element each, not held together
-    holders = np.zeros(0, dtype=np.int64)  # as long as the largest element id + 1
-    asked: list[np.ndarray] = []
-    whole = members = queries = 0
-    whole_elements = 0.0
-    for c in runner.each_streamed(census, ranged.parts):
-        holders = _grown(holders, c.top + 1)  # (a range's holders: up to its top)
-        holders[: c.holders.shape[0]] += c.holders
-        asked.append(c.sizes)
-        whole, whole_elements = whole + c.whole, whole_elements + c.whole_elements
-        members, queries = members + c.members, queries + c.queries
-    sizes = np.unique(np.concatenate(asked)) if asked else np.zeros(0)
+    # the ranges' censuses added up where they are: a vector per element each
+    c = runner.summed(census, ranged.parts) or Census.none()
+    holders = _grown(c.holders, c.top + 1)  # as long as the largest element id + 1
+    sizes = c.sizes
     sums = sum(runner.each(_size_work, ranged.parts, holders, sizes), np.zeros((sizes.size, 3)))
     plans = size_plans(sizes, sums, ranged.self_queries, engine.strategy)
-    total = whole + sum(plan.instances for plan in plans)
-    lists = members + (0 if ranged.self_queries else queries)
+    total = c.whole + sum(plan.instances for plan in plans)
+    lists = c.members + (0 if ranged.self_queries else c.queries)
     own = ranged.self_queries
-    return Work(holders, plans, total, whole, whole_elements, members + queries, lists, own)
+    elements = c.members + c.queries
+    return Work(holders, plans, total, c.whole, c.whole_elements, elements, lists, own)
 
 
 def _grown(values: np.ndarray, size: int) -> np.ndarray:
@@ -369,10 +382,8 @@ class _Level:
         """Per element, the work of the partitions beginning there: each range's added in
         range order, one at a time."""
         own = self.planned.own
-        total = np.zeros(self.n)
-        for found in self.runner.each_streamed(_first_weights, self.parts, kind, s, self.n, own):
-            total += found
-        return total
+        total = self.runner.summed(_first_weights, self.parts, kind, s, self.n, own)
+        return np.zeros(self.n) if total is None else total
 
     def _fold(
         self,

@@ -77,9 +77,8 @@ def _drawn_support(
     # list repeats one (unordered), else each range's distinct holders
     rarity = planned.holders
     if ranged.ordered:
-        rarity = np.zeros(n, dtype=np.int64)
-        for found in runner.each_streamed(_holders, ranged.parts, n):
-            rarity += found
+        found = runner.summed(_holders, ranged.parts, n)
+        rarity = np.zeros(n, dtype=np.int64) if found is None else found
     rarity_handle = runner.share(rarity)
     posted = runner.each_kept(_posted, ranged.parts, n)
     widest = max(runner.each(_widest, ranged.parts), default=1)

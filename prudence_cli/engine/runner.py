@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import operator
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -98,6 +99,19 @@ class LocalRunner:
     def each_streamed(self, task: Task, placed: list[Any], *args: Any) -> Iterator[Any]:
         """As `each`, one result at a time."""
         return (task(item, *args) for item in placed)
+
+    def summed(self, task: Task, placed: list[Any], *args: Any) -> Any:
+        """The sum of `task(item, *args)` over the items `placed` (None for none): a
+        range's vector per element each, added here one after the other."""
+        total = None
+        for item in placed:
+            found = task(item, *args)
+            if isinstance(total, np.ndarray) and np.result_type(total, found) == total.dtype:
+                total += found  # in place (the first result is the task's own)
+            else:
+                total = found if total is None else total + found
+            del found
+        return total
 
     def each_kept(self, task: Task, placed: list[Any], *args: Any) -> list[Any]:
         """As `each`, each result kept where its item is (here: returned)."""
@@ -308,6 +322,25 @@ class DaskRunner:
                 yield result
         finally:
             for future in futures:
+                self._homes.pop(future.key, None)
+                future.release()
+
+    def summed(self, task: Task, placed: list[Any], *args: Any) -> Any:
+        """LocalRunner.summed, added on the workers two by two: only the total comes here,
+        not a range's vector per element at a time. Added in another order than there:
+        the same sums for whole numbers (below 2^53 as floats)."""
+        futures = self.each_kept(task, placed, *args)
+        adding = futures
+        try:
+            while len(adding) > 1:
+                pairs = [
+                    self.client.submit(operator.add, a, b, pure=False)
+                    for a, b in zip(adding[0::2], adding[1::2], strict=False)
+                ]
+                adding = pairs + adding[len(pairs) * 2 :]
+            return adding[0].result() if adding else None
+        finally:
+            for future in futures + adding:
                 self._homes.pop(future.key, None)
                 future.release()
 

@@ -215,7 +215,7 @@ def test_a_triple_missing_from_the_codes_is_refused():
     from prudence_cli.dataviews.segments import TripleCodes
 
     view = segment_view({0: [(1, 0, 0)], 1: [(2, 1, 1)]}, [0, 1])
-    codes = TripleCodes.of(lambda method: [view.users(0, 1).distinct_triples()])
+    codes = TripleCodes.of([view.users(0, 1).distinct_triples()])
     with pytest.raises(AssertionError, match="not among"):
         view.numbered("triples", codes).triples()
 

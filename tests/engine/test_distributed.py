@@ -166,6 +166,8 @@ def test_a_view_of_trajectories_on_the_workers_is_never_gathered(
     stream a whole draw reads: the local catalog, without the view's rows ever coming
     here."""
     from prudence_cli.dataviews.on_workers import KeptView
+    from prudence_cli.dataviews.segments import TripleCodes
+    from prudence_cli.dataviews.trajectory import VisitCodes
 
     cuts, attacks, levels = NEVER_GATHERED[name]
     text = (CONFIGS / f"{name}.yaml").read_text()
@@ -180,7 +182,12 @@ def test_a_view_of_trajectories_on_the_workers_is_never_gathered(
     def gathered(self):
         raise AssertionError("the view was gathered")
 
+    def numbered_here(cls, found):
+        raise AssertionError("the view's codes were made in the assessing process")
+
     monkeypatch.setattr(KeptView, "whole", gathered)
+    for codes in (VisitCodes, TripleCodes):  # made on a worker (KeptView.codes_of)
+        monkeypatch.setattr(codes, "of", classmethod(numbered_here))
     spread = run_assessment(config, tmp_path / "dask", _engine(config, cluster), None)
     views = spread.manifest["dataviews"]  # its table, risks [and people's measures]
     tables = sum(2 + (view.get("measures") is not None) for view in views)
@@ -1173,3 +1180,29 @@ def test_a_worker_leaving_after_the_run_that_pinned_tasks_to_it_stops_nothing():
         assert later.result() is None and not later.cancelled()
     finally:
         runner.close()
+
+
+@pytest.mark.parametrize("ranges", [1, 2, 5])
+def test_the_ranges_sums_are_added_on_the_workers_as_here(cluster, ranges):
+    """A ranged level's census (each range's holders per element, its query sizes and
+    counts) and its partition weights are added up on the workers (DaskRunner.summed):
+    the numbers a local run adds up one range after the other."""
+    from prudence_cli.engine.ranged import census, split
+    from prudence_cli.engine.ranged_shards import _first_weights
+    from prudence_cli.engine.runner import LocalRunner
+
+    rng = np.random.default_rng(ranges)
+    problem = random_problem(rng, 60, 30, 2, match="contains", mode="subsets")
+    here, there = LocalRunner(), cluster
+    local, spread = split(problem, here, ranges), split(problem, there, ranges)
+    a, b = here.summed(census, local.parts), there.summed(census, spread.parts)
+    assert np.array_equal(a.holders, b.holders) and np.array_equal(a.sizes, b.sizes)
+    assert (a.top, a.whole, a.whole_elements, a.members, a.queries) == (
+        b.top, b.whole, b.whole_elements, b.members, b.queries,
+    )  # fmt: skip
+    assert np.array_equal(a.holders, np.bincount(problem.members.elements))
+    n = a.top + 1
+    weights = [r.summed(_first_weights, p.parts, "keyed", 2, n, False) for r, p in
+               ((here, local), (there, spread))]  # fmt: skip
+    assert weights[0].shape == (n,) and np.array_equal(weights[0], weights[1])
+    assert there.summed(census, []) is None and here.summed(census, []) is None
