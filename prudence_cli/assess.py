@@ -53,6 +53,7 @@ from prudence_cli.errors import BudgetError, PrudenceError
 from prudence_cli.explore.mobility import Measurer
 from prudence_cli.io.atomic import atomic_folder, check_replaceable, check_writable
 from prudence_cli.io.checksums import sha256_ahead, sha256_file
+from prudence_cli.io.spilled import Spilled
 from prudence_cli.measures.rac import measure_view
 from prudence_cli.measures.utility import aggregate_utility, utility_scores
 from prudence_cli.prepare import Prepared, prepare
@@ -291,49 +292,51 @@ def _assess_risks(
             measurer.start(view)  # in their room, its measures while the attacks run
             # (not of a view kept on the workers: see Measurer.start)
         dims = view.labels
-        held = Held(view)
-        risks: dict[str, np.ndarray] = {}
-        for level_index, (attack, level) in enumerate(levels):
-            report(done, total, f"{view.id} {view.shown} {level.key}")
-            lower = attack.lower_level(level)
-            known_ones = risks[lower.key] >= 1.0 if lower and lower.key in risks else None
-            engine.seed_key = (view_index, level_index)
-            try:
-                subject = held.view_for(attack, engine)
-                result = attack.risks(subject, level, engine, known_ones, computed=risks)
-                del subject
-            except BudgetError as exc:
-                raise BudgetError(f"{view.id} {view.shown} {level.key}: {exc}") from None
-            risk = result.risk
-            risks[level.key] = risk
-            if result.sampled or result.computed_for_floor:
-                sampling.append(_sampling_entry(view.id, level.key, result, engine.sample))
-            rac, summary = measure_view(view, risk, config.coverage)
-            curve = writer.write_curve(view.id, level, rac)
-            for name, table in result.tables.items():
-                writer.write_table(name, view.id, level, table)
-            rows.append(
-                {
-                    "dataview": view.id,
-                    **dims,
-                    "attack": level.attack,
-                    **{k: str(v) for k, v in level.values},
-                    **summary.__dict__,
-                    **result.measures,
-                    "sampled": result.sampled,
-                    "curve": curve,
-                }
-            )
-            done += 1
-        report(done, total, f"{view.id} {view.shown} mobility measures")
-        keys = {"dataview": view.id, **{k: str(v) for k, v in dims.items()}}
-        with ThreadPoolExecutor(1, thread_name_prefix="prudence-write") as thread:
-            # Arrow writes without the GIL, while the measures are compared
-            entry = thread.submit(
-                writer.write_view, view, selection.user_ids, risks, view.used_locations()
-            )
-            measures = measurer.add(view, selection.user_ids, risks, keys)
-            views_meta.append(replace(entry.result(), measures=measures))
+        with Spilled(writer.folder / f".risks-{view_index}") as risks:
+            held = Held(view)
+            for level_index, (attack, level) in enumerate(levels):
+                report(done, total, f"{view.id} {view.shown} {level.key}")
+                lower = attack.lower_level(level)
+                known_ones = risks[lower.key] >= 1.0 if lower and lower.key in risks else None
+                engine.seed_key = (view_index, level_index)
+                try:
+                    subject = held.view_for(attack, engine)
+                    result = attack.risks(subject, level, engine, known_ones, computed=risks)
+                    del subject, known_ones
+                except BudgetError as exc:
+                    raise BudgetError(f"{view.id} {view.shown} {level.key}: {exc}") from None
+                if result.sampled or result.computed_for_floor:
+                    sampling.append(_sampling_entry(view.id, level.key, result, engine.sample))
+                rac, summary = measure_view(view, result.risk, config.coverage)
+                curve = writer.write_curve(view.id, level, rac)
+                for name, table in result.tables.items():
+                    writer.write_table(name, view.id, level, table)
+                rows.append(
+                    {
+                        "dataview": view.id,
+                        **dims,
+                        "attack": level.attack,
+                        **{k: str(v) for k, v in level.values},
+                        **summary.__dict__,
+                        **result.measures,
+                        "sampled": result.sampled,
+                        "curve": curve,
+                    }
+                )
+                # on disk until the view's risks table is written: the risks of one level
+                # at a time in memory, whatever the levels
+                risks.add(level.key, result.risk)
+                del result
+                done += 1
+            report(done, total, f"{view.id} {view.shown} mobility measures")
+            keys = {"dataview": view.id, **{k: str(v) for k, v in dims.items()}}
+            with ThreadPoolExecutor(1, thread_name_prefix="prudence-write") as thread:
+                # Arrow writes without the GIL, while the measures are compared
+                entry = thread.submit(
+                    writer.write_view, view, selection.user_ids, risks, view.used_locations()
+                )
+                measures = measurer.add(view, selection.user_ids, risks, keys)
+                views_meta.append(replace(entry.result(), measures=measures))
     mobility = measurer.finish()
     timings["mobility"] = measurer.seconds
     timings["attacks"] = time.perf_counter() - mark - measurer.seconds

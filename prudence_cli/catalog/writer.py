@@ -7,7 +7,7 @@ import dataclasses
 import functools
 import json
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -85,7 +85,7 @@ class CatalogWriter:
         self,
         view: Dataview,
         user_ids: np.ndarray | IdsKept,
-        risks: dict[str, np.ndarray],
+        risks: Mapping[str, np.ndarray],
         locations: pd.DataFrame,
         **entry: Any,
     ) -> DataviewEntry:
@@ -112,17 +112,23 @@ class CatalogWriter:
             **entry,
         )
 
-    def write_risks(self, view_id: str, user_ids: np.ndarray, risks: dict[str, np.ndarray]) -> str:
+    def write_risks(
+        self, view_id: str, user_ids: np.ndarray, risks: Mapping[str, np.ndarray]
+    ) -> str:
         """Per person of U (original id, as text): one float64 risk column per attack
         level; returns the file's name in the catalog."""
         path = f"risks/{view_id}{PARQUET}"
         write_table(risks_frame(user_ids, risks), self.folder / path, RISKS_TEXT)
         return path
 
-    def _kept_risks(self, view: KeptView, risks: dict[str, np.ndarray]) -> str:
+    def _kept_risks(self, view: KeptView, risks: Mapping[str, np.ndarray]) -> str:
         """`write_risks` of a view kept on the workers: each range's part made there."""
+        import numpy as np
+
         path = f"risks/{view.id}{PARQUET}"
-        slices = [{k: r[b.first : b.last] for k, r in risks.items()} for b in view.ranges]
+        slices = [  # (the risks mapped from disk: plain arrays of their pages to send)
+            {k: np.asarray(r[b.first : b.last]) for k, r in risks.items()} for b in view.ranges
+        ]
         arguments = [(future,) for future in view.scattered(slices)]
         self._kept_people(view, path, RISKS_TEXT, risks_frame, arguments)
         return path
@@ -211,7 +217,7 @@ class CatalogWriter:
         return manifest
 
 
-def risks_frame(user_ids: np.ndarray, risks: dict[str, np.ndarray]) -> pd.DataFrame:
+def risks_frame(user_ids: np.ndarray, risks: Mapping[str, np.ndarray]) -> pd.DataFrame:
     """The risks table's rows of these people: their ids, then a column per level."""
     import numpy as np
     import pandas as pd
