@@ -57,6 +57,10 @@ class SizePlan:
         return self.members + (0 if self.self_queries else self.queries)
 
 
+# the elements `_partitions` takes at a time
+_CHUNK = 1 << 20
+
+
 def _partitions(weights: np.ndarray, budget: int) -> list[tuple[int, int]]:
     """Contiguous element ranges [lo, hi) with at most `budget` instances each (greedy).
 
@@ -70,7 +74,11 @@ def _partitions(weights: np.ndarray, budget: int) -> list[tuple[int, int]]:
     if n == 0:
         return []
     sums = np.zeros(n + 1)
-    np.cumsum(weights, out=sums[1:])
+    step = _CHUNK  # a chunk at a time: weights received unaligned (a Dask worker's
+    for i in range(0, n, step):  # frame) would be copied whole to be summed at once
+        chunk = sums[i + 1 : i + 1 + step]
+        np.cumsum(weights[i : i + step], out=chunk)
+        chunk += sums[i]
     if not (sums[-1] < 2.0**53 and weights.min() >= 0 and _whole(weights)):
         return _partitions_in_turn(weights, budget)
     ranges = []
@@ -94,7 +102,7 @@ def _whole(weights: np.ndarray) -> bool:
     """Whether every weight is a whole number."""
     if weights.dtype.kind in "iub":
         return True
-    step = 1 << 20
+    step = _CHUNK
     return all(
         np.array_equal(chunk, np.floor(chunk))
         for chunk in (weights[i : i + step] for i in range(0, weights.shape[0], step))
@@ -102,12 +110,12 @@ def _whole(weights: np.ndarray) -> bool:
 
 
 def _partitions_in_turn(weights: np.ndarray, budget: int) -> list[tuple[int, int]]:
-    """`_partitions`, adding one element at a time (a million at a time as Python
+    """`_partitions`, adding one element at a time (`_CHUNK` at a time as Python
     floats)."""
     ranges = []
     lo = 0
     acc = 0.0
-    step = 1 << 20
+    step = _CHUNK
     for start in range(0, weights.shape[0], step):
         for e, w in enumerate(weights[start : start + step].tolist(), start):
             if acc > 0 and acc + w > budget:

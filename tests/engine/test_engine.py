@@ -4,6 +4,8 @@ partitions."""
 
 from __future__ import annotations
 
+from unittest import mock
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -16,6 +18,7 @@ from prudence_cli.engine import (
     QuerySpec,
     _key_order,
     _partitions,
+    plan,
 )
 from prudence_cli.engine.plan import _partitions_in_turn
 from prudence_cli.engine.tasks import _partial, distinct_queries
@@ -171,8 +174,13 @@ def partitions_by_definition(weights, budget):
 def test_partitions_searched_are_the_greedy_partitions(weights, budget, dtype):
     array = np.array(weights, dtype=np.float64 if dtype == "float" else np.int64)
     expected = partitions_by_definition(weights, budget)
-    assert _partitions(array, budget) == expected
-    assert _partitions_in_turn(array.astype(np.float64), budget) == expected
+    for chunk in (1 << 20, 7):  # summed and walked a chunk of elements at a time
+        with mock.patch.object(plan, "_CHUNK", chunk):
+            assert _partitions(array, budget) == expected
+            assert _partitions_in_turn(array.astype(np.float64), budget) == expected
+            unaligned = np.frombuffer(bytearray(array.nbytes + 1), array.dtype, array.size, 1)
+            unaligned[:] = array  # as a Dask worker's frame can hold it
+            assert _partitions(unaligned, budget) == expected
 
 
 def test_partitions_of_inexact_sums_are_made_in_turn():
