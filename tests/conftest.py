@@ -185,7 +185,12 @@ def ranges_number_as_the_whole(view, kind: str, lists: str, bounds: list[int]):
     parts = [view.users(a, b) for a, b in pairs]
 
     numbering = type(view).numbering(kind)
-    codes = numbering.of([getattr(part, numbering.part)() for part in parts])
+    told = [getattr(part, numbering.part)() for part in parts]
+    codes = numbering.of(told)
+    while len(told) > 1:  # joined two by two, as on a cluster (KeptView.codes_of)
+        joined = [numbering.joined(a, b) for a, b in zip(told[0::2], told[1::2], strict=False)]
+        told = joined + told[len(joined) * 2 :]
+    _same_codes(numbering.of(told), codes)
     whole = getattr(view, lists)()
     for a, b in pairs:
         ranged = getattr(view.users(a, b).numbered(kind, codes), lists)()
@@ -193,3 +198,15 @@ def ranges_number_as_the_whole(view, kind: str, lists: str, bounds: list[int]):
         assert np.array_equal(ranged.offsets, whole.offsets[a : b + 1] - lo)
         assert np.array_equal(ranged.elements, whole.elements[lo:hi])
     return codes
+
+
+def _same_codes(one, other) -> None:
+    """Two numberings (VisitCodes, TripleCodes) with the same fields."""
+    import dataclasses
+
+    for field in dataclasses.fields(one):
+        a, b = getattr(one, field.name), getattr(other, field.name)
+        if isinstance(a, tuple):
+            assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True)), field.name
+        else:
+            assert np.array_equal(a, b), field.name

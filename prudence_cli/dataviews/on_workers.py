@@ -187,17 +187,20 @@ class KeptView(RangeCounts):
         return first, runner.pinned(_range_of, calls)
 
     def codes_of(self, kind: str) -> Any:
-        """The numbering `kind` of the whole view (Dataview.numbering), made on a worker
-        from what each range tells of its rows, once per view and kind: a future there,
-        which the ranges numbered by it fetch (its codes, a number per distinct element,
-        never come here)."""
+        """The numbering `kind` of the whole view (Dataview.numbering), made on the
+        workers from what each range tells of its rows, joined two by two, once per view
+        and kind: a future there, which the ranges numbered by it fetch (its codes, a
+        number per distinct element, never come here; no worker holds every range's)."""
         if kind not in self._numbered:
             codes = self.view_class.numbering(kind)
             client = self.placed.kept.client
-            told = [
-                pinned(client, b.worker, _range_call, b.path, codes.part, (), i)
-                for i, b in enumerate(self.ranges)
-            ]
+            told = [pinned(client, b.worker, _range_told, b.path, codes.part) for b in self.ranges]
+            while len(told) > 1:
+                pairs = [
+                    client.submit(codes.joined, a, b, pure=False)
+                    for a, b in zip(told[0::2], told[1::2], strict=False)
+                ]
+                told = pairs + told[len(pairs) * 2 :]
             self._numbered[kind] = client.submit(_numbered_of, codes, told, pure=False)
         return self._numbered[kind]
 
@@ -440,9 +443,14 @@ def _range_call(path: str, method: str, args: tuple[Any, ...], i: int) -> tuple[
     return i, getattr(view, method)(*args)
 
 
-def _numbered_of(codes: Any, told: list[tuple[int, Any]]) -> Any:
-    """The whole view's codes (KeptView.codes_of), from what each range `told`."""
-    return codes.of([found for _, found in sorted(told, key=lambda t: t[0])])
+def _range_told(path: str, method: str) -> Any:
+    """What the kept range tells for a numbering (KeptView.codes_of)."""
+    return getattr(read_view(path), method)()
+
+
+def _numbered_of(codes: Any, told: list[Any]) -> Any:
+    """The whole view's codes (KeptView.codes_of), from what its ranges told, joined."""
+    return codes.of(told)
 
 
 def _range_table(path: str, ids: str, lo: int, hi: int, i: int) -> tuple[int, Any]:

@@ -51,6 +51,12 @@ class TripleCodes:
 
     part: ClassVar[str] = "distinct_triples"  # what each part of the view tells
 
+    @staticmethod
+    def joined(one: Triple, other: Triple) -> Triple:
+        """The distinct triples of two parts of a view together (joined two by two on a
+        cluster before `of`)."""
+        return _distinct(*(np.concatenate([a, b]) for a, b in zip(one, other, strict=True)))
+
     @classmethod
     def of(cls, found: list[Triple]) -> TripleCodes:
         """The codes of the view whose parts told `found` (Dataview.numbering): each

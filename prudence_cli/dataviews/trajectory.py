@@ -52,18 +52,36 @@ class VisitCodes:
     def frame(self) -> tuple[int, int]:
         return self.low, self.span
 
-    part: ClassVar[str] = "distinct_visits"  # what each part of the view tells
+    part: ClassVar[str] = "visit_codes"  # what each part of the view tells: its own codes
 
     @classmethod
-    def of(cls, found: list[tuple[np.ndarray, np.ndarray]]) -> VisitCodes:
+    def of(cls, found: list[VisitCodes]) -> VisitCodes:
         """The codes of the view whose parts told `found` (Dataview.numbering): each
-        part's distinct visits."""
-        location = np.concatenate([f[0] for f in found]) if found else np.zeros(0, np.int64)
-        tbin = np.concatenate([f[1] for f in found]) if found else np.zeros(0, np.int64)
-        low = int(tbin.min(initial=0))
-        span = int(tbin.max(initial=0)) - low + 1
-        del found
-        return cls(low, span, distinct(location * span + (tbin - low)))
+        part's own codes, joined."""
+        codes = cls(0, 1, np.zeros(0, dtype=np.int64))
+        for part in found:
+            codes = cls.joined(codes, part)
+        return codes
+
+    @staticmethod
+    def joined(one: VisitCodes, other: VisitCodes) -> VisitCodes:
+        """The codes of two parts of a view together: their keys in the frame of both
+        (a part of no visits has no frame). Parts are joined two by two on a cluster."""
+        if not other.keys.shape[0]:
+            return one
+        if not one.keys.shape[0]:
+            return other
+        low = min(one.low, other.low)
+        span = max(one.low + one.span, other.low + other.span) - low
+        keys = np.concatenate([one._keys_in(low, span), other._keys_in(low, span)])
+        keys.sort(kind="stable")  # two sorted runs, merged
+        return VisitCodes(low, span, distinct_sorted(keys))
+
+    def _keys_in(self, low: int, span: int) -> np.ndarray:
+        """Its keys in another frame that holds its own."""
+        if (low, span) == self.frame:
+            return self.keys
+        return self.keys // self.span * span + (self.keys % self.span + self.low - low)
 
 
 @dataclass(frozen=True)
@@ -81,11 +99,10 @@ class TrajectoryView(Dataview):
     numberings: ClassVar[tuple[str, ...]] = ("visits",)
     codes_class: ClassVar[Any] = VisitCodes
 
-    def distinct_visits(self) -> tuple[np.ndarray, np.ndarray]:
-        """Its distinct visits: their locations and time bins (int64 each), sorted."""
+    def visit_codes(self) -> VisitCodes:
+        """The codes of its own distinct visits, in its own frame (VisitCodes.of)."""
         low, span = self._time_frame()
-        keys = distinct(self._visit_keys(low, span))
-        return keys // span, keys % span + low
+        return VisitCodes(low, span, distinct(self._visit_keys(low, span)))
 
     def _time_frame(self) -> tuple[int, int]:
         """Its first time bin, and how many bins from there to its last (VisitCodes)."""

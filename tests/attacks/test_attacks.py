@@ -145,6 +145,19 @@ def test_ranges_number_visits_as_the_whole_view(case, data):
         view.numbered("places")
 
 
+def test_visit_codes_of_parts_in_other_frames_are_joined_in_the_frame_of_both():
+    """Worked by hand: part a holds (place 0, bin 2) and (1, 3), its frame bins 2-3;
+    part b holds (0, 1) and (2, 0), bins 0-1. Together, bins 0-3: keys place × 4 + bin."""
+    from prudence_cli.dataviews.trajectory import VisitCodes
+
+    a = VisitCodes(2, 2, np.array([0 * 2 + 0, 1 * 2 + 1]))
+    b = VisitCodes(0, 2, np.array([0 * 2 + 1, 2 * 2 + 0]))
+    none = VisitCodes(0, 1, np.zeros(0, dtype=np.int64))
+    for joined in (VisitCodes.joined(a, b), VisitCodes.joined(b, a), VisitCodes.of([none, a, b])):
+        assert joined.frame == (0, 4) and joined.keys.tolist() == [1, 2, 7, 8]
+    assert VisitCodes.joined(none, a) is a and VisitCodes.joined(a, none) is a
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     trajectories(),
