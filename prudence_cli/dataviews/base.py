@@ -169,7 +169,8 @@ class Dataview:
     def numbering(cls, kind: str) -> Any:
         """The class of the numbering `kind` (one of `numberings`): its `part`, the method
         of each part of a view (the view itself; on Dask workers, each range kept there)
-        whose results, in a list, its `of` makes the whole view's codes of."""
+        whose results, in a list, its `of` makes the whole view's codes of; its `joined`
+        makes one of two of those results (to join them two by two)."""
         if kind not in cls.numberings:
             raise ValueError(f"{cls.format} views number no {kind}")
         return cls.codes_class
