@@ -8,6 +8,7 @@ A plan is made of sums over users (`size_work`), so that a level held in ranges 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -96,6 +97,25 @@ def _partitions(weights: np.ndarray, budget: int) -> list[tuple[int, int]]:
     if lo < n and sums[n] > sums[lo]:
         ranges.append((lo, n))
     return ranges
+
+
+def sums_at(weights: np.ndarray, ends: Sequence[int] | np.ndarray) -> np.ndarray:
+    """The running sum of `weights` up to each of `ends` (ascending; Σ weights[:e] as
+    float64), summed `_CHUNK` elements at a time: no vector per element beside `weights`
+    (which a Dask worker's frame can hold unaligned: numpy would copy it whole to sum
+    it)."""
+    ends = np.asarray(ends, dtype=np.int64)
+    found = np.zeros(ends.shape[0])
+    carry = 0.0
+    for i in range(0, weights.shape[0], _CHUNK):
+        running = np.cumsum(weights[i : i + _CHUNK], dtype=np.float64)
+        running += carry
+        lo = int(np.searchsorted(ends, i + 1, side="left"))
+        hi = int(np.searchsorted(ends, i + running.shape[0], side="right"))
+        found[lo:hi] = running[ends[lo:hi] - i - 1]
+        carry = float(running[-1])
+    found[ends > weights.shape[0]] = carry
+    return found
 
 
 def _whole(weights: np.ndarray) -> bool:

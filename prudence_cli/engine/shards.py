@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from prudence_cli.engine.plan import _gb
+from prudence_cli.engine.plan import _gb, sums_at
 from prudence_cli.engine.problem import CountingProblem, Elements
 from prudence_cli.errors import BudgetError
 
@@ -118,13 +118,13 @@ def shard_ranges(
     weight: ((lo, hi) of the group, its partitions)."""
     if not partitions:
         return
-    cumulative = np.cumsum(weights)
-    total = float(cumulative[-1]) if cumulative.size else 0.0
+    # the weight up to each partition's end, and in all
+    *reaches, total = sums_at(weights, [hi for _, hi in partitions] + [weights.shape[0]])
     group: list[tuple[int, int]] = []
     done = 0
     for k, (lo, hi) in enumerate(partitions):
         group.append((lo, hi))
-        reached = float(cumulative[hi - 1]) if hi > 0 else 0.0
+        reached = float(reaches[k])
         left = len(partitions) - k - 1
         if left == 0 or (done + 1 < shards and reached >= total * (done + 1) / shards):
             yield (group[0][0], group[-1][1]), group

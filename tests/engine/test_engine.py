@@ -183,6 +183,26 @@ def test_partitions_searched_are_the_greedy_partitions(weights, budget, dtype):
             assert _partitions(unaligned, budget) == expected
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(0, 2**40), max_size=40),
+    st.lists(st.integers(0, 45), max_size=8),
+    st.sampled_from([1 << 20, 1, 3, 7]),
+)
+def test_running_sums_at_ends_are_the_cumulative_sums(weights, ends, chunk):
+    """`sums_at` (a chunk at a time) gives Σ weights[:e], as the running sum does; an
+    end past the weights, their total."""
+    array = np.array(weights, dtype=np.float64)
+    ends = sorted(ends)
+    running = np.concatenate([[0.0], np.cumsum(array)])
+    expected = [running[min(e, len(weights))] for e in ends]
+    unaligned = np.frombuffer(bytearray(array.nbytes + 1), array.dtype, array.size, 1)
+    unaligned[:] = array
+    with mock.patch.object(plan, "_CHUNK", chunk):
+        assert plan.sums_at(array, ends).tolist() == expected
+        assert plan.sums_at(unaligned, ends).tolist() == expected
+
+
 def test_partitions_of_inexact_sums_are_made_in_turn():
     """Weights that are not whole, or whose total passes 2^53, are partitioned an element
     at a time: the definition's floating-point sums, not a search of rounded ones."""
