@@ -48,6 +48,7 @@ from prudence_cli.dataviews.base import (
 )
 from prudence_cli.dataviews.kept_bins import bin_numbering
 from prudence_cli.dataviews.range_counts import RangeCounts
+from prudence_cli.engine.streams import two_by_two
 from prudence_cli.io.readers import read_region_layer
 from prudence_cli.space import regions_table
 
@@ -195,13 +196,9 @@ class KeptView(RangeCounts):
             codes = self.view_class.numbering(kind)
             client = self.placed.kept.client
             told = [pinned(client, b.worker, _range_told, b.path, codes.part) for b in self.ranges]
-            while len(told) > 1:
-                pairs = [
-                    client.submit(codes.joined, a, b, pure=False)
-                    for a, b in zip(told[0::2], told[1::2], strict=False)
-                ]
-                told = pairs + told[len(pairs) * 2 :]
-            self._numbered[kind] = client.submit(_numbered_of, codes, told, pure=False)
+            joined = two_by_two(client, codes.joined, told)
+            parts = [] if joined is None else [joined]
+            self._numbered[kind] = client.submit(_numbered_of, codes, parts, pure=False)
         return self._numbered[kind]
 
     def called(self, method: str, arguments: Sequence[tuple[Any, ...]]) -> list[Any]:

@@ -8,7 +8,7 @@ A plan is made of sums over users (`size_work`), so that a level held in ranges 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -75,11 +75,8 @@ def _partitions(weights: np.ndarray, budget: int) -> list[tuple[int, int]]:
     if n == 0:
         return []
     sums = np.zeros(n + 1)
-    step = _CHUNK  # a chunk at a time: weights received unaligned (a Dask worker's
-    for i in range(0, n, step):  # frame) would be copied whole to be summed at once
-        chunk = sums[i + 1 : i + 1 + step]
-        np.cumsum(weights[i : i + step], out=chunk)
-        chunk += sums[i]
+    for i, running in _running(weights):
+        sums[i + 1 : i + 1 + running.shape[0]] = running
     if not (sums[-1] < 2.0**53 and weights.min() >= 0 and _whole(weights)):
         return _partitions_in_turn(weights, budget)
     ranges = []
@@ -101,21 +98,29 @@ def _partitions(weights: np.ndarray, budget: int) -> list[tuple[int, int]]:
 
 def sums_at(weights: np.ndarray, ends: Sequence[int] | np.ndarray) -> np.ndarray:
     """The running sum of `weights` up to each of `ends` (ascending; Σ weights[:e] as
-    float64), summed `_CHUNK` elements at a time: no vector per element beside `weights`
-    (which a Dask worker's frame can hold unaligned: numpy would copy it whole to sum
-    it)."""
+    float64), with no vector per element beside `weights` (`_running`)."""
     ends = np.asarray(ends, dtype=np.int64)
     found = np.zeros(ends.shape[0])
+    total = 0.0
+    for i, running in _running(weights):
+        lo = int(np.searchsorted(ends, i + 1, side="left"))
+        hi = int(np.searchsorted(ends, i + running.shape[0], side="right"))
+        found[lo:hi] = running[ends[lo:hi] - i - 1]
+        total = float(running[-1])
+    found[ends > weights.shape[0]] = total
+    return found
+
+
+def _running(weights: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+    """The running sum of `weights` (float64), `_CHUNK` elements at a time: (i, the sums
+    of weights[: i + 1] to weights[: i + chunk]). A chunk at a time, since numpy would
+    copy weights received unaligned (a Dask worker's frame) whole to sum them at once."""
     carry = 0.0
     for i in range(0, weights.shape[0], _CHUNK):
         running = np.cumsum(weights[i : i + _CHUNK], dtype=np.float64)
         running += carry
-        lo = int(np.searchsorted(ends, i + 1, side="left"))
-        hi = int(np.searchsorted(ends, i + running.shape[0], side="right"))
-        found[lo:hi] = running[ends[lo:hi] - i - 1]
         carry = float(running[-1])
-    found[ends > weights.shape[0]] = carry
-    return found
+        yield i, running
 
 
 def _whole(weights: np.ndarray) -> bool:

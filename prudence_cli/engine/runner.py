@@ -34,6 +34,7 @@ from prudence_cli.engine.streams import (
     one_shard_a_worker,
     stay,
     streamed,
+    two_by_two,
 )
 from prudence_cli.errors import PrudenceError
 
@@ -330,17 +331,11 @@ class DaskRunner:
         not a range's vector per element at a time. Added in another order than there:
         the same sums for whole numbers (below 2^53 as floats)."""
         futures = self.each_kept(task, placed, *args)
-        adding = futures
+        total = two_by_two(self.client, operator.add, futures)
         try:
-            while len(adding) > 1:
-                pairs = [
-                    self.client.submit(operator.add, a, b, pure=False)
-                    for a, b in zip(adding[0::2], adding[1::2], strict=False)
-                ]
-                adding = pairs + adding[len(pairs) * 2 :]
-            return adding[0].result() if adding else None
+            return None if total is None else total.result()
         finally:
-            for future in futures + adding:
+            for future in futures + ([] if total is None else [total]):
                 self._homes.pop(future.key, None)
                 future.release()
 

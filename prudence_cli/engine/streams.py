@@ -57,6 +57,19 @@ def streamed(
         handles.clear()
 
 
+def two_by_two(client: Any, join: Callable[[Any, Any], Any], futures: list[Any]) -> Any:
+    """`futures` joined two by two on the workers (`join(a, b)`, each where Dask places
+    it) until one is left: its future, None for none. No task holds more than two of
+    them and their join; nothing comes to the caller."""
+    while len(futures) > 1:
+        pairs = [
+            client.submit(join, a, b, pure=False)
+            for a, b in zip(futures[0::2], futures[1::2], strict=False)
+        ]
+        futures = pairs + futures[len(pairs) * 2 :]
+    return futures[0] if futures else None
+
+
 def taken(future: Any) -> Any:
     """The result of a future, which is then released, also when it failed: its error
     goes up with nothing of it kept here."""
