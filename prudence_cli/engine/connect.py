@@ -93,3 +93,28 @@ def smallest_limit(client: Any) -> int:
     those scheduler_info describes (some versions of distributed cap them at five)."""
     limits = [w.get("memory_limit") or 0 for w in client.scheduler_info()["workers"].values()]
     return min(limits) if limits and min(limits) > 0 else 0
+
+
+def cluster_failure(error: BaseException, scheduler: str) -> PrudenceError | None:
+    """What a failure of the cluster of `scheduler` during a run means for the user (exit
+    code 2); None for anything else."""
+    import asyncio
+    from concurrent.futures import CancelledError
+
+    from distributed.comm import CommClosedError
+    from distributed.scheduler import KilledWorker
+
+    where = f"the Dask scheduler {scheduler}"
+    if isinstance(error, (CancelledError, KilledWorker, CommClosedError)):
+        return PrudenceError(
+            f"a worker of {where} was lost during the run (stopped, or restarted by Dask "
+            f"past 95 % of its memory limit: {error}); nothing was written. Run again with "
+            "more memory per worker (dask worker --memory-limit), more workers, or a "
+            "smaller engine.memory"
+        )
+    if isinstance(error, (TimeoutError, asyncio.TimeoutError)):  # 3.10: two classes
+        return PrudenceError(
+            f"{where} stopped answering during the run ({error}); nothing "
+            "was written: check the scheduler and its workers, then run again"
+        )
+    return None

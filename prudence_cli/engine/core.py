@@ -59,6 +59,7 @@ from prudence_cli.engine.shards import (
     Shard,
     ShardBudget,
     fitted_shards,
+    reached,
     shard,
     shard_positions,
 )
@@ -267,11 +268,13 @@ class Engine:
     def _partition_budget(self, problem: CountingProblem, s: int, weights: np.ndarray) -> int:
         """Instances per partition: `partition_instances`, or fewer to fit `memory`."""
         elements = problem.members.elements.shape[0] + problem.queries.elements.elements.shape[0]
-        return self.partition_budget(elements, problem.n_users, s, weights)
+        heaviest = float(weights.max(initial=0))
+        return self.partition_budget(elements, problem.n_users, s, heaviest)
 
-    def partition_budget(self, elements: int, users: int, s: int, weights: np.ndarray) -> int:
+    def partition_budget(self, elements: int, users: int, s: int, heaviest: float) -> int:
         """Instances per partition of a level of `elements` positions (members and queries)
-        and `users`: `partition_instances`, or fewer to fit `memory`."""
+        and `users`: `partition_instances`, or fewer to fit `memory` (BudgetError where
+        even the `heaviest` element's partition would not)."""
         if self.memory is None:
             return self.partition_instances
         base = level_bytes(elements, users)
@@ -283,7 +286,6 @@ class Engine:
                 f"engine.memory = {_gb(self.memory)}: raise engine.memory"
             )
         budget = int(min(self.partition_instances, room // per_instance))
-        heaviest = float(weights.max(initial=0))
         if heaviest > budget:
             raise BudgetError(
                 f"at size {s}, one element alone has {heaviest:,.0f} instances (about "
@@ -370,7 +372,8 @@ class Engine:
         measure = partial(shard_positions, problem)
 
         def sharded() -> Iterator[tuple[Any, list[tuple[Any, ...]]]]:
-            for (lo, hi), group in fitted_shards(parts, weights, self.runner.shards, measure, fit):
+            reaches = reached(parts, weights)
+            for (lo, hi), group in fitted_shards(parts, reaches, self.runner.shards, measure, fit):
                 piece = shard(problem, lo, hi)
                 yield piece.problem, [arguments(piece, a, b) for a, b in group]
 

@@ -15,8 +15,11 @@ A shard of consecutive partitions (elements [L, H)) is cut by each range from it
 lists — a list's suffix depends on that list alone (engine/shards.py) — and the pieces
 are joined, in range order, on the worker the shard goes to (streams.Joined): the shard's
 users are the level's. That worker also finds each partition's first positions in its
-shard (`Firsts`). The planning process holds vectors per element and per user only: the
-supports, and the plan's sums. A level over the budget is sampled in its ranges
+shard (`Firsts`). The planning process holds a vector per user only, the supports, and
+the plan's sums: the vectors per element (holders, rank by rarity, partitions' weights)
+are added up and kept where the runner adds them (`Runner.summed`; on a Dask cluster, a
+worker), which gives back what is needed of them (`Runner.on`): the partitions, and the
+running sums at their ends. A level over the budget is sampled in its ranges
 (engine/ranged_sampled.py).
 """
 
@@ -57,7 +60,7 @@ from prudence_cli.engine.ranged_shards import (
     _whole_part,
     surveyed,
 )
-from prudence_cli.engine.shards import ShardBudget, fitted_shards
+from prudence_cli.engine.shards import ShardBudget, fitted_shards, reached
 from prudence_cli.engine.streams import Joined
 from prudence_cli.engine.tasks import fold_results
 from prudence_cli.engine.whole import whole_in_keyed
@@ -78,7 +81,7 @@ class Engine(Protocol):
 
     def sample_key(self) -> int: ...
 
-    def partition_budget(self, elements: int, users: int, s: int, weights: np.ndarray) -> int: ...
+    def partition_budget(self, elements: int, users: int, s: int, heaviest: float) -> int: ...
 
     def min_support(self, problem: CountingProblem, floats: bool = False) -> Support: ...
 
@@ -234,26 +237,27 @@ def census(part: Part) -> Census:
 class Work:
     """A ranged level's plan: its sizes' plans and what they add up to."""
 
-    holders: np.ndarray
+    holders: Any  # per element, the users holding it: kept where the runner made it
+    n_elements: int
     plans: list[SizePlan]
     total: int  # instances, one per whole-record query
     whole: int
     whole_elements: float
+    members: int  # positions of the members' lists (the holders' sum)
     elements: int  # positions of members and of queries (what a partition's budget counts)
     lists: int  # positions of the lists counted, the members' once when queries are theirs
     own: bool  # the queries are the members' own subsets (Problem.self_queries)
 
-    @property
-    def n_elements(self) -> int:
-        return int(self.holders.shape[0])
-
 
 def work(engine: Engine, ranged: RangedProblem) -> Work:
-    """The plan of a ranged level, as `Engine.plan` makes it of the whole level."""
+    """The plan of a ranged level, as `Engine.plan` makes it of the whole level. Its
+    vector per element (the holders) is made and kept where the runner adds up the
+    ranges' censuses (on a Dask cluster: a worker); only their sums come here."""
     runner = engine.runner
-    # the ranges' censuses added up where they are: a vector per element each
-    c = runner.summed(census, ranged.parts) or Census.none()
-    holders = _grown(c.holders, c.top + 1)  # as long as the largest element id + 1
+    kept = runner.summed(census, ranged.parts, keep=True)
+    c = Census.none() if kept is None else runner.on(kept, _facts)
+    holders = np.zeros(0, dtype=np.int64) if kept is None else runner.kept_on(kept, _holders)
+    del kept
     sizes = c.sizes
     sums = sum(runner.each(_size_work, ranged.parts, holders, sizes), np.zeros((sizes.size, 3)))
     plans = size_plans(sizes, sums, ranged.self_queries, engine.strategy)
@@ -261,7 +265,19 @@ def work(engine: Engine, ranged: RangedProblem) -> Work:
     lists = c.members + (0 if ranged.self_queries else c.queries)
     own = ranged.self_queries
     elements = c.members + c.queries
-    return Work(holders, plans, total, c.whole, c.whole_elements, elements, lists, own)
+    return Work(
+        holders, c.top + 1, plans, total, c.whole, c.whole_elements, c.members, elements, lists, own
+    )
+
+
+def _facts(c: Census) -> Census:
+    """The census but its vector per element."""
+    return replace(c, holders=np.zeros(0, dtype=np.int64))
+
+
+def _holders(c: Census) -> np.ndarray:
+    """Its holders, as long as the largest element id + 1."""
+    return _grown(c.holders, c.top + 1)
 
 
 def _grown(values: np.ndarray, size: int) -> np.ndarray:
@@ -304,9 +320,10 @@ def counted(
     jit.choose(work_cost(ranged.match, planned.whole_elements, planned.plans, bounded=4))
     rank = None
     keyed = any(plan.strategy == "keyed" for plan in planned.plans)
-    if keyed and relabels(ranged.ordered, ranged.mode, int(planned.holders.sum())):
-        rank = rarity_rank(planned.holders)
+    if keyed and relabels(ranged.ordered, ranged.mode, planned.members):
+        rank = runner.kept_on(planned.holders, rarity_rank)  # made where the holders are
     parts = runner.each_kept(_prepared, ranged.parts, rank, planned.plans)
+    del rank
     # the level is kept as prepared (relabelled: the same supports, the same queries),
     # so that the workers do not hold it twice
     ranged.parts[:] = parts
@@ -349,40 +366,46 @@ class _Level:
     def whole(self, minimum: np.ndarray) -> None:
         """Whole-record queries, in partitions by their first element."""
         weights = self._weights("whole", 0)
-        if not weights.any():
+        _, total = self.runner.on(weights, _extent)
+        if total <= 0:  # no weight (none is negative)
             return
         shards = max(self.runner.shards, 1)
-        share = int(np.ceil(weights.sum() / shards))
-        parts = _partitions(weights, max(min(self.engine.partition_instances, share), 1))
+        share = int(np.ceil(total / shards))
+        budget = max(min(self.engine.partition_instances, share), 1)
+        parts, reaches = self.runner.on(weights, _partitioned, budget)
+        del weights
         worker = self.engine.worker()
-        self._fold(minimum, _whole_part, "whole", parts, weights, lambda lo, hi: (lo, hi, worker))
+        self._fold(minimum, _whole_part, "whole", parts, reaches, lambda lo, hi: (lo, hi, worker))
 
     def count(self, plan: SizePlan, minimum: np.ndarray) -> None:
         """The partitions of one size: keyed, or checked against the posting lists."""
         s, engine, worker = plan.size, self.engine, self.engine.worker()
         elements, users = self.planned.elements, self.users
-        if plan.strategy == "keyed":
-            weights = self._weights("keyed", s)
-            budget = engine.partition_budget(elements, users, s, weights)
+        keyed = plan.strategy == "keyed"
+        weights = self._weights("keyed" if keyed else "posting", s)
+        heaviest, _ = self.runner.on(weights, _extent)
+        if keyed:
+            budget = engine.partition_budget(elements, users, s, heaviest)
+            parts, reaches = self.runner.on(weights, _partitioned, budget)
+            del weights
             limit = engine.brute_limit
-            parts = _partitions(weights, budget)
             self._fold(
-                minimum, _keyed_part, "keyed", parts, weights,
+                minimum, _keyed_part, "keyed", parts, reaches,
                 lambda lo, hi: (lo, hi, s, limit, worker),
             )  # fmt: skip
             return
-        weights = self._weights("posting", s)
-        budget = engine.partition_budget(elements, users, s, weights * s)
-        parts = _partitions(weights, max(budget // max(s, 1), 1))
+        budget = engine.partition_budget(elements, users, s, heaviest * s)
+        parts, reaches = self.runner.on(weights, _partitioned, max(budget // max(s, 1), 1))
+        del weights
         self._fold(
-            minimum, _posting_part, "posting", parts, weights, lambda lo, hi: (lo, hi, s, worker)
+            minimum, _posting_part, "posting", parts, reaches, lambda lo, hi: (lo, hi, s, worker)
         )
 
-    def _weights(self, kind: str, s: int) -> np.ndarray:
-        """Per element, the work of the partitions beginning there: each range's added in
-        range order, one at a time."""
+    def _weights(self, kind: str, s: int) -> Any:
+        """Per element, the work of the partitions beginning there: the ranges' added up
+        and kept where the runner adds them (`_extent` and `_partitioned` run there)."""
         own = self.planned.own
-        total = self.runner.summed(_first_weights, self.parts, kind, s, self.n, own)
+        total = self.runner.summed(_first_weights, self.parts, kind, s, self.n, own, keep=True)
         return np.zeros(self.n) if total is None else total
 
     def _fold(
@@ -391,7 +414,7 @@ class _Level:
         task: Any,
         kind: str,
         parts: list[tuple[int, int]],
-        weights: np.ndarray,
+        reaches: np.ndarray,
         arguments: Any,
     ) -> None:
         budget, ceiling = self.runner.shard_limits()
@@ -411,10 +434,22 @@ class _Level:
             return total
 
         def shards() -> Iterator[tuple[Joined, list[tuple[Any, ...]]]]:
-            for (lo, hi), group in fitted_shards(parts, weights, self.runner.shards, measure, fit):
+            for (lo, hi), group in fitted_shards(parts, reaches, self.runner.shards, measure, fit):
                 pieces = self.runner.each_kept(_cut, self.parts, lo, hi, kind)
                 shared = Joined(ShardJoiner(self.n, kind), pieces)
                 yield shared, [arguments(a, b) for a, b in group]
                 del shared, pieces  # joined: the pieces go before the next shard's are cut
 
         fold_results(minimum, self.runner.run_sharded(task, shards()))
+
+
+def _extent(weights: np.ndarray) -> tuple[float, float]:
+    """The heaviest weight, and their sum."""
+    return float(weights.max(initial=0)), float(weights.sum())
+
+
+def _partitioned(weights: np.ndarray, budget: int) -> tuple[list[tuple[int, int]], np.ndarray]:
+    """The partitions of `weights` with at most `budget` instances each, and the weight
+    up to each one's end and in all (shards.reached): all that is needed of them."""
+    parts = _partitions(weights, budget)
+    return parts, reached(parts, weights)

@@ -74,10 +74,11 @@ def _drawn_support(
     runner = engine.runner
     n = planned.n_elements
     # each element's holders over the whole level: the plan's count of its places when no
-    # list repeats one (unordered), else each range's distinct holders
+    # list repeats one (unordered), else each range's distinct holders; kept where they
+    # were added up, from where the workers drawing take them
     rarity = planned.holders
     if ranged.ordered:
-        found = runner.summed(_holders, ranged.parts, n)
+        found = runner.summed(_holders, ranged.parts, n, keep=True)
         rarity = np.zeros(n, dtype=np.int64) if found is None else found
     rarity_handle = runner.share(rarity)
     posted = runner.each_kept(_posted, ranged.parts, n)

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from prudence_cli.engine.connect import connected, smallest_limit
+from prudence_cli.engine.connect import cluster_failure, connected, smallest_limit
 from prudence_cli.engine.streams import (
     IN_FLIGHT,
     Joined,
@@ -34,6 +34,7 @@ from prudence_cli.engine.streams import (
     one_shard_a_worker,
     stay,
     streamed,
+    taken,
     two_by_two,
 )
 from prudence_cli.errors import PrudenceError
@@ -101,9 +102,10 @@ class LocalRunner:
         """As `each`, one result at a time."""
         return (task(item, *args) for item in placed)
 
-    def summed(self, task: Task, placed: list[Any], *args: Any) -> Any:
+    def summed(self, task: Task, placed: list[Any], *args: Any, keep: bool = False) -> Any:
         """The sum of `task(item, *args)` over the items `placed` (None for none): a
-        range's vector per element each, added here one after the other."""
+        range's vector per element each, added here one after the other. With `keep`,
+        kept where it was added (here: itself), for `on` and `kept_on`."""
         total = None
         for item in placed:
             found = task(item, *args)
@@ -117,6 +119,14 @@ class LocalRunner:
     def each_kept(self, task: Task, placed: list[Any], *args: Any) -> list[Any]:
         """As `each`, each result kept where its item is (here: returned)."""
         return self.each(task, placed, *args)
+
+    def on(self, kept: Any, task: Task, *args: Any) -> Any:
+        """`task(kept, *args)` where `kept` (of `summed(keep=True)` or `kept_on`) is."""
+        return task(kept, *args)
+
+    def kept_on(self, kept: Any, task: Task, *args: Any) -> Any:
+        """As `on`, its result kept there (here: returned)."""
+        return task(kept, *args)
 
     def unpin(self) -> None:
         """Nothing is pinned here (DaskRunner.unpin)."""
@@ -187,9 +197,7 @@ class DaskRunner:
         it is already there: `share`). The arguments are taken as tasks are submitted, a
         few per worker at a time (`IN_FLIGHT`): what a generator makes for them (a
         sampled level's drawn queries) is never all held here at once."""
-        from distributed import Future
-
-        handle = shared if isinstance(shared, Future) else self.share(shared)
+        handle = self.share(shared)
 
         def submit(args: tuple[Any, ...]) -> Any:
             with arrays_as_arguments():
@@ -198,8 +206,10 @@ class DaskRunner:
         return streamed(submit, arguments, IN_FLIGHT * max(self.threads, 1), [handle])
 
     def share(self, data: Any) -> Any:
-        """`data` sent to every worker once, for several runs."""
-        return self._scattered(data)
+        """`data` sent to every worker once, for several runs (a future: as it is)."""
+        from distributed import Future
+
+        return data if isinstance(data, Future) else self._scattered(data)
 
     def _scattered(self, data: Any, workers: list[str] | None = None) -> Any:
         """One future of `data` (a tuple too), on `workers` or on every worker."""
@@ -326,18 +336,26 @@ class DaskRunner:
                 self._homes.pop(future.key, None)
                 future.release()
 
-    def summed(self, task: Task, placed: list[Any], *args: Any) -> Any:
+    def summed(self, task: Task, placed: list[Any], *args: Any, keep: bool = False) -> Any:
         """LocalRunner.summed, added on the workers two by two: only the total comes here,
-        not a range's vector per element at a time. Added in another order than there:
-        the same sums for whole numbers (below 2^53 as floats)."""
+        not a range's vector per element at a time; with `keep`, not even that: its
+        future. Added in another order than there: the same sums for whole numbers (below
+        2^53 as floats)."""
         futures = self.each_kept(task, placed, *args)
         total = two_by_two(self.client, operator.add, futures)
-        try:
-            return None if total is None else total.result()
-        finally:
-            for future in futures + ([] if total is None else [total]):
-                self._homes.pop(future.key, None)
-                future.release()
+        for future in futures:
+            self._homes.pop(future.key, None)
+            if future is not total:
+                future.release()  # the sums' tasks hold them until they have run
+        return total if keep or total is None else taken(total)
+
+    def on(self, kept: Any, task: Task, *args: Any) -> Any:
+        """LocalRunner.on, where Dask keeps `kept` (a future): only its result comes here."""
+        return taken(self.kept_on(kept, task, *args))
+
+    def kept_on(self, kept: Any, task: Task, *args: Any) -> Any:
+        """LocalRunner.kept_on, the result kept where `kept` is: its future."""
+        return self.client.submit(task, kept, *args, pure=False)
 
     def each_kept(self, task: Task, placed: list[Any], *args: Any) -> list[Any]:
         """As `each`, each result kept on its item's worker: their futures. Large arrays
@@ -446,26 +464,7 @@ class DaskRunner:
     def explained(self, error: BaseException) -> PrudenceError | None:
         """What a failure of the cluster during a run means for the user (exit code 2);
         None for anything else."""
-        import asyncio
-        from concurrent.futures import CancelledError
-
-        from distributed.comm import CommClosedError
-        from distributed.scheduler import KilledWorker
-
-        where = f"the Dask scheduler {self.scheduler}"
-        if isinstance(error, (CancelledError, KilledWorker, CommClosedError)):
-            return PrudenceError(
-                f"a worker of {where} was lost during the run (stopped, or restarted by Dask "
-                f"past 95 % of its memory limit: {error}); nothing was written. Run again with "
-                "more memory per worker (dask worker --memory-limit), more workers, or a "
-                "smaller engine.memory"
-            )
-        if isinstance(error, (TimeoutError, asyncio.TimeoutError)):  # 3.10: two classes
-            return PrudenceError(
-                f"{where} stopped answering during the run ({error}); nothing "
-                "was written: check the scheduler and its workers, then run again"
-            )
-        return None
+        return cluster_failure(error, self.scheduler)
 
     def close(self) -> None:
         self._stopped.set()

@@ -111,15 +111,21 @@ def shard(problem: CountingProblem, lo: int, hi: int) -> Shard:
     return Shard(replace(problem, members=members.lists, queries=spec), members, queries)
 
 
+def reached(partitions: list[tuple[int, int]], weights: np.ndarray) -> np.ndarray:
+    """The weight up to each of `partitions`' ends, and in all last: what grouping them
+    (`shard_ranges`) needs of a vector per element."""
+    return sums_at(weights, [hi for _, hi in partitions] + [weights.shape[0]])
+
+
 def shard_ranges(
-    partitions: list[tuple[int, int]], weights: np.ndarray, shards: int
+    partitions: list[tuple[int, int]], reaches: np.ndarray, shards: int
 ) -> Iterator[tuple[tuple[int, int], list[tuple[int, int]]]]:
     """Consecutive `partitions` grouped into at most `shards` ranges of about equal
-    weight: ((lo, hi) of the group, its partitions)."""
+    weight (`reaches`: the weight up to each one's end, and in all; `reached`): ((lo, hi)
+    of the group, its partitions)."""
     if not partitions:
         return
-    # the weight up to each partition's end, and in all
-    *reaches, total = sums_at(weights, [hi for _, hi in partitions] + [weights.shape[0]])
+    *reaches, total = np.asarray(reaches).tolist()
     group: list[tuple[int, int]] = []
     done = 0
     for k, (lo, hi) in enumerate(partitions):
@@ -261,9 +267,9 @@ class ShardBudget:
 
 
 def fitted_shards(
-    partitions: list[Span], weights: np.ndarray, count: int, measure: Measure, fit: ShardBudget
+    partitions: list[Span], reaches: np.ndarray, count: int, measure: Measure, fit: ShardBudget
 ) -> Iterator[tuple[Span, list[Span]]]:
-    """`shard_ranges(partitions, weights, count)`, each group cut further where its shard
+    """`shard_ranges(partitions, reaches, count)`, each group cut further where its shard
     would cost more than the budget. `measure(starts, ends)` gives the positions of the
     shards [starts[a], ends[b]) (`shard_positions`, summed over a level's ranges): one
     pass for the groups, then one for a cut group of sorted lists (every start at once),
@@ -272,7 +278,7 @@ def fitted_shards(
     shard fits (a partition is any range of first elements: cut, it is two); where even
     the first cut does not, narrower, down to one element: BudgetError if that one is over
     the ceiling."""
-    groups = list(shard_ranges(partitions, weights, count))
+    groups = list(shard_ranges(partitions, reaches, count))
     if fit.budget <= 0 or not groups:
         yield from groups
         return

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import filecmp
 import itertools
+import os
 import sys
 from pathlib import Path
 
@@ -186,6 +187,7 @@ def test_a_view_of_trajectories_on_the_workers_is_never_gathered(
         raise AssertionError("the view's codes were made in the assessing process")
 
     monkeypatch.setattr(KeptView, "whole", gathered)
+    _per_element_on_workers(monkeypatch)
     for codes in (VisitCodes, TripleCodes):  # made on a worker (KeptView.codes_of)
         monkeypatch.setattr(codes, "of", classmethod(numbered_here))
     spread = run_assessment(config, tmp_path / "dask", _engine(config, cluster), None)
@@ -195,6 +197,47 @@ def test_a_view_of_trajectories_on_the_workers_is_never_gathered(
     risks = pd.read_csv(local.output / "irac.csv")
     assert len(risks) == levels
     assert risks.notna().all().all()
+
+
+def _per_element_on_workers(monkeypatch) -> None:
+    """A ranged level's rank by rarity and its partitions (found from vectors per
+    element) fail if worked out in this process: on the workers, they run as they are."""
+    from prudence_cli.engine import ranged
+
+    here = os.getpid()
+
+    def only_there(function):
+        def guarded(*args, **kwargs):
+            if os.getpid() == here:
+                raise AssertionError(f"{function.__name__} ran in the assessing process")
+            return function(*args, **kwargs)
+
+        return guarded
+
+    for found in ("rarity_rank", "_partitions", "reached"):
+        monkeypatch.setattr(ranged, found, only_there(getattr(ranged, found)))
+
+
+@pytest.mark.parametrize("strategy", ["keyed", "posting"])
+@pytest.mark.parametrize(("match", "mode"), MATCH_MODES)
+def test_a_ranged_levels_vectors_per_element_stay_where_they_are_added(
+    match, mode, strategy, cluster, monkeypatch
+):
+    """A level in ranges on the workers, each strategy and whole records: its holders,
+    their rank by rarity and each size's weights per element are added up and kept on a
+    worker, which finds the partitions and their running sums (`Runner.on`): the local
+    supports and instances, with none of those vectors here."""
+    from prudence_cli.engine.ranged import split
+
+    problem = random_problem(np.random.default_rng(7), 120, 10, 3, match=match, mode=mode)
+    settings_ = dict(strategy=strategy, partition_instances=15)
+    here = Engine(**settings_).min_support(problem)
+    _per_element_on_workers(monkeypatch)
+    there = Engine(**settings_, runner=cluster, worker_threads=1).min_support(
+        split(problem, cluster, 4)
+    )
+    assert np.array_equal(here.minimum, there.minimum)
+    assert here.instances == there.instances
 
 
 def test_a_clusters_view_on_one_worker_is_read_where_it_is_kept(tmp_path, monkeypatch):
@@ -1187,7 +1230,10 @@ def test_the_ranges_sums_are_added_on_the_workers_as_here(cluster, ranges):
     """A ranged level's census (each range's holders per element, its query sizes and
     counts) and its partition weights are added up on the workers (DaskRunner.summed):
     the numbers a local run adds up one range after the other."""
-    from prudence_cli.engine.ranged import census, split
+    from distributed import Future
+
+    from prudence_cli.engine.indexes import rarity_rank
+    from prudence_cli.engine.ranged import _facts, _holders, census, split
     from prudence_cli.engine.ranged_shards import _first_weights
     from prudence_cli.engine.runner import LocalRunner
 
@@ -1206,3 +1252,12 @@ def test_the_ranges_sums_are_added_on_the_workers_as_here(cluster, ranges):
                ((here, local), (there, spread))]  # fmt: skip
     assert weights[0].shape == (n,) and np.array_equal(weights[0], weights[1])
     assert there.summed(census, []) is None and here.summed(census, []) is None
+    # kept where it was added: what is asked of it is worked out there
+    kept = there.summed(census, spread.parts, keep=True)
+    assert isinstance(kept, Future)
+    assert there.on(kept, _facts).holders.size == 0
+    held = there.kept_on(kept, _holders)
+    assert isinstance(held, Future)
+    assert np.array_equal(there.on(held, np.array), a.holders)
+    rank = there.on(there.kept_on(held, rarity_rank), np.array)
+    assert np.array_equal(rank, rarity_rank(a.holders))

@@ -19,6 +19,7 @@ from prudence_cli.engine.runner import LocalRunner
 from prudence_cli.engine.shards import (
     ShardBudget,
     fitted_shards,
+    reached,
     shard,
     shard_positions,
     shard_ranges,
@@ -52,10 +53,12 @@ def test_each_list_keeps_its_suffix_from_its_first_element_in_range():
 def test_partitions_are_grouped_into_shards_of_about_equal_weight():
     weights = np.array([5.0, 1, 1, 1, 1, 1, 5, 0, 1])
     parts = [(0, 1), (1, 3), (3, 6), (6, 7), (7, 9)]
-    grouped = list(shard_ranges(parts, weights, 2))
+    reaches = reached(parts, weights)
+    assert reaches.tolist() == [5, 7, 10, 15, 16, 16]  # to each partition's end, in all
+    grouped = list(shard_ranges(parts, reaches, 2))
     assert grouped == [((0, 6), [(0, 1), (1, 3), (3, 6)]), ((6, 9), [(6, 7), (7, 9)])]
-    assert list(shard_ranges(parts, weights, 9)) == [((lo, hi), [(lo, hi)]) for lo, hi in parts]
-    assert [r for r, _ in shard_ranges(parts, weights, 1)] == [(0, 9)]
+    assert list(shard_ranges(parts, reaches, 9)) == [((lo, hi), [(lo, hi)]) for lo, hi in parts]
+    assert [r for r, _ in shard_ranges(parts, reaches, 1)] == [(0, 9)]
 
 
 @settings(max_examples=60, deadline=None)
@@ -94,7 +97,7 @@ def test_a_shard_holds_less_than_the_level():
     weights = np.bincount(problem.members.elements, minlength=400).astype(float)
     sizes = [
         shard(problem, lo, hi).problem.members.elements.shape[0]
-        for (lo, hi), _ in shard_ranges(parts, weights, 4)
+        for (lo, hi), _ in shard_ranges(parts, reached(parts, weights), 4)
     ]
     assert len(sizes) == 4 and max(sizes) < 0.8 * n and min(sizes) < 0.4 * n
 
@@ -186,9 +189,10 @@ def test_fitted_shards_fit_their_budget_and_cover_the_partitions(
     fit = ShardBudget(budget, 10**9, lambda size: size, one_start)  # a start a pass
     with pytest.MonkeyPatch.context() as patched:  # cuts measured `window` ahead at a time
         patched.setattr(shards_module, "_WINDOW", window)
-        found = list(fitted_shards(parts, weights, count, partial(shard_positions, problem), fit))
+        measure = partial(shard_positions, problem)
+        found = list(fitted_shards(parts, reached(parts, weights), count, measure, fit))
     if budget == 0:
-        assert found == list(shard_ranges(parts, weights, count))
+        assert found == list(shard_ranges(parts, reached(parts, weights), count))
     assert [p for _, group in found for p in group][0][0] == 0
     flat = [p for _, group in found for p in group]
     assert all(a[1] == b[0] for a, b in zip(flat, flat[1:], strict=False)) and flat[-1][1] == n
@@ -208,10 +212,11 @@ def test_a_level_whose_one_element_does_not_fit_a_worker_is_refused():
     measure = partial(shard_positions, problem)
     alone = measure([0], np.array([1]))[0, 0]
     assert alone > 2
+    nine = reached([(0, 9)], np.ones(9))
     with pytest.raises(BudgetError, match="memory limit.*dask worker --memory-limit"):
-        list(fitted_shards([(0, 9)], np.ones(9), 2, measure, ShardBudget(1, 2, lambda size: size)))
+        list(fitted_shards([(0, 9)], nine, 2, measure, ShardBudget(1, 2, lambda size: size)))
     fitting = ShardBudget(1, int(alone), lambda size: size)  # over the share, within the limit
-    assert next(fitted_shards([(0, 9)], np.ones(9), 2, measure, fitting)) == ((0, 1), [(0, 1)])
+    assert next(fitted_shards([(0, 9)], nine, 2, measure, fitting)) == ((0, 1), [(0, 1)])
 
 
 def _widths(starts, ends):
@@ -229,10 +234,11 @@ def test_shards_reach_as_far_as_fits_past_a_window_and_inside_a_wide_partition(o
     with pytest.MonkeyPatch.context() as patched:
         patched.setattr(shards_module, "_WINDOW", 512)
         ones = [(e, e + 1) for e in range(1000)]
-        found = [span for span, _ in fitted_shards(ones, np.ones(1000), 1, _widths, fit)]
+        reaches = reached(ones, np.ones(1000))
+        found = [span for span, _ in fitted_shards(ones, reaches, 1, _widths, fit)]
     assert found == [(0, 400), (400, 800), (800, 1000)]
     fit = ShardBudget(10, 10**9, lambda size: size, ordered)
-    found = list(fitted_shards([(0, 1000)], np.ones(1000), 1, _widths, fit))
+    found = list(fitted_shards([(0, 1000)], reached([(0, 1000)], np.ones(1000)), 1, _widths, fit))
     assert all(hi - lo <= 10 for (lo, hi), _ in found) and found[0][0][1] - found[0][0][0] >= 5
     assert [group for _, group in found] == [[span] for span, _ in found]
     assert found[0][0][0] == 0 and found[-1][0][1] == 1000
@@ -242,4 +248,4 @@ def test_shards_reach_as_far_as_fits_past_a_window_and_inside_a_wide_partition(o
 def test_a_shard_whose_fixed_part_alone_does_not_fit_is_refused():
     fit = ShardBudget(100, 300, lambda size: 150 + size)
     with pytest.raises(BudgetError, match="of every element alone.*--memory-limit"):
-        list(fitted_shards([(0, 9)], np.ones(9), 2, _widths, fit))
+        list(fitted_shards([(0, 9)], reached([(0, 9)], np.ones(9)), 2, _widths, fit))
