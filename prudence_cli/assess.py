@@ -9,6 +9,7 @@ only when everything is written. Profiles dataviews are dispatched once, in
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import os
 import platform
 import time
@@ -111,6 +112,10 @@ def make_engine(
     )
 
 
+# a full disk or quota: a write that stops so names no file
+_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
 def assess(
     config: Config,
     output: Path | None = None,
@@ -127,9 +132,12 @@ def assess(
         return run_assessment(config, output, engine, progress, force)
     except Exception as exc:
         explained = engine.runner.explained(exc)
-        if explained is None:
-            raise
-        raise explained from exc
+        if explained is not None:
+            raise explained from exc
+        if isinstance(exc, OSError) and exc.errno in _FULL and exc.filename is None:
+            # a write stopped part-way by a full disk names no file: the catalog's is where
+            raise OSError(exc.errno, exc.strerror, str(output or config.output)) from exc
+        raise
     finally:
         engine.runner.close()
 

@@ -58,6 +58,29 @@ def test_a_full_disk_is_exit_2_naming_the_catalog(project, monkeypatch):
     assert hidden(project / "catalog") == []
 
 
+def test_a_disk_full_while_a_levels_risks_wait_on_it_is_exit_2_leaving_nothing(
+    project, monkeypatch
+):
+    """The levels' risks wait in the catalog being written (io/spilled.py): the disk
+    filling half-way through one is said as any full disk, naming the catalog, and
+    nothing of the run is left there, the spilled files neither."""
+    from prudence_cli.io.spilled import Spilled
+
+    def full(self, key, values):
+        with open(self.folder / "0.npy", "wb") as half:  # a write stopped part-way
+            half.write(b"\x93NUMPY")
+        raise OSError(errno.ENOSPC, "No space left on device")  # a write names no file
+
+    monkeypatch.setattr(Spilled, "add", full)
+    result = run("assess", "demo.yaml", "--quiet")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        f"Error: {project}/catalog/e2e: no space left on the device; free some space, or "
+        "write to another disk"
+    )
+    assert hidden(project / "catalog") == [] and not (project / "catalog" / "e2e").exists()
+
+
 def test_an_unwritable_output_folder_is_exit_2_before_any_work(project, monkeypatch):
     import prudence_cli.io.atomic as atomic
 
