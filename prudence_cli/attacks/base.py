@@ -177,9 +177,12 @@ class CountingAttack(Attack[V]):
             del problem
             engine.forget()
             lower = self.risks(view, below, engine, ones, computed)
-            floor = np.where(lower.risk >= 1.0, 1.0, _made(floor, n, known_ones))
+            floor = _pruned_floor(lower.risk, floor, n, known_ones)
+            del lower  # in the floor now
             ones = floor >= 1
             problem = self.problem(view, level, ones, engine)
+        if floor is not None and not engine.samples(problem):
+            floor = None  # counted exactly, nothing raises its risks: not held meanwhile
         result = _counted(view, problem, engine, ones)
         if not (result.sampled or extra):
             return result
@@ -251,6 +254,14 @@ def _floor_of(
             keys.append(lower.key)
         lower = attack.lower_level(lower)
     return floor, tuple(keys)
+
+
+def _pruned_floor(
+    lower: np.ndarray, floor: np.ndarray | None, n_users: int, known_ones: np.ndarray | None
+) -> np.ndarray:
+    """The floor of a level pruned by its smaller h's risks `lower`: 1 where those are,
+    else the floor before (`_made`)."""
+    return np.where(lower >= 1.0, 1.0, _made(floor, n_users, known_ones))
 
 
 def _made(floor: np.ndarray | None, n_users: int, known_ones: np.ndarray | None) -> np.ndarray:

@@ -84,6 +84,56 @@ def test_people_at_risk_1_at_a_smaller_h_are_not_queried_again():
     assert unpruned.targets == [5]
 
 
+@pytest.mark.parametrize("given", [False, True])
+def test_an_exact_level_is_counted_without_its_floor_or_the_smaller_hs_risks(given, monkeypatch):
+    """Counting an exact level, the assessing process holds no vector of a number a
+    person beside its supports: the smaller h's risks that pruned it (`given`: found
+    among those computed before) and the floor they made are let go once they have
+    marked the people at 1 — the same risks."""
+    import gc
+    import weakref
+
+    from prudence_cli.attacks import base
+
+    shared = [(0, 0), (1, 1), (2, 2)]
+    data = {0: [(9, 0), *shared], 1: [(8, 1), *shared], 2: shared, 3: shared, 4: shared}
+    view = trajectory_view(data, list(data))
+    held: list[weakref.ref] = []
+    for name in ("_pruned_floor", "_made", "_floor_of"):
+        made = getattr(base, name)
+
+        def kept(*args, made=made):
+            found = made(*args)
+            vector = found[0] if isinstance(found, tuple) else found  # _floor_of: (floor, keys)
+            if vector is not None:
+                held.append(weakref.ref(vector))
+            if made.__name__ == "_pruned_floor":  # and the smaller h's risks it is made of
+                held.append(weakref.ref(args[0]))
+            return found
+
+        monkeypatch.setattr(base, name, kept)
+    alive: list[int] = []
+
+    class Checking(Engine):
+        def min_support(self, problem, floats=False):
+            gc.collect()
+            alive.append(sum(ref() is not None for ref in held))
+            return super().min_support(problem, floats)
+
+    computed = {}
+    if given:
+        below = ATTACKS["visit"].risks(view, level("visit", 1), Engine()).risk
+        computed = {level("visit", 1).key: below}
+        held.append(weakref.ref(below))
+        del below
+    engine = Checking(prune_from=1, prune_gain=0)
+    got = ATTACKS["visit"].risks(view, level("visit", 2), engine, computed=computed)
+    np.testing.assert_allclose(got.risk, [1.0, 1.0, 0.2, 0.2, 0.2])
+    assert held and alive[-1] == int(given)  # what was given is the caller's
+    if not given:  # h = 1 counted first, to prune h = 2
+        assert len(alive) == 2
+
+
 def test_a_level_below_the_threshold_or_with_its_smaller_h_known_is_not_pruned():
     data = {u: [(u % 3, 0), (u % 2, 1), (4, 2)] for u in range(6)}
     users = list(data)
