@@ -9,7 +9,6 @@ only when everything is written. Profiles dataviews are dispatched once, in
 from __future__ import annotations
 
 import datetime as dt
-import errno
 import os
 import platform
 import time
@@ -112,10 +111,6 @@ def make_engine(
     )
 
 
-# a full disk or quota: a write that stops so names no file
-_FULL = (errno.ENOSPC, errno.EDQUOT)
-
-
 def assess(
     config: Config,
     output: Path | None = None,
@@ -132,12 +127,9 @@ def assess(
         return run_assessment(config, output, engine, progress, force)
     except Exception as exc:
         explained = engine.runner.explained(exc)
-        if explained is not None:
-            raise explained from exc
-        if isinstance(exc, OSError) and exc.errno in _FULL and exc.filename is None:
-            # a write stopped part-way by a full disk names no file: the catalog's is where
-            raise OSError(exc.errno, exc.strerror, str(output or config.output)) from exc
-        raise
+        if explained is None:
+            raise
+        raise explained from exc
     finally:
         engine.runner.close()
 
@@ -170,7 +162,7 @@ def run_assessment(
             if config.dataview.format == "profiles":
                 stage = _assess_profiles(config, selection, writer, report, timings)
             else:
-                stage = _assess_risks(config, selection, engine, writer, report, timings)
+                stage = _assess_risks(config, selection, engine, writer, report, timings, out)
             if inherit:  # re-assessing must never forget what was released
                 from prudence_cli.sanitize.ledger import carry_over  # only then
 
@@ -279,8 +271,10 @@ def _assess_risks(
     writer: CatalogWriter,
     report: ProgressCallback,
     timings: dict[str, float],
+    out: Path,
 ) -> _Stage:
-    """Every dataview × attack level: the risks, RAC curves and i-RAC rows."""
+    """Every dataview × attack level: the risks, RAC curves and i-RAC rows (of the
+    catalog `out`, which `writer` writes)."""
     levels = [(ATTACKS[a.attack], level) for a in config.attacks for level in a.levels]
     total = count_dataviews(config.dataview) * len(levels)
     rows: list[dict[str, Any]] = []
@@ -300,7 +294,7 @@ def _assess_risks(
             measurer.start(view)  # in their room, its measures while the attacks run
             # (not of a view kept on the workers: see Measurer.start)
         dims = view.labels
-        with Spilled(writer.folder / f".risks-{view_index}") as risks:
+        with Spilled(writer.folder / f".risks-{view_index}", out) as risks:
             held = Held(view)
             for level_index, (attack, level) in enumerate(levels):
                 report(done, total, f"{view.id} {view.shown} {level.key}")

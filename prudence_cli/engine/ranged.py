@@ -4,7 +4,7 @@ worker), counted without the level's lists ever being whole in the planning proc
 Users are numbered in range order: range r holds users [first[r], first[r + 1]), as a
 counting problem of its own users (numbered from 0). What the engine decides about a
 level is made of sums over users or of vectors per element, so each range gives its
-share and the planning process adds them up:
+share and the runner adds them up (on a Dask cluster, on the workers: see below):
 
 - the plan (plan.size_work), from how many users hold each element;
 - the relabelling by rarity (indexes.rarity_rank), from the same counts, applied by

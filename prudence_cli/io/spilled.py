@@ -17,11 +17,13 @@ import numpy as np
 
 class Spilled(Mapping[str, np.ndarray]):
     """Named vectors kept as `.npy` files in `folder` (made here, removed by `close`),
-    each read back as a read-only memory map."""
+    each read back as a read-only memory map. A write that fails naming no file (a full
+    disk) is said of `shown` (the catalog the folder is in)."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, shown: Path | None = None) -> None:
         folder.mkdir()
         self.folder = folder
+        self.shown = folder if shown is None else shown  # named by an error that names none
         self._paths: dict[str, Path] = {}
         self._written = 0
 
@@ -29,7 +31,13 @@ class Spilled(Mapping[str, np.ndarray]):
         """Keep `values` as `key` (replacing any kept so); returns them as mapped."""
         path = self.folder / f"{self._written}.npy"
         self._written += 1
-        np.save(path, np.ascontiguousarray(values), allow_pickle=False)
+        try:
+            np.save(path, np.ascontiguousarray(values), allow_pickle=False)
+        except OSError as exc:
+            if exc.filename is not None:
+                raise
+            # a write stopped part-way (a full disk) names no file: the disk is `shown`'s
+            raise OSError(exc.errno, exc.strerror, str(self.shown)) from exc
         self._paths[key] = path
         return self[key]
 
