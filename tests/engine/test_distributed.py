@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import filecmp
+import gc
 import itertools
 import os
 import sys
@@ -224,20 +225,24 @@ def test_a_ranged_levels_vectors_per_element_stay_where_they_are_added(
     match, mode, strategy, cluster, monkeypatch
 ):
     """A level in ranges on the workers, each strategy and whole records: its holders,
-    their rank by rarity and each size's weights per element are added up and kept on a
-    worker, which finds the partitions and their running sums (`Runner.on`): the local
-    supports and instances, with none of those vectors here."""
+    their rank by rarity and each size's weights per element are added up and kept on
+    the workers, which find the partitions and their running sums (`Runner.on`): the
+    local supports and instances, with none of those vectors here, and none of them left
+    on the cluster once counted (the engine still alive): only the ranges stay."""
     from prudence_cli.engine.ranged import split
 
     problem = random_problem(np.random.default_rng(7), 120, 10, 3, match=match, mode=mode)
     settings_ = dict(strategy=strategy, partition_instances=15)
     here = Engine(**settings_).min_support(problem)
     _per_element_on_workers(monkeypatch)
-    there = Engine(**settings_, runner=cluster, worker_threads=1).min_support(
-        split(problem, cluster, 4)
-    )
+    spread = split(problem, cluster, 4)
+    engine = Engine(**settings_, runner=cluster, worker_threads=1)
+    there = engine.min_support(spread)
     assert np.array_equal(here.minimum, there.minimum)
     assert here.instances == there.instances
+    gc.collect()
+    left = {future.key for future in spread.parts}  # the ranges, as prepared
+    assert set(cluster.client.futures) == left and len(left) == 4
 
 
 def test_a_clusters_view_on_one_worker_is_read_where_it_is_kept(tmp_path, monkeypatch):
