@@ -48,11 +48,16 @@ def test_a_full_disk_is_exit_2_naming_the_catalog(project, monkeypatch):
         raise OSError(errno.ENOSPC, "No space left on device", str(self.folder / "risks/x.gz"))
 
     monkeypatch.setattr(CatalogWriter, "write_risks", full)
+    _full_disk_said(project, f"{project}/catalog/e2e/risks/x.gz")
+
+
+def _full_disk_said(project: Path, named: str) -> None:
+    """`assess` on a full disk: exit 2, one line naming `named` and what to do, and
+    nothing of the run left in the output folder."""
     result = run("assess", "demo.yaml", "--quiet")
     assert result.exit_code == 2
     assert result.stderr.strip() == (
-        f"Error: {project}/catalog/e2e/risks/x.gz: no space left on the device; free some "
-        "space, or write to another disk"
+        f"Error: {named}: no space left on the device; free some space, or write to another disk"
     )
     assert "Traceback" not in result.output
     assert hidden(project / "catalog") == []
@@ -76,13 +81,8 @@ def test_a_disk_full_while_a_levels_risks_wait_on_it_is_exit_2_leaving_nothing(
         raise OSError(errno.ENOSPC, "No space left on device")  # a write names no file
 
     monkeypatch.setattr(np, "save", full)
-    result = run("assess", "demo.yaml", "--quiet")
-    assert result.exit_code == 2
-    assert result.stderr.strip() == (
-        f"Error: {project}/catalog/e2e: no space left on the device; free some space, or "
-        "write to another disk"
-    )
-    assert hidden(project / "catalog") == [] and not (project / "catalog" / "e2e").exists()
+    _full_disk_said(project, f"{project}/catalog/e2e")
+    assert not (project / "catalog" / "e2e").exists()
 
 
 def test_an_unwritable_output_folder_is_exit_2_before_any_work(project, monkeypatch):
