@@ -122,15 +122,20 @@ class CatalogWriter:
         return path
 
     def _kept_risks(self, view: KeptView, risks: Mapping[str, np.ndarray]) -> str:
-        """`write_risks` of a view kept on the workers: each range's part made there."""
+        """`write_risks` of a view kept on the workers: each range's part made there, its
+        share of the risks sent as its task is submitted (a few ranges at a time). Only
+        those shares are held here: the risks mapped from disk are read range by range,
+        each mapping let go with the pages it read."""
         import numpy as np
 
         path = f"risks/{view.id}{PARQUET}"
-        slices = [  # (the risks mapped from disk: plain arrays of their pages to send)
-            {k: np.asarray(r[b.first : b.last]) for k, r in risks.items()} for b in view.ranges
-        ]
-        arguments = [(future,) for future in view.scattered(slices)]
-        self._kept_people(view, path, RISKS_TEXT, risks_frame, arguments)
+
+        def sent(k: int) -> tuple[Any, ...]:
+            b = view.ranges[k]
+            share = {key: np.array(risks[key][b.first : b.last]) for key in risks}
+            return (view.sent(share, k),)
+
+        self._kept_people(view, path, RISKS_TEXT, risks_frame, sent)
         return path
 
     def write_measures(
@@ -149,8 +154,8 @@ class CatalogWriter:
         (self.folder / "measures").mkdir(exist_ok=True)
         if view.on_workers:
             frames = cast("KeptProfile", people).kept_people.frames
-            arguments = [(frame,) for frame in frames]
-            self._kept_people(cast("KeptView", view), path, RISKS_TEXT, measures_frame, arguments)
+            kept = cast("KeptView", view)
+            self._kept_people(kept, path, RISKS_TEXT, measures_frame, lambda k: (frames[k],))
         else:
             frame = measures_frame(_here(user_ids), cast("Profile", people).people)
             write_table(frame, self.folder / path, RISKS_TEXT)
@@ -163,10 +168,10 @@ class CatalogWriter:
         path: str,
         text: Sequence[str],
         make: Callable[..., pd.DataFrame],
-        arguments: Sequence[tuple[Any, ...]],
+        arguments: Callable[[int], tuple[Any, ...]],
     ) -> None:
         """A per-person table of a view kept on the workers, range k's part made there by
-        `make(its users' ids, *arguments[k])`: written by the workers as a folder of parts
+        `make(its users' ids, *arguments(k))`: written by the workers as a folder of parts
         when they see the catalog's folder, else here, part after part, as one file."""
         target = self.folder / path
         if view.sees(self.folder):

@@ -64,6 +64,7 @@ KEPT_COUNTS = 1 << 24
 Write = Callable[[Dataview, np.ndarray, str], None]
 # makes a range's part of a per-person table: (its users' ids, *arguments) -> the part
 Make = Callable[..., pd.DataFrame]
+Arguments = Callable[[int], tuple[Any, ...]]  # range k's arguments to a `Make`
 # writes a part of a per-person table to a path (catalog/writer.py)
 WriteFrame = Callable[[pd.DataFrame, str], None]
 
@@ -306,26 +307,22 @@ class KeptView(RangeCounts):
         for _ in windowed(client, range(len(held)), submit, _holders(held)):
             pass
 
-    def scattered(self, values: Sequence[Any]) -> list[Any]:
-        """Each of `values` sent to the worker holding the range of the same rank (a
-        range's own part of a per-person vector): futures, one per range."""
+    def sent(self, value: Any, k: int) -> Any:
+        """`value` sent to the worker holding range k (the range's own part of a
+        per-person vector): its future."""
         client = self.placed.kept.client
-        return [  # each in a list: Dask would scatter a dict's values one by one, by its keys
-            client.scatter([value], workers=[b.worker], hash=False)[0]
-            for value, b in zip(values, self.ranges, strict=True)
-        ]
+        # in a list: Dask would scatter a dict's values one by one, by its keys
+        return client.scatter([value], workers=[self.ranges[k].worker], hash=False)[0]
 
-    def people_parts(
-        self, make: Make, arguments: Sequence[tuple[Any, ...]]
-    ) -> Iterator[pd.DataFrame]:
+    def people_parts(self, make: Make, arguments: Arguments) -> Iterator[pd.DataFrame]:
         """A per-person table of the view's users in parts, one per range in user order:
-        range k's made on its worker by `make(its users' ids, *arguments[k])` (a few at a
-        time)."""
+        range k's made on its worker by `make(its users' ids, *arguments(k))`, a few at a
+        time (the arguments made as its task is submitted)."""
         client = self.placed.kept.client
         held = self.ranges
 
         def submit(i: int) -> Any:
-            return pinned(client, held[i].worker, _made, held[i].ids, make, arguments[i], i)
+            return pinned(client, held[i].worker, _made, held[i].ids, make, arguments(i), i)
 
         yield from _in_order(windowed(client, range(len(held)), submit, _holders(held)))
 
@@ -335,7 +332,7 @@ class KeptView(RangeCounts):
         part: str,
         write: WriteFrame,
         make: Make,
-        arguments: Sequence[tuple[Any, ...]],
+        arguments: Arguments,
     ) -> None:
         """`people_parts` written by the workers (which must see the folder of `target`,
         `sees`) as the folder `target` of parts: range k's by `write(part, path)` at
@@ -347,7 +344,7 @@ class KeptView(RangeCounts):
         def submit(i: int) -> Any:
             b, path = held[i], str(target / part.format(i))
             return pinned(
-                client, b.worker, _made_written, b.ids, make, arguments[i], write, path, i
+                client, b.worker, _made_written, b.ids, make, arguments(i), write, path, i
             )
 
         for _ in windowed(client, range(len(held)), submit, _holders(held)):

@@ -192,13 +192,35 @@ def test_a_view_of_trajectories_on_the_workers_is_never_gathered(
     _per_element_on_workers(monkeypatch)
     for codes in (VisitCodes, TripleCodes):  # made on a worker (KeptView.codes_of)
         monkeypatch.setattr(codes, "of", classmethod(numbered_here))
+    shares = _shares_held(monkeypatch)
     spread = run_assessment(config, tmp_path / "dask", _engine(config, cluster), None)
+    assert len(shares) > 1 and max(shares) == 1  # the risks of one range at a time here
     views = spread.manifest["dataviews"]  # its table, risks [and people's measures]
     tables = sum(2 + (view.get("measures") is not None) for view in views)
     assert _same_catalog(local.output, spread.output) == tables
     risks = pd.read_csv(local.output / "irac.csv")
     assert len(risks) == levels
     assert risks.notna().all().all()
+
+
+def _shares_held(monkeypatch) -> list[int]:
+    """As a view kept on the workers sends each range its share of the risks: how many
+    of the shares sent so far are still held here, that one included."""
+    import weakref
+
+    from prudence_cli.dataviews.on_workers import KeptView
+
+    held: list[list[weakref.ref]] = []
+    counts: list[int] = []
+    sent = KeptView.sent
+
+    def counted(self, value, k):
+        held.append([weakref.ref(array) for array in value.values()])
+        counts.append(sum(any(r() is not None for r in refs) for refs in held))
+        return sent(self, value, k)
+
+    monkeypatch.setattr(KeptView, "sent", counted)
+    return counts
 
 
 def _per_element_on_workers(monkeypatch) -> None:
