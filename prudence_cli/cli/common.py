@@ -273,7 +273,7 @@ QUIET_OPTION = click.option(
     "--quiet",
     "-q",
     is_flag=True,
-    help="Only warnings and errors on stderr: no progress bar, no messages.",
+    help="Only warnings and errors on stderr: no progress (bar or log lines), no messages.",
 )
 # commands that write files print a summary of what they did: words on stderr, or JSON
 SUMMARY_FORMAT_OPTION = click.option(

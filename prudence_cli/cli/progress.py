@@ -1,9 +1,12 @@
-"""The progress bar of long commands: rich on stderr, on a terminal only, and the
-messages printed meanwhile (above the bar: a plain write would land inside it). rich is
-imported only when a bar may be shown: not with --quiet."""
+"""The progress of long commands on stderr: a rich bar on a terminal, and the messages
+printed meanwhile (above the bar: a plain write would land inside it); elsewhere (a log
+file, a CI job) a line a minute while a command runs. rich is imported only when a bar
+may be shown: not with --quiet."""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -18,6 +21,8 @@ if TYPE_CHECKING:
 
 _live: list[Console] = []  # the console of the progress bar on screen, if one is
 
+LOG_EVERY = 60.0  # seconds between the progress lines of a command whose stderr is a log
+
 
 def message(text: str) -> None:
     """A line on stderr; above the progress bar while one is on screen (a plain write
@@ -31,9 +36,9 @@ def message(text: str) -> None:
 @contextmanager
 def progress_bar(quiet: bool) -> Iterator[ProgressCallback | None]:
     """A rich progress bar on stderr, as a callback `(done, total, message, unit="")`
-    (total 0: not known; unit "bytes": sizes are shown); None with --quiet or when stderr
-    is not a terminal (a log file or CI gets no bar, and the library skips the updates).
-    Messages meanwhile go through `message`."""
+    (total 0: not known; unit "bytes": sizes are shown); None with --quiet. When stderr
+    is not a terminal (a log file, a CI job), no bar but a line every LOG_EVERY seconds
+    (`logged`). Messages meanwhile go through `message`."""
     if quiet:
         yield None
         return
@@ -42,7 +47,8 @@ def progress_bar(quiet: bool) -> Iterator[ProgressCallback | None]:
     console = Console(stderr=True)
     with _compiling_said():
         if not console.is_terminal:
-            yield None
+            with logged() as log:
+                yield log
             return
         from prudence_cli.cli.bar import bar
 
@@ -66,3 +72,56 @@ def _compiling_said() -> Iterator[None]:
         yield
     finally:
         jit.on_compile(None)
+
+
+@contextmanager
+def logged() -> Iterator[ProgressCallback]:
+    """The progress of a command whose stderr is not a terminal, as `progress_bar`'s
+    callback: every LOG_EVERY seconds, a line with the time since it began,
+    the step it is at and how far (`_Step`). A command done sooner writes none; a long one
+    shows in its log that it goes on — also through a step of many minutes that reports
+    nothing meanwhile (a level counted on a cluster), which some CI services would take
+    for a job hung and stop."""
+    step = _Step()
+    stop = threading.Event()
+
+    def write() -> None:
+        while not stop.wait(LOG_EVERY):
+            line = step.line()
+            if line is not None:
+                message(line)
+
+    writer = threading.Thread(target=write, name="prudence-progress", daemon=True)
+    writer.start()
+    try:
+        yield step
+    finally:
+        stop.set()
+        writer.join()
+
+
+class _Step:
+    """The step a command is at, as its progress callback last said it."""
+
+    def __init__(self) -> None:
+        self.began = time.monotonic()
+        self.said: tuple[int, int, str, str] | None = None
+
+    def __call__(self, done: int, total: int, message: str, unit: str = "") -> None:
+        self.said = (done, total, message, unit)  # one assignment: read whole by `line`
+
+    def line(self) -> str | None:
+        """e.g. `[12m 05s] d1 grid=250m time=1h visit[h=2] (3/8)`; None before any step."""
+        said = self.said
+        if said is None:
+            return None
+        done, total, text, unit = said
+        minutes, seconds = divmod(int(time.monotonic() - self.began), 60)
+        count = ""
+        if total and unit == "bytes":
+            from rich import filesize
+
+            count = f" ({filesize.decimal(done)}/{filesize.decimal(total)})"
+        elif total:
+            count = f" ({done:,}/{total:,})"
+        return f"[{minutes}m {seconds:02d}s] {text}{count}"

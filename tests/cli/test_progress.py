@@ -5,6 +5,7 @@ of the report, the choice and re-assessment of a release, each h of evaluate."""
 from __future__ import annotations
 
 import gzip
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -38,17 +39,55 @@ class Heard:
         return [m for _, _, m in self.calls if m.startswith(start)]
 
 
-def test_no_bar_with_quiet_or_when_stderr_is_not_a_terminal(monkeypatch):
+def test_no_bar_with_quiet_or_when_stderr_is_not_a_terminal(monkeypatch, capsys):
     with progress_bar(quiet=True) as bar:
         assert bar is None
-    with progress_bar(quiet=False) as bar:  # pytest's stderr is no terminal
-        assert bar is None
+    with progress_bar(quiet=False) as bar:  # pytest's stderr is no terminal: no bar,
+        assert bar is not None and not bars._live
+        bar(1, 2, "reading x.csv")  # and no line from a command done within LOG_EVERY
+    assert capsys.readouterr().err == ""
     monkeypatch.setenv("FORCE_COLOR", "1")  # rich: a terminal
     with progress_bar(quiet=False) as bar:
         assert bar is not None
         bar(1, 2, "reading x.csv")
         assert bars._live  # messages meanwhile go above the bar
     assert not bars._live
+
+
+def test_a_log_gets_the_step_a_command_is_at_every_log_every_seconds(monkeypatch, capsys):
+    """Where stderr is not a terminal, a line every LOG_EVERY seconds while the command
+    runs: the time since it began, the step, and how far (sizes when reading bytes)."""
+    monkeypatch.setattr(bars, "LOG_EVERY", 0.05)
+    with progress_bar(quiet=False) as step:
+        assert step is not None
+        time.sleep(0.2)  # no step said yet: nothing to tell
+        assert capsys.readouterr().err == ""
+        step(1_500_000, 4_000_000, "reading x.csv", "bytes")
+        time.sleep(0.2)
+        reading = capsys.readouterr().err.splitlines()
+        step(3, 1_200, "d1 grid=250m time=1h visit[h=2]")
+        time.sleep(0.2)
+        counting = capsys.readouterr().err.splitlines()
+        step(0, 0, "choosing the dataview")
+        time.sleep(0.2)
+    choosing = capsys.readouterr().err.splitlines()
+    assert len(reading) >= 2 and set(reading) == {"[0m 00s] reading x.csv (1.5 MB/4.0 MB)"}
+    assert counting and set(counting) == {"[0m 00s] d1 grid=250m time=1h visit[h=2] (3/1,200)"}
+    assert choosing and set(choosing) == {"[0m 00s] choosing the dataview"}
+    time.sleep(0.2)
+    assert capsys.readouterr().err == ""  # none once the command is done
+
+
+def test_a_long_assessment_says_where_it_is_in_its_log(project, monkeypatch):
+    monkeypatch.setattr(bars, "LOG_EVERY", 0.01)
+    result = run("assess", "demo.yaml")
+    assert result.exit_code == 0, result.stderr
+    lines = result.stderr.splitlines()
+    steps = [line for line in lines if line.startswith("[0m")]
+    assert any("presence" in line and "/" in line for line in steps), lines
+    assert lines[-1].startswith("Catalog written to")  # the last: none after the command
+    quiet = run("assess", "demo.yaml", "-q")
+    assert quiet.exit_code == 0 and quiet.output == ""
 
 
 def test_the_count_shows_sizes_when_reading_bytes():

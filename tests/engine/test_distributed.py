@@ -916,6 +916,18 @@ def _plus(shared: int, k: int) -> int:
     return shared + k
 
 
+def test_a_partitions_result_comes_back_in_frames_dask_does_not_cut():
+    """A partition task's result holds an entry at most per instance of its partition (a
+    target with a key or a query there, or a whole record), in two arrays of 4 bytes an
+    entry (tasks._compact): each below the frame size over which Dask's TCP comm cuts a
+    message and joins it again on receipt, a second copy in the assessing process."""
+    import dask
+    from dask.utils import parse_bytes
+
+    frame = parse_bytes(dask.config.get("distributed.comm.shard"))
+    assert Engine().partition_instances * np.dtype(np.int32).itemsize <= frame
+
+
 def test_a_run_takes_its_arguments_only_as_it_submits_them(cluster):
     """A few tasks per worker thread at a time: what the arguments' generator makes (a
     sampled level's drawn queries) is never all held in the assessing process."""
