@@ -35,7 +35,7 @@ from prudence_cli.cluster_select import (
     placed_of,
     read_back,
 )
-from prudence_cli.cluster_tasks import pinned, windowed
+from prudence_cli.cluster_tasks import pinned, sent_to, windowed
 from prudence_cli.config import Config
 from prudence_cli.select import Selection
 
@@ -95,7 +95,7 @@ def loaded(
 
     def submit(k: int) -> Any:
         on = [workers[k % len(workers)]]  # preferred: another if that one is gone
-        (part,) = client.scatter([read(k)], workers=on, hash=False)  # to it, not in the graph
+        part = sent_to(client, read(k), on)  # to it, not in the graph
         return client.submit(
             _part_kept, part, k, config, scratch, pure=False, workers=on,
             allow_other_workers=True,

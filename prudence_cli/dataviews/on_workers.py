@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from prudence_cli.cluster_select import POINT_FORMATS, Regions, read_ids
-from prudence_cli.cluster_tasks import pinned, windowed
+from prudence_cli.cluster_tasks import pinned, sent_to, windowed
 from prudence_cli.cluster_views import (
     Built,
     PointsOnWorkers,
@@ -309,10 +309,8 @@ class KeptView(RangeCounts):
 
     def sent(self, value: Any, k: int) -> Any:
         """`value` sent to the worker holding range k (the range's own part of a
-        per-person vector): its future."""
-        client = self.placed.kept.client
-        # in a list: Dask would scatter a dict's values one by one, by its keys
-        return client.scatter([value], workers=[self.ranges[k].worker], hash=False)[0]
+        per-person vector): its future (CancelledError when that worker has left)."""
+        return sent_to(self.placed.kept.client, value, [self.ranges[k].worker])
 
     def people_parts(self, make: Make, arguments: Arguments) -> Iterator[pd.DataFrame]:
         """A per-person table of the view's users in parts, one per range in user order:

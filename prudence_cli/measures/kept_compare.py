@@ -174,6 +174,8 @@ class _Measure:
 
     def _buckets(self) -> list[Any]:
         """The measure's buckets, joined and sorted on the workers (futures)."""
+        from prudence_cli.cluster_tasks import sent_to  # Dask's: only here
+
         people, client = self.people, self.client
         samples = [s[self.name] for s in people.samples]
         workers = sorted(client.nthreads())
@@ -182,10 +184,7 @@ class _Measure:
         for i in range(len(people.frames)):
             a, b = people.first[i], people.first[i + 1]
             at = [people.workers[i]] if people.workers else None
-            (sent,) = client.scatter(
-                [np.stack([r[a:b] for r in self.risks])], workers=at, hash=False
-            )
-            risks.append(sent)
+            risks.append(sent_to(client, np.stack([r[a:b] for r in self.risks]), at))
         if self.table is None:  # their ranks, from each range's distinct risks
             counts = [
                 client.submit(risk_counts, frame, self.name, sent, pure=False)

@@ -508,6 +508,38 @@ def test_a_worker_lost_while_its_files_are_needed_stops_the_run():
         assert time.monotonic() - started < 30
 
 
+def test_data_sent_to_a_worker_that_left_is_a_lost_worker():
+    """A range's share of the risks (or a cache part, or a range's risks to compare with)
+    is sent to the worker holding the range as its task is submitted: when that worker
+    has left, the scheduler's KeyError of its address becomes a lost worker (exit 2 with
+    what to do), not an error the user cannot read."""
+    import contextlib
+    import os
+    import time
+    from concurrent.futures import CancelledError
+
+    from distributed import Client, LocalCluster
+
+    from prudence_cli.cluster_tasks import sent_to
+    from prudence_cli.engine.connect import cluster_failure
+
+    with (
+        LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as local,
+        Client(local) as client,
+    ):
+        there, holder = sorted(client.nthreads())
+        assert sent_to(client, np.arange(3), [there]).result().tolist() == [0, 1, 2]
+        with contextlib.suppress(Exception):  # the worker dies while it answers
+            client.run(os._exit, 1, workers=[holder])
+        deadline = time.monotonic() + 30
+        while holder in client.nthreads() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        with pytest.raises(CancelledError, match="left") as lost:
+            sent_to(client, {"risk": np.zeros(4)}, [holder])
+        assert holder in str(lost.value)
+        assert cluster_failure(lost.value, "tcp://x:1") is not None
+
+
 def test_workers_give_back_the_memory_of_reading_when_the_points_stay(
     cluster, tmp_path, monkeypatch
 ):
