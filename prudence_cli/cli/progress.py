@@ -89,7 +89,10 @@ def logged() -> Iterator[ProgressCallback]:
         while not stop.wait(LOG_EVERY):
             line = step.line()
             if line is not None:
-                message(line)
+                try:
+                    message(line)
+                except OSError:  # stderr closed (a pipe whose reader left): no more lines
+                    return
 
     writer = threading.Thread(target=write, name="prudence-progress", daemon=True)
     writer.start()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import re
+import threading
 import time
 from pathlib import Path
 
@@ -72,6 +73,26 @@ def test_a_log_gets_the_step_a_command_is_at_every_log_every_seconds(monkeypatch
     ), lines
     time.sleep(0.2)
     assert capsys.readouterr().err == ""
+
+
+def test_a_log_whose_reader_left_gets_no_more_lines(monkeypatch):
+    """stderr closed under the command (`2>&1 | head -1`): the lines stop, quietly."""
+    tried: list[str] = []
+
+    def closed(text: str) -> None:
+        tried.append(text)
+        raise BrokenPipeError(32, "Broken pipe")
+
+    failed: list[BaseException | None] = []
+    monkeypatch.setattr(bars, "LOG_EVERY", 0.02)
+    monkeypatch.setattr(bars, "message", closed)
+    with pytest.MonkeyPatch.context() as hook:  # undone before pytest's own hook is
+        hook.setattr(threading, "excepthook", lambda raised: failed.append(raised.exc_value))
+        with progress_bar(quiet=False) as step:
+            assert step is not None
+            step(1, 2, "reading x.csv")
+            time.sleep(0.3)
+    assert len(tried) == 1 and failed == []  # the thread ended, raising nothing
 
 
 def test_a_log_line_says_the_time_the_step_and_how_far():
