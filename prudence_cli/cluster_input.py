@@ -148,6 +148,11 @@ def read_and_select(
             # files not read yet will not be; one being read leaves nothing: its pieces
             # are refused once the run has ended (Scratch.written)
             client.cancel([future for future in split if not future.done()])
+            # a failure's traceback holds this frame, and Dask keeps the error (with it)
+            # while its future is held: the run's futures are let go of here, or the
+            # client would keep them all
+            for future in (*split, tables):
+                future.release()
             removed(client, scratch)
     return selection, dict(dropped), kept, fetched
 

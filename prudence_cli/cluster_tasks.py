@@ -50,7 +50,14 @@ def windowed(
             continue
         for future in done:
             running.discard(future)
-            result = future.result()
+            try:
+                result = future.result()
+            except BaseException:
+                # its traceback holds this frame, and Dask keeps the error (with it) while
+                # the future is held: the run's futures are let go of here
+                for held in (future, *running):
+                    held.release()
+                raise
             future.release()
             running.update(submit(k) for k in itertools.islice(following, 1))
             yield result

@@ -508,6 +508,36 @@ def test_a_worker_lost_while_its_files_are_needed_stops_the_run():
         assert time.monotonic() - started < 30
 
 
+def _fails_at(k: int, bad: int) -> int:
+    if k == bad:
+        raise ValueError("a bad range")
+    return k
+
+
+def test_a_windowed_run_that_fails_leaves_no_future_on_the_client(cluster):
+    """The error is kept by Dask with its traceback, which holds the run's frame: the
+    futures still running are let go of all the same."""
+    import gc
+    import time
+
+    from prudence_cli.cluster_tasks import windowed
+
+    client = cluster.client
+    before = set(client.futures)
+
+    def submit(k: int):
+        return client.submit(_fails_at, k, 2, pure=False)
+
+    with pytest.raises(ValueError, match="a bad range") as failed:
+        for _ in windowed(client, range(12), submit, set()):
+            pass
+    gc.collect()
+    deadline = time.monotonic() + 10  # a future goes on the client's event loop
+    while not set(client.futures) <= before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert failed.value is not None and set(client.futures) <= before
+
+
 def test_data_sent_to_a_worker_that_left_is_a_lost_worker():
     """A range's share of the risks (or a cache part, or a range's risks to compare with)
     is sent to the worker holding the range as its task is submitted: when that worker

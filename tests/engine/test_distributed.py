@@ -883,11 +883,14 @@ def test_of_several_bad_parts_the_first_in_file_order_is_named(cluster, tmp_path
     )
     with pytest.raises(InputError) as here:
         prepare(config)
+    before = _futures_left(cluster, set(cluster.client.futures))
     with pytest.raises(InputError) as there:
         prepare(config, client=cluster.client)
     assert str(there.value) == str(here.value)
     assert str(here.value).startswith(f"{tmp_path / 'parts' / 'p00.csv'}:7:")
     assert _pieces_left(cluster) == []
+    # nothing left on the client, the error (and its traceback) still held
+    assert _futures_left(cluster, before) <= before
 
 
 @pytest.mark.parametrize(("match", "mode"), MATCH_MODES)
