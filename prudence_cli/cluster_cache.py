@@ -35,8 +35,9 @@ from prudence_cli.cluster_select import (
     placed_of,
     read_back,
 )
-from prudence_cli.cluster_tasks import pinned, sent_to, windowed
+from prudence_cli.cluster_tasks import pinned, windowed
 from prudence_cli.config import Config
+from prudence_cli.engine.connect import sent_to
 from prudence_cli.select import Selection
 
 # a part as the cache holds it: (its users, its points)

@@ -17,19 +17,6 @@ def pinned(client: Any, worker: str, task: Callable[..., Any], *args: Any) -> An
     return client.submit(task, *args, pure=False, workers=[worker], allow_other_workers=False)
 
 
-def sent_to(client: Any, value: Any, workers: list[str] | None) -> Any:
-    """A future of `value` scattered to `workers` (None: wherever Dask puts it);
-    CancelledError (a lost worker, for the user) when one of them has left the cluster,
-    of which the scheduler says no more than a KeyError of its address."""
-    try:
-        # in a list: Dask would scatter a dict's values one by one, by its keys
-        (future,) = client.scatter([value], workers=workers, hash=False)
-    except KeyError:
-        still_there(client, set(workers or ()))
-        raise
-    return future
-
-
 def windowed(
     client: Any, ranges: Iterable[int], submit: Callable[[int], Any], needed: set[str]
 ) -> Iterator[Any]:

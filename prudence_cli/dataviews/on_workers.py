@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from prudence_cli.cluster_select import POINT_FORMATS, Regions, read_ids
-from prudence_cli.cluster_tasks import pinned, sent_to, windowed
+from prudence_cli.cluster_tasks import pinned, windowed
 from prudence_cli.cluster_views import (
     Built,
     PointsOnWorkers,
@@ -48,6 +48,7 @@ from prudence_cli.dataviews.base import (
 )
 from prudence_cli.dataviews.kept_bins import bin_numbering
 from prudence_cli.dataviews.range_counts import RangeCounts
+from prudence_cli.engine.connect import sent_to
 from prudence_cli.engine.streams import two_by_two
 from prudence_cli.io.readers import read_region_layer
 from prudence_cli.space import regions_table

@@ -118,3 +118,21 @@ def cluster_failure(error: BaseException, scheduler: str) -> PrudenceError | Non
             "was written: check the scheduler and its workers, then run again"
         )
     return None
+
+
+def sent_to(client: Any, value: Any, workers: list[str] | None) -> Any:
+    """A future of `value` scattered to `workers` (None: wherever Dask puts it);
+    CancelledError (a lost worker: `cluster_failure`) when one of them has left the
+    cluster (stopped, or restarted by Dask past its memory limit, with another address),
+    of which the scheduler says no more than a KeyError of its address."""
+    from concurrent.futures import CancelledError
+
+    try:
+        # in a list: Dask would scatter a dict's values one by one, by its keys
+        (future,) = client.scatter([value], workers=workers, hash=False)
+    except KeyError as exc:
+        gone = set(workers or ()) - set(client.nthreads())
+        if gone:
+            raise CancelledError(f"the worker {sorted(gone)[0]} left") from exc
+        raise
+    return future

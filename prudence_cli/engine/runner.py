@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from prudence_cli.engine.connect import cluster_failure, connected, smallest_limit
+from prudence_cli.engine.connect import cluster_failure, connected, sent_to, smallest_limit
 from prudence_cli.engine.streams import (
     IN_FLIGHT,
     Joined,
@@ -212,10 +212,11 @@ class DaskRunner:
         return data if isinstance(data, Future) else self._scattered(data)
 
     def _scattered(self, data: Any, workers: list[str] | None = None) -> Any:
-        """One future of `data` (a tuple too), on `workers` or on every worker."""
-        (handle,) = self.client.scatter(
-            [data], workers=workers, broadcast=workers is None, hash=False
-        )
+        """One future of `data` (a tuple too), on `workers` (a lost worker when one has
+        left: `sent_to`) or on every worker."""
+        if workers is not None:
+            return sent_to(self.client, data, workers)
+        (handle,) = self.client.scatter([data], broadcast=True, hash=False)
         return handle
 
     def shard_limits(self) -> tuple[int, int]:

@@ -174,7 +174,7 @@ class _Measure:
 
     def _buckets(self) -> list[Any]:
         """The measure's buckets, joined and sorted on the workers (futures)."""
-        from prudence_cli.cluster_tasks import sent_to  # Dask's: only here
+        from prudence_cli.engine.connect import sent_to
 
         people, client = self.people, self.client
         samples = [s[self.name] for s in people.samples]

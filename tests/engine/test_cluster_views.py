@@ -517,10 +517,8 @@ def _fails_at(k: int, bad: int) -> int:
 def test_a_windowed_run_that_fails_leaves_no_future_on_the_client(cluster):
     """The error is kept by Dask with its traceback, which holds the run's frame: the
     futures still running are let go of all the same."""
-    import gc
-    import time
-
     from prudence_cli.cluster_tasks import windowed
+    from tests.engine.test_distributed import _futures_left
 
     client = cluster.client
     before = set(client.futures)
@@ -531,16 +529,12 @@ def test_a_windowed_run_that_fails_leaves_no_future_on_the_client(cluster):
     with pytest.raises(ValueError, match="a bad range") as failed:
         for _ in windowed(client, range(12), submit, set()):
             pass
-    gc.collect()
-    deadline = time.monotonic() + 10  # a future goes on the client's event loop
-    while not set(client.futures) <= before and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert failed.value is not None and set(client.futures) <= before
+    assert failed.value is not None and _futures_left(cluster, before) <= before
 
 
 def test_data_sent_to_a_worker_that_left_is_a_lost_worker():
-    """A range's share of the risks (or a cache part, or a range's risks to compare with)
-    is sent to the worker holding the range as its task is submitted: when that worker
+    """A range's share of the risks (or a cache part, a range's risks to compare with, a
+    shard) is sent to the worker holding the range as its task is submitted: when that worker
     has left, the scheduler's KeyError of its address becomes a lost worker (exit 2 with
     what to do), not an error the user cannot read."""
     import contextlib
@@ -550,8 +544,8 @@ def test_data_sent_to_a_worker_that_left_is_a_lost_worker():
 
     from distributed import Client, LocalCluster
 
-    from prudence_cli.cluster_tasks import sent_to
-    from prudence_cli.engine.connect import cluster_failure
+    from prudence_cli.engine.connect import cluster_failure, sent_to
+    from prudence_cli.engine.runner import DaskRunner
 
     with (
         LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as local,
@@ -568,6 +562,12 @@ def test_data_sent_to_a_worker_that_left_is_a_lost_worker():
             sent_to(client, {"risk": np.zeros(4)}, [holder])
         assert holder in str(lost.value)
         assert cluster_failure(lost.value, "tcp://x:1") is not None
+        runner = DaskRunner(local.scheduler_address)  # a shard or a range sent there
+        try:
+            with pytest.raises(CancelledError, match="left"):
+                runner._scattered(np.zeros(4), [holder])
+        finally:
+            runner.close()
 
 
 def test_workers_give_back_the_memory_of_reading_when_the_points_stay(
