@@ -7,12 +7,12 @@ first large assessment spends seconds to a minute compiling what it uses.
 `python -m prudence_cli.warm` (run by `make test`; useful when building an image for CI
 or for Dask workers) compiles them all: every kernel the counting attacks on presence and
 trajectory dataviews use — both exact strategies, whole-record queries and sampled
-levels — and those of the unicity attack, of `prudence evaluate` and of the attacks on
-randomized profiles, each on tiny data, so that a first assessment loads them from the
-cache instead. The data is built as the pipelines build theirs (same array types), which
-is what a compiled kernel is specialised on; its content does not matter. The keyed
-strategy's kernels and the others' compile in two processes at once (numba compiles on
-one core).
+levels — and those of the unicity attack, of `prudence evaluate`, of the attacks on
+randomized profiles and the sorts only large levels call, each on tiny data, so that a
+first assessment loads them from the cache instead. The data is built as the pipelines
+build theirs (same array types), which is what a compiled kernel is specialised on; its
+content does not matter. The keyed strategy's kernels and the others' compile in two
+processes at once (numba compiles on one core).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from prudence_cli.config.evaluate import EvaluationSettings
 from prudence_cli.dataviews.base import Dataview
 from prudence_cli.dataviews.presence import PresenceView, ProbabilityView
 from prudence_cli.dataviews.trajectory import TrajectoryView
-from prudence_cli.engine import Elements, Engine
+from prudence_cli.engine import Elements, Engine, compiled
 from prudence_cli.engine.jit import running
 from prudence_cli.engine.runner import LocalRunner
 from prudence_cli.measures.empirical import evaluate
@@ -99,7 +99,8 @@ def _levels(attack: CountingAttack[Any]) -> list[KnowledgeLevel]:
 def warm(strategy: str) -> list[tuple[str, float]]:
     """Call every kernel the warmed attacks use with the engines of `strategy` (a key of
     `_ENGINES`), compiled whatever the work; then, in the `posting` process, the kernels
-    of unicity, evaluate and the randomized profiles. The seconds each one took."""
+    of unicity, evaluate, the randomized profiles and the large levels' sorts. The
+    seconds each one took."""
     views = _views()
     spent = []
     for name in ATTACKS:
@@ -120,6 +121,7 @@ def warm(strategy: str) -> list[tuple[str, float]]:
             ("unicity", lambda: _unicity(views["presence"])),
             ("evaluate", _evaluate),
             ("randomized profiles", _profiles),
+            ("orders", _orders),
         ):
             started = time.perf_counter()
             with running("compiled"):
@@ -142,6 +144,14 @@ def _evaluate() -> None:
     lists = Elements.from_rows(4, users, _ROWS[:, 1].astype(np.int32))
     for samples in (None, 2):
         evaluate(lists, lists, EvaluationSettings(max_h=2, samples=samples))
+
+
+def _orders() -> None:
+    """The sorts of elements that only large levels call (a start index's counting sort,
+    a shard's radix sort when it numbers its elements): not reached on tiny data."""
+    elements = _ROWS[:, 1].astype(np.int32)
+    compiled.group_kernels.counting_order(elements, 4)
+    compiled.group_kernels.radix_order(elements)
 
 
 def _profiles() -> None:

@@ -365,6 +365,37 @@ def distinct_rows(keys, owners):
 
 
 @kernel
+def radix_order(values):
+    """The stable order of `values` (non-negative integers of at most 32 bits, of any
+    range): np.argsort(values, kind="stable"), by counting sorts of 16 bits at a time,
+    the low bits first, as many as the largest value has (two for 32 bits). Its memory
+    is the values' (two orders), none of their range, which `counting_order` needs."""
+    n = values.shape[0]
+    top = 0
+    for i in range(n):
+        if values[i] > top:
+            top = values[i]
+    order = np.arange(n)
+    scratch = np.empty(n, np.int64)
+    counts = np.zeros(65537, np.int64)
+    shift = 0
+    while shift == 0 or (top >> shift) > 0:
+        counts[:] = 0
+        for i in range(n):
+            counts[((values[i] >> shift) & 0xFFFF) + 1] += 1
+        for d in range(65536):
+            counts[d + 1] += counts[d]
+        for i in range(n):
+            j = order[i]
+            d = (values[j] >> shift) & 0xFFFF
+            scratch[counts[d]] = j
+            counts[d] += 1
+        order, scratch = scratch, order
+        shift += 16
+    return order
+
+
+@kernel
 def counting_order(values, n_values):
     """The stable order of `values` (integers in [0, n_values)) by a counting sort: the
     same as np.argsort(values, kind="stable"), in two passes."""

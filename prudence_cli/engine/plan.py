@@ -24,7 +24,8 @@ _BYTES_PER_INSTANCE = 64  # owner, bounds reference, order and packed keys, sort
 _BYTES_PER_KEY_ELEMENT = 40  # per element of a key: id, value, bounds, a sorted copy
 _BYTES_PER_ELEMENT = 48  # the level's data: lists, values, posting lists, start index
 _BYTES_PER_USER = 40  # offsets, supports, partial results
-_BYTES_PER_ELEMENT_ID = 16  # a shard's start index and posting lists: bounds per element id
+_BYTES_PER_ELEMENT_ID = 16  # a shard's start indexes and posting lists: bounds per element id
+_BYTES_PER_HELD_ID = 4  # a ranged level's shard: the level's id of each element it holds
 
 
 def level_bytes(elements: int, users: int) -> int:
@@ -38,6 +39,13 @@ def shard_bytes(elements: int, users: int, n_elements: int) -> int:
     `n_elements` element ids, as its worker holds it (ranged_shards.ShardData, about half
     of this, with what its tasks derive from it)."""
     return level_bytes(elements, users) + _BYTES_PER_ELEMENT_ID * n_elements
+
+
+def numbered_shard_bytes(elements: int, users: int, n_elements: int) -> int:
+    """`shard_bytes` of a ranged level's shard, which numbers the elements it holds among
+    themselves (ranged_shards.numbered): at most one a position, each with its id."""
+    held = min(elements, n_elements)
+    return shard_bytes(elements, users, held) + _BYTES_PER_HELD_ID * held
 
 
 @dataclass(frozen=True)

@@ -14,12 +14,14 @@ share and the runner adds them up (on a Dask cluster, on the workers: see below)
 A shard of consecutive partitions (elements [L, H)) is cut by each range from its own
 lists — a list's suffix depends on that list alone (engine/shards.py) — and the pieces
 are joined, in range order, on the worker the shard goes to (streams.Joined): the shard's
-users are the level's. That worker also finds each partition's first positions in its
-shard (`Firsts`). The planning process holds a vector per user only, the supports, and
-the plan's sums: the vectors per element (holders, rank by rarity, partitions' weights)
-are added up and kept where the runner adds them (`Runner.summed`; on a Dask cluster, a
-worker), which gives back what is needed of them (`Runner.on`): the partitions, and the
-running sums at their ends. A level over the budget is sampled in its ranges
+users are the level's. That worker numbers the elements its shard holds among
+themselves, in their order (`numbered`: what it builds per element goes with the shard,
+not with the level), and finds each partition's first positions in it (`Firsts`). The
+planning process holds a vector per user only, the supports, and the plan's sums: the
+vectors per element (holders, rank by rarity, partitions' weights) are added up and kept
+where the runner adds them (`Runner.summed`; on a Dask cluster, a worker), which gives
+back what is needed of them (`Runner.on`): the partitions, and the running sums at
+their ends. A level over the budget is sampled in its ranges
 (engine/ranged_sampled.py).
 """
 
@@ -43,7 +45,7 @@ from prudence_cli.engine.plan import (
     _partitions,
     _query_sizes,
     drawing_targets,
-    shard_bytes,
+    numbered_shard_bytes,
     size_plans,
     size_work,
     work_cost,
@@ -423,7 +425,7 @@ class _Level:
             ceiling,
             # a shard holds the people with a position in it (people_held): one at most
             # a position, never more than the level's
-            lambda size: shard_bytes(size, min(size, self.users), self.n),
+            lambda size: numbered_shard_bytes(size, min(size, self.users), self.n),
             self.ordered,
         )
 
@@ -436,7 +438,7 @@ class _Level:
         def shards() -> Iterator[tuple[Joined, list[tuple[Any, ...]]]]:
             for (lo, hi), group in fitted_shards(parts, reaches, self.runner.shards, measure, fit):
                 pieces = self.runner.each_kept(_cut, self.parts, lo, hi, kind)
-                shared = Joined(ShardJoiner(self.n, kind), pieces)
+                shared = Joined(ShardJoiner(kind, self.engine.worker()), pieces)
                 yield shared, [arguments(a, b) for a, b in group]
                 del shared, pieces  # joined: the pieces go before the next shard's are cut
 

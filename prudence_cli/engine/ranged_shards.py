@@ -9,11 +9,20 @@ from typing import Any
 
 import numpy as np
 
-from prudence_cli.engine.indexes import _element_order, _Postings, _query_sizes_ok
+from prudence_cli.arrays import stable_order
+from prudence_cli.engine import compiled, jit
+from prudence_cli.engine.indexes import (
+    _COUNTING_SORT_FROM,
+    _element_order,
+    _Postings,
+    _query_sizes_ok,
+)
 from prudence_cli.engine.plan import begun_at, first_weights
 from prudence_cli.engine.problem import CountingProblem, Elements, QuerySpec, nbytes
 from prudence_cli.engine.shards import shard, shard_positions
 from prudence_cli.engine.tasks import (
+    Worker,
+    _as_planned,
     _compact,
     _keyed_self_task,
     _keyed_task,
@@ -250,13 +259,85 @@ def _cut(part: Part, lo: int, hi: int, kind: str) -> Piece:
     return people_held(cut, begins)
 
 
+@dataclass(frozen=True)
+class Numbered:
+    """A shard's problem with its elements numbered 0, 1, ... in the order of their ids
+    in the level (`ids`, increasing: number c is element ids[c]), and the positions of
+    its lists in order of element (stable), as they come out of the numbering."""
+
+    problem: CountingProblem
+    ids: np.ndarray
+    member_order: np.ndarray
+    query_order: np.ndarray  # the members' again when the queries are their own lists
+
+
+def numbered(problem: CountingProblem) -> Numbered:
+    """The shard's elements numbered by the distinct ones it holds (`Numbered`): what its
+    worker builds per element (the start indexes' bounds, the posting lists' offsets) is
+    then as long as the elements it holds, at most one a position, not as the level's
+    (tens of millions of visits). The numbering keeps the ids' order, so every list
+    stays in order, every key and every comparison of elements is the same, and the
+    partition [lo, hi) of ids is the range of numbers `ShardData.span` gives. Made from
+    a stable sort of each list's positions by element (a radix sort: group_kernels.
+    radix_order compiled, else arrays.stable_order), nothing the size of the level."""
+    members, spec = problem.members, problem.queries
+    own = spec.elements is members
+    m_order, m_distinct, m_runs = _runs(members.elements)
+    if own:
+        ids = m_distinct
+    else:
+        q_order, q_distinct, q_runs = _runs(spec.elements.elements)
+        ids = _distinct(np.sort(np.concatenate([m_distinct, q_distinct])))[0]
+    lists = _renumbered(members, m_order, np.searchsorted(ids, m_distinct), m_runs)
+    if own:
+        spec = replace(spec, elements=lists)
+        return Numbered(replace(problem, members=lists, queries=spec), ids, m_order, m_order)
+    codes = np.searchsorted(ids, q_distinct)
+    spec = replace(spec, elements=_renumbered(spec.elements, q_order, codes, q_runs))
+    return Numbered(replace(problem, members=lists, queries=spec), ids, m_order, q_order)
+
+
+def _runs(elements: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The stable order of `elements`, their distinct values (increasing) and how many
+    positions hold each."""
+    radix = compiled.group_kernels.radix_order
+    if elements.shape[0] >= _COUNTING_SORT_FROM and jit.runs_compiled(radix):
+        order = radix(elements)
+    else:
+        order = stable_order(elements)
+    if order.shape[0] < 2**31:  # as the indexes hold it (Firsts), not a copy more
+        order = order.astype(np.int32)
+    distinct, starts = _distinct(elements[order])
+    return order, distinct, np.diff(np.append(starts, order.shape[0]))
+
+
+def _distinct(ascending: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values of an ascending array, and where each begins."""
+    if not ascending.size:
+        return ascending, np.zeros(0, dtype=np.int64)
+    starts = np.flatnonzero(np.r_[True, ascending[1:] != ascending[:-1]])
+    return ascending[starts], starts
+
+
+def _renumbered(
+    lists: Elements, order: np.ndarray, codes: np.ndarray, runs: np.ndarray
+) -> Elements:
+    """`lists` with each position's element replaced by its number: `codes` of the
+    distinct elements, held by `runs` positions each in `order`."""
+    elements = np.empty_like(lists.elements)
+    elements[order] = np.repeat(codes.astype(lists.elements.dtype), runs)
+    return Elements(lists.offsets, elements, lists.values)
+
+
 class Firsts:
     """A shard's positions ordered by element: those of partition [lo, hi) are a slice,
-    in the order the planning process's start index gives them (indexes._StartIndex)."""
+    in the order the planning process's start index gives them (indexes._StartIndex).
+    `order`: that order, when it is known already (`numbered`)."""
 
-    def __init__(self, lists: Elements, n_elements: int) -> None:
-        order = _element_order(lists.elements, n_elements)
-        self.order = order.astype(np.int32) if order.shape[0] < 2**31 else order
+    def __init__(self, lists: Elements, n_elements: int, order: np.ndarray | None = None) -> None:
+        if order is None:
+            order = _element_order(lists.elements, n_elements)
+        self.order = order.astype(np.int32, copy=False) if order.shape[0] < 2**31 else order
         del order
         self.bounds = np.zeros(n_elements + 1, dtype=np.int64)
         np.cumsum(np.bincount(lists.elements, minlength=n_elements), out=self.bounds[1:])
@@ -270,7 +351,8 @@ class ShardData:
     """A shard as its tasks take it, made on its worker."""
 
     problem: CountingProblem
-    n_elements: int
+    n_elements: int  # the element numbers of its lists are below it
+    ids: np.ndarray | None = None  # the level's id of each element number (None: the same)
     members: Firsts | None = None
     queries: Firsts | None = None
     postings: _Postings | None = None
@@ -286,8 +368,20 @@ class ShardData:
             return owners, counts
         return _compact(self.level, self.people[owners], counts)
 
+    def span(self, lo: int, hi: int) -> tuple[int, int]:
+        """The element numbers of the level's elements [lo, hi)."""
+        if self.ids is None:
+            return lo, hi
+        ids = self.ids
+        top = int(np.iinfo(ids.dtype).max)
+
+        def at(bound: int) -> int:  # searched as the ids' type: no copy of them
+            return ids.shape[0] if bound > top else int(np.searchsorted(ids, ids.dtype.type(bound)))
+
+        return at(lo), at(hi)
+
     def __sizeof__(self) -> int:
-        held: list[object] = [self.problem, self.whole, self.whole_first, self.people]
+        held: list[object] = [self.problem, self.ids, self.whole, self.whole_first, self.people]
         for firsts in (self.members, self.queries):
             if firsts is not None:
                 held += [firsts.order, firsts.bounds]
@@ -299,10 +393,11 @@ class ShardData:
 @dataclass(frozen=True)
 class ShardJoiner:
     """Joins the shard of `kind` (runner.Joiner), from its ranges' pieces, on its worker:
-    with what its tasks read (`ShardData`)."""
+    its elements numbered among themselves (`numbered`), with what its tasks read
+    (`ShardData`)."""
 
-    n: int  # elements of the level
     kind: str
+    worker: Worker | None = None  # how its kernels run (None: as its process has chosen)
 
     def piece_size(self, piece: Piece) -> PieceSize:
         return piece_size(piece)
@@ -315,19 +410,33 @@ class ShardJoiner:
         return joining
 
     def join_finish(self, joining: _Joining) -> ShardData:
+        if self.worker is not None:
+            _as_planned(self.worker)
         problem, flags, people = joining.joined()
         level = int(joining.first[-1])
         del joining
-        n = self.n
-        data = ShardData(problem, n, people=people, level=level)
+        shard = numbered(problem)
+        problem, n = shard.problem, shard.ids.shape[0]
+        data = ShardData(problem, n, shard.ids, people=people, level=level)
+        m_order: np.ndarray | None = shard.member_order
+        q_order = shard.query_order
+        del shard
+        # each order goes as soon as an index holds it (as it is) or nothing needs it
         if self.kind == "keyed":
-            data.members = Firsts(problem.members, n)
+            data.members = Firsts(problem.members, n, m_order)
+            del m_order
             if not problem.self_queries:
-                data.queries = Firsts(problem.queries.elements, n)
+                data.queries = Firsts(problem.queries.elements, n, q_order)
             return data
-        data.postings = _Postings(problem.members, n, not problem.ordered)
         if self.kind == "posting":
-            data.queries = Firsts(problem.queries.elements, n)
+            data.queries = Firsts(problem.queries.elements, n, q_order)
+        del q_order
+        distinct = not problem.ordered
+        if not distinct:
+            m_order = None  # the posting lists of ordered lists are sorted pairs
+        data.postings = _Postings(problem.members, n, distinct, m_order)
+        del m_order
+        if self.kind == "posting":
             return data
         assert flags is not None
         whole = np.flatnonzero(flags)
@@ -343,6 +452,7 @@ def _keyed_part(
 ) -> tuple[np.ndarray, np.ndarray]:
     problem = data.problem
     assert data.members is not None
+    lo, hi = data.span(lo, hi)
     m_starts = data.members.starts(lo, hi)
     if problem.self_queries:
         members = problem.members
@@ -372,12 +482,11 @@ def _posting_part(
     data: ShardData, lo: int, hi: int, s: int, worker: Any
 ) -> tuple[np.ndarray, np.ndarray]:
     assert data.queries is not None and data.postings is not None
-    return data.of_level(
-        _posting_task((data.problem, data.postings), data.queries.starts(lo, hi), s, worker)
-    )
+    starts = data.queries.starts(*data.span(lo, hi))
+    return data.of_level(_posting_task((data.problem, data.postings), starts, s, worker))
 
 
 def _whole_part(data: ShardData, lo: int, hi: int, worker: Any) -> tuple[np.ndarray, np.ndarray]:
     assert data.whole is not None and data.whole_first is not None and data.postings is not None
-    a, b = np.searchsorted(data.whole_first, [lo, hi])
+    a, b = np.searchsorted(data.whole_first, data.span(lo, hi))
     return data.of_level(_whole_task((data.problem, data.postings), data.whole[a:b], worker))

@@ -18,6 +18,7 @@ from prudence_cli.engine.group_kernels import (
     counting_order,
     grouped_counts,
     match_groups,
+    radix_order,
     segment_order,
     self_containment,
     self_dominance,
@@ -52,6 +53,14 @@ def test_counting_order_is_the_stable_order(values, spare):
     n_values = int(array.max(initial=-1)) + 1 + spare
     got = counting_order(array, n_values)
     assert got.tolist() == np.argsort(array, kind="stable").tolist()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 2**31 - 1) | st.integers(0, 12), max_size=200))
+def test_radix_order_is_the_stable_order(values):
+    """Of any non-negative 32-bit values: one pass below 2^16, two above."""
+    array = np.array(values, dtype=np.int32)
+    assert radix_order(array).tolist() == np.argsort(array, kind="stable").tolist()
 
 
 @settings(max_examples=60, deadline=None)

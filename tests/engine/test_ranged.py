@@ -274,7 +274,7 @@ def test_a_shard_holds_only_the_people_with_a_position_in_it(seed, ranges, lo):
     runner = LocalRunner(shards=2)
     level = split(problem, runner, ranges)
     hi = lo + 2
-    joiner = ShardJoiner(9, "posting")
+    joiner = ShardJoiner("posting")
     pieces = runner.each(_cut, level.parts, lo, hi, "posting")
     joining = joiner.join_start([joiner.piece_size(piece) for piece in pieces])
     for k, piece in enumerate(pieces):
@@ -289,3 +289,78 @@ def test_a_shard_holds_only_the_people_with_a_position_in_it(seed, ranges, lo):
     expected = [u for u in range(problem.n_users) if reach[2 * u] or reach[2 * u + 1]]
     assert data.people is not None and data.people.tolist() == expected
     assert data.problem.n_users == len(expected) and data.level == problem.n_users
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    match=st.sampled_from(["dominance", "sequence"]),
+    own=st.booleans(),
+    spread=st.integers(1, 50),
+    radix=st.booleans(),
+)
+def test_a_shard_numbers_its_elements_by_those_it_holds_in_their_order(
+    seed, match, own, spread, radix
+):
+    """ranged_shards.numbered: each position's number is the rank of its element among
+    the distinct elements of the shard's members and queries (queries may hold elements
+    no member holds), so the shard's ids give every element back, lists stay in order,
+    and the orders by element are numpy's stable ones, whichever sort makes them (the
+    radix sort of large shards, when the kernels run compiled)."""
+    from prudence_cli.engine import ranged_shards
+
+    rng = np.random.default_rng(seed)
+    problem = random_problem(rng, 12, 8, 2, match=match, mode="self" if own else "subsets")
+    spread_out = replace(problem.members, elements=problem.members.elements * spread + 3)
+    spec = problem.queries
+    q = spec.elements.elements
+    asked = q * spread + 3 + rng.integers(0, 2, q.shape[0]).astype(q.dtype)  # some no member
+    queries = spread_out if own else replace(spec.elements, elements=asked)
+    problem = replace(problem, members=spread_out, queries=replace(spec, elements=queries))
+    with pytest.MonkeyPatch.context() as patched:
+        if radix:  # every shard is a large one
+            patched.setattr(ranged_shards, "_COUNTING_SORT_FROM", 0)
+        shard = ranged_shards.numbered(problem)
+    held = np.concatenate([problem.members.elements, problem.queries.elements.elements])
+    assert shard.ids.tolist() == sorted(set(held.tolist()))
+    for before, after, order in (
+        (problem.members, shard.problem.members, shard.member_order),
+        (problem.queries.elements, shard.problem.queries.elements, shard.query_order),
+    ):
+        np.testing.assert_array_equal(shard.ids[after.elements], before.elements)
+        np.testing.assert_array_equal(after.offsets, before.offsets)
+        np.testing.assert_array_equal(after.values, before.values)
+        np.testing.assert_array_equal(order, np.argsort(before.elements, kind="stable"))
+    assert (shard.problem.queries.elements is shard.problem.members) == own
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), kind=st.sampled_from(["keyed", "posting"]))
+def test_a_shards_indexes_are_as_long_as_the_elements_it_holds_not_the_levels(seed, kind):
+    """What a shard's worker builds per element (start indexes' bounds, posting lists'
+    offsets) is as long as the distinct elements of the shard's lists, and a partition
+    of the level's ids [lo, hi) is found among them (`ShardData.span`)."""
+    from prudence_cli.engine.ranged_shards import ShardJoiner, _cut
+
+    n = 400
+    problem = random_problem(np.random.default_rng(seed), 30, n, 2, match="dominance")
+    runner = LocalRunner(shards=2)
+    level = split(problem, runner, 3)
+    lo, hi = n // 4, n // 2
+    joiner = ShardJoiner(kind)
+    pieces = runner.each(_cut, level.parts, lo, hi, kind)
+    joining = joiner.join_start([joiner.piece_size(piece) for piece in pieces])
+    for k, piece in enumerate(pieces):
+        joining = joiner.join_piece(joining, piece, k)
+    data = joiner.join_finish(joining)
+    lists = [data.problem.members, data.problem.queries.elements]
+    held = np.unique(np.concatenate([data.ids[lists_.elements] for lists_ in lists]))
+    assert data.n_elements == held.shape[0] < n
+    np.testing.assert_array_equal(data.ids, held)
+    indexes = [data.members, data.queries] if kind == "keyed" else [data.queries]
+    bounds = [firsts.bounds for firsts in indexes if firsts is not None]
+    if data.postings is not None:
+        bounds.append(data.postings.offsets)
+    assert bounds and all(b.shape[0] == data.n_elements + 1 for b in bounds)
+    a, b = data.span(lo, hi)
+    assert data.ids[a:b].tolist() == [e for e in held.tolist() if lo <= e < hi]
