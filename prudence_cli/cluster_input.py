@@ -100,11 +100,13 @@ def read_and_select(
     scratch = Scratch(uuid.uuid4().hex)
     kept: Kept | None = None
     fetched: dict[str, tuple[str, int]] = {}
+    glimpsing: list[Any] = []
     split: list[Any] = []
     try:
-        glimpses = client.gather(
-            [client.submit(glimpsed, f, user, spec.delimiter, scratch, pure=False) for f in files]
-        )
+        glimpsing = [
+            client.submit(glimpsed, f, user, spec.delimiter, scratch, pure=False) for f in files
+        ]
+        glimpses = client.gather(glimpsing)
         samples = [(rows, ids) for rows, ids, _ in glimpses]
         copies = [copy for _, _, copy in glimpses]
         bounds = cut_bounds(samples, _ranges(client, sum(rows for rows, _ in samples)))
@@ -144,6 +146,8 @@ def read_and_select(
             with contextlib.suppress(Exception):  # as `removed`: never the run's error
                 client.run(given_back, on_error="ignore")
     finally:
+        for future in glimpsing:  # read already, or failed (see below)
+            future.release()
         if kept is None:  # failed, or nothing is kept
             # files not read yet will not be; one being read leaves nothing: its pieces
             # are refused once the run has ended (Scratch.written)

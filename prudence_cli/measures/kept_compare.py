@@ -1,6 +1,6 @@
 """The per-person mobility measures of a dataview kept on the Dask workers, compared
 there with what is left at each risk threshold and correlated with risk: the assessing
-process sends each range of people its people's risks and receives a few numbers per
+process sends each range of people its people's risks once and receives a few numbers per
 measure, level and threshold — never a per-person measure. The same numbers as a local
 run's Profile, to the bit (measures/mobility.py; the tests compare the two).
 
@@ -120,24 +120,46 @@ class KeptPeople:
         rows: list[list[dict[str, Any]]] = [[] for _ in range(levels * len(thresholds))]
         correlation: list[list[dict[str, Any]]] = [[] for _ in range(levels)]
         ranked: dict[bytes, RiskRanks] = {}
-        for name in self.columns:
-            # the people with a value, range by range: measures that have the same ones
-            # share the ranks of each level's risk among them
-            key = b"".join(s[name].present.tobytes() for s in self.samples)
-            measure = _Measure(self, name, risks, ranked.get(key), thresholds)
-            found = measure.compared()
-            assert measure.table is not None  # made by `compared`
-            ranked = {key: measure.table}
-            for i, row in enumerate(found.kept):
-                rows[i].append(row)
-            for level, row in enumerate(found.correlation):
-                correlation[level].append(row)
+        sent = self._sent(risks)
+        try:
+            for name in self.columns:
+                # the people with a value, range by range: measures that have the same
+                # ones share the ranks of each level's risk among them
+                key = b"".join(s[name].present.tobytes() for s in self.samples)
+                measure = _Measure(self, name, sent, levels, ranked.get(key), thresholds)
+                found = measure.compared()
+                assert measure.table is not None  # made by `compared`
+                ranked = {key: measure.table}
+                for i, row in enumerate(found.kept):
+                    rows[i].append(row)
+                for level, row in enumerate(found.correlation):
+                    correlation[level].append(row)
+        finally:
+            for future in sent:
+                future.release()
         per_level = [rows[i * len(thresholds) : (i + 1) * len(thresholds)] for i in range(levels)]
         tables = [
             pd.DataFrame(found, columns=["measure", "pearson", "spearman", "people"])
             for found in correlation
         ]
         return per_level, tables
+
+    def _sent(self, risks: Sequence[np.ndarray]) -> list[Any]:
+        """Each range's risks, a row per level, sent once to the worker holding its
+        measures (futures), for every measure compared."""
+        from prudence_cli.engine.connect import sent_to
+
+        sent = []
+        try:
+            for i in range(len(self.frames)):
+                a, b = self.first[i], self.first[i + 1]
+                at = [self.workers[i]] if self.workers else None
+                sent.append(sent_to(self.client, np.stack([r[a:b] for r in risks]), at))
+        except BaseException:
+            for future in sent:
+                future.release()
+            raise
+        return sent
 
 
 @dataclass
@@ -153,14 +175,16 @@ class _Measure:
         self,
         people: KeptPeople,
         name: str,
-        risks: Sequence[np.ndarray],
+        sent: list[Any],
+        levels: int,
         table: RiskRanks | None,
         thresholds: Sequence[float],
     ) -> None:
         self.people = people
         self.client = people.client
         self.name = name
-        self.risks = risks
+        self.sent = sent  # each range's risks, on the worker of its measures (futures)
+        self.levels = levels
         self.table = table  # the ranks of the risks among the people with a value, once known
         self.thresholds = np.asarray(thresholds, dtype=float)
 
@@ -174,29 +198,25 @@ class _Measure:
 
     def _buckets(self) -> list[Any]:
         """The measure's buckets, joined and sorted on the workers (futures)."""
-        from prudence_cli.engine.connect import sent_to
-
-        people, client = self.people, self.client
+        people, client, risks = self.people, self.client, self.sent
         samples = [s[self.name] for s in people.samples]
         workers = sorted(client.nthreads())
         splitters = _splitters(samples, people.buckets or len(workers))
-        risks = []  # each range's risks, sent once, to where its measures are
-        for i in range(len(people.frames)):
-            a, b = people.first[i], people.first[i + 1]
-            at = [people.workers[i]] if people.workers else None
-            risks.append(sent_to(client, np.stack([r[a:b] for r in self.risks]), at))
         if self.table is None:  # their ranks, from each range's distinct risks
             counts = [
                 client.submit(risk_counts, frame, self.name, sent, pure=False)
                 for frame, sent in zip(people.frames, risks, strict=True)
             ]
-            self.table = RiskRanks.of(client.gather(counts))
+            try:
+                self.table = RiskRanks.of(client.gather(counts))
+            finally:  # a failed task's error holds this frame: its futures go all the same
+                for future in counts:
+                    future.release()
             del counts
         cuts = [
             client.submit(cut_range, frame, self.name, splitters, sent, self.table, pure=False)
             for frame, sent in zip(people.frames, risks, strict=True)
         ]
-        del risks
         buckets = [
             client.submit(
                 joined_bucket,
@@ -232,7 +252,7 @@ class _Measure:
         ]
         first = self._each(first_pass, buckets, before, self.thresholds)
         kept = np.array([f.kept for f in first], dtype=np.int64).reshape(
-            len(buckets), len(self.risks), self.thresholds.size
+            len(buckets), self.levels, self.thresholds.size
         )
         k = kept.sum(axis=0)
         kept_before = np.cumsum(kept, axis=0) - kept
@@ -255,10 +275,10 @@ class _Measure:
         return _Found(
             [
                 self._kept_row(level, t, n, int(k[level, t]), second, wanted)
-                for level in range(len(self.risks))
+                for level in range(self.levels)
                 for t in range(self.thresholds.size)
             ],
-            [self._correlation(level, n, first, scales, third) for level in range(len(self.risks))],
+            [self._correlation(level, n, first, scales, third) for level in range(self.levels)],
         )
 
     def _kept_row(

@@ -893,6 +893,41 @@ def test_of_several_bad_parts_the_first_in_file_order_is_named(cluster, tmp_path
     assert _futures_left(cluster, before) <= before
 
 
+def _glimpse_fails(file, *args):
+    if str(file).endswith("p01.csv"):
+        raise ValueError("a part could not be glimpsed")
+    from prudence_cli.cluster_scratch import glimpsed
+
+    return glimpsed(file, *args)
+
+
+def test_a_part_that_cannot_be_glimpsed_leaves_no_future_on_the_client(
+    cluster, tmp_path, monkeypatch
+):
+    """The first look at each part (its rows and a sample of its people) failing on a
+    worker: the other parts' looks and the scattered towers go with the run."""
+    from prudence_cli import cluster_input
+    from prudence_cli.prepare import prepare
+
+    config = load_config(CONFIGS / "demo.yaml")
+    rows = pd.read_csv(config.input.path, dtype=str)
+    (tmp_path / "parts").mkdir()
+    size = -(-len(rows) // 4)
+    for k in range(4):
+        rows.iloc[k * size : (k + 1) * size].to_csv(
+            tmp_path / "parts" / f"p{k:02d}.csv", index=False
+        )
+    config = dataclasses.replace(
+        config, input=dataclasses.replace(config.input, path=tmp_path / "parts")
+    )
+    before = _futures_left(cluster, set(cluster.client.futures))
+    monkeypatch.setattr(cluster_input, "glimpsed", _glimpse_fails)
+    with pytest.raises(ValueError, match="could not be glimpsed") as failed:
+        prepare(config, client=cluster.client)
+    assert failed.value is not None and _futures_left(cluster, before) <= before
+    assert _pieces_left(cluster) == []
+
+
 @pytest.mark.parametrize(("match", "mode"), MATCH_MODES)
 def test_a_ranged_level_over_the_budget_is_sampled_on_the_workers(match, mode, cluster):
     """A level in ranges of users on the workers, over the budget: its targets draw in

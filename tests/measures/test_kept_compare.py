@@ -5,6 +5,8 @@ values, or values one within tolerance on either side of a bucket's edge."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -126,6 +128,54 @@ def test_a_hand_computed_comparison(cluster):
     # -1, 0.5, so Spearman's r = 2.25 / sqrt(4.5 × 4.5) = 1/2
     assert correlation[0]["spearman"][0] == 0.5
     assert correlation[0]["people"][0] == 4
+
+
+def test_the_risks_go_once_per_range_for_every_measure_and_are_let_go_of(cluster, monkeypatch):
+    """Three measures over three ranges: each range's risks are sent once (not once a
+    measure), and none of them is left on the cluster once compared."""
+    from prudence_cli.engine import connect
+
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame({name: rng.random(9) for name in ("a", "b", "c")})
+    risk = rng.random(9)
+    kept = _kept(cluster, frame, [3, 6], 2)
+    expected = kept.compared([risk], THRESHOLDS)
+    sent = []
+
+    def counted(client, value, workers):
+        future = sent_to(client, value, workers)
+        sent.append(future.key)
+        return future
+
+    sent_to = connect.sent_to
+    monkeypatch.setattr(connect, "sent_to", counted)
+    assert kept.compared([risk], THRESHOLDS)[0] == expected[0]
+    assert len(sent) == 3
+    deadline = time.monotonic() + 10  # a future goes from the client a moment after release
+    while set(cluster.client.futures) & set(sent) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not set(cluster.client.futures) & set(sent)
+
+
+def _counts_fail(*args):
+    raise ValueError("a range's risks could not be counted")
+
+
+def test_a_comparison_that_fails_leaves_no_future_on_the_client(cluster, monkeypatch):
+    """A range's task failing: Dask keeps its error with the traceback, which holds the
+    comparison's frames; the risks sent and the other ranges' counts go all the same."""
+    from prudence_cli.measures import kept_compare
+
+    frame = pd.DataFrame({"m": np.arange(9.0)})
+    kept = _kept(cluster, frame, [3, 6], 2)
+    before = set(cluster.client.futures)  # the ranges' measures
+    monkeypatch.setattr(kept_compare, "risk_counts", _counts_fail)
+    with pytest.raises(ValueError, match="could not be counted") as failed:
+        kept.compared([np.full(9, 0.5)], THRESHOLDS)
+    deadline = time.monotonic() + 10  # a future goes from the client a moment after release
+    while not set(cluster.client.futures) <= before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert failed.value is not None and set(cluster.client.futures) <= before
 
 
 def test_a_nan_risk_is_refused(cluster):
