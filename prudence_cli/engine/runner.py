@@ -17,6 +17,7 @@ each of its shards joined on its worker from the ranges' pieces (`streams.Joined
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import operator
@@ -471,7 +472,10 @@ class DaskRunner:
         self._stopped.set()
         self.client.close()
         if self.cluster is not None:
-            self.cluster.close()
+            # a worker slow to exit is killed by its nanny: its end unseen within the
+            # second after (a loaded machine) is no failure of the run
+            with contextlib.suppress(TimeoutError, asyncio.TimeoutError):
+                self.cluster.close()
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -24,6 +24,13 @@ def risk_counts(
     return [np.unique(row[present], return_counts=True) for row in risks]
 
 
+def counted_risks(
+    people: pd.DataFrame, k: int, name: str, risks: np.ndarray
+) -> tuple[int, list[tuple[np.ndarray, np.ndarray]]]:
+    """`risk_counts` of the k-th range, told which it is (results come as they finish)."""
+    return k, risk_counts(people, name, risks)
+
+
 @dataclass(frozen=True)
 class RiskRanks:
     """Per level, the distinct risks of the people with a value of a measure, sorted,

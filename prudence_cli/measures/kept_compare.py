@@ -46,11 +46,11 @@ from prudence_cli.measures.buckets import (
     Third,
     Wanted,
     bucket_count,
+    counted_risks,
     cut_range,
     first_pass,
     joined_bucket,
     range_piece,
-    risk_counts,
     second_pass,
     third_pass,
     wanted_positions,
@@ -203,16 +203,17 @@ class _Measure:
         workers = sorted(client.nthreads())
         splitters = _splitters(samples, people.buckets or len(workers))
         if self.table is None:  # their ranks, from each range's distinct risks
-            counts = [
-                client.submit(risk_counts, frame, self.name, sent, pure=False)
-                for frame, sent in zip(people.frames, risks, strict=True)
-            ]
-            try:
-                self.table = RiskRanks.of(client.gather(counts))
-            finally:  # a failed task's error holds this frame: its futures go all the same
-                for future in counts:
-                    future.release()
-            del counts
+            from prudence_cli.cluster_tasks import windowed  # Dask's: only here
+
+            def count(k: int) -> Any:
+                frame, sent = people.frames[k], risks[k]
+                return client.submit(counted_risks, frame, k, self.name, sent, pure=False)
+
+            # as `_each`: stopped if a worker holding the ranges leaves, and the futures
+            # let go of if a count fails
+            found = dict(windowed(client, range(len(people.frames)), count, people.needed))
+            self.table = RiskRanks.of([found[k] for k in range(len(people.frames))])
+            del found
         cuts = [
             client.submit(cut_range, frame, self.name, splitters, sent, self.table, pure=False)
             for frame, sent in zip(people.frames, risks, strict=True)
