@@ -19,14 +19,20 @@ from prudence_cli.engine.vectorized import blocks, queries_by_numpy, subset_posi
 _COUNTING_SORT_FROM = 1 << 16
 
 
-def _element_order(elements: np.ndarray, n_elements: int) -> np.ndarray:
+def _element_order(elements: np.ndarray, n_elements: int | None = None) -> np.ndarray:
     """`np.argsort(elements, kind="stable")` of element ids below `n_elements`: when the
-    kernels run compiled, a counting sort (two passes, the ids are small integers);
-    otherwise numpy's sort. The stable order is unique, so both give the same."""
-    counting = compiled.group_kernels.counting_order
-    if elements.shape[0] >= _COUNTING_SORT_FROM and jit.runs_compiled(counting):
-        order: np.ndarray = counting(elements, n_elements)
-        return order
+    kernels run compiled, a counting sort (two passes, the ids are small integers), or,
+    with no `n_elements` (ids whose range is the level's, wider than the positions: a
+    shard's), a radix sort, whose memory is the positions'; otherwise numpy's sort. The
+    stable order is unique, so all give the same."""
+    if elements.shape[0] >= _COUNTING_SORT_FROM:
+        kernels = compiled.group_kernels
+        if n_elements is not None and jit.runs_compiled(kernels.counting_order):
+            counted: np.ndarray = kernels.counting_order(elements, n_elements)
+            return counted
+        if n_elements is None and jit.runs_compiled(kernels.radix_order):
+            sorted_: np.ndarray = kernels.radix_order(elements)
+            return sorted_
     return stable_order(elements)
 
 

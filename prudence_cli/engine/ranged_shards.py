@@ -9,14 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from prudence_cli.arrays import stable_order
-from prudence_cli.engine import compiled, jit
-from prudence_cli.engine.indexes import (
-    _COUNTING_SORT_FROM,
-    _element_order,
-    _Postings,
-    _query_sizes_ok,
-)
+from prudence_cli.arrays import union_sorted
+from prudence_cli.engine.indexes import _element_order, _Postings, _query_sizes_ok
 from prudence_cli.engine.plan import begun_at, first_weights
 from prudence_cli.engine.problem import CountingProblem, Elements, QuerySpec, nbytes
 from prudence_cli.engine.shards import shard, shard_positions
@@ -278,8 +272,8 @@ def numbered(problem: CountingProblem) -> Numbered:
     (tens of millions of visits). The numbering keeps the ids' order, so every list
     stays in order, every key and every comparison of elements is the same, and the
     partition [lo, hi) of ids is the range of numbers `ShardData.span` gives. Made from
-    a stable sort of each list's positions by element (a radix sort: group_kernels.
-    radix_order compiled, else arrays.stable_order), nothing the size of the level."""
+    a stable sort of each list's positions by element (a radix sort: indexes.
+    _element_order with no range), nothing the size of the level."""
     members, spec = problem.members, problem.queries
     own = spec.elements is members
     m_order, m_distinct, m_runs = _runs(members.elements)
@@ -287,7 +281,7 @@ def numbered(problem: CountingProblem) -> Numbered:
         ids = m_distinct
     else:
         q_order, q_distinct, q_runs = _runs(spec.elements.elements)
-        ids = _distinct(np.sort(np.concatenate([m_distinct, q_distinct])))[0]
+        ids = union_sorted(m_distinct, q_distinct)
     lists = _renumbered(members, m_order, np.searchsorted(ids, m_distinct), m_runs)
     if own:
         spec = replace(spec, elements=lists)
@@ -300,23 +294,14 @@ def numbered(problem: CountingProblem) -> Numbered:
 def _runs(elements: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The stable order of `elements`, their distinct values (increasing) and how many
     positions hold each."""
-    radix = compiled.group_kernels.radix_order
-    if elements.shape[0] >= _COUNTING_SORT_FROM and jit.runs_compiled(radix):
-        order = radix(elements)
-    else:
-        order = stable_order(elements)
+    order = _element_order(elements)
     if order.shape[0] < 2**31:  # as the indexes hold it (Firsts), not a copy more
         order = order.astype(np.int32)
-    distinct, starts = _distinct(elements[order])
-    return order, distinct, np.diff(np.append(starts, order.shape[0]))
-
-
-def _distinct(ascending: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct values of an ascending array, and where each begins."""
-    if not ascending.size:
-        return ascending, np.zeros(0, dtype=np.int64)
-    starts = np.flatnonzero(np.r_[True, ascending[1:] != ascending[:-1]])
-    return ascending[starts], starts
+    ascending = elements[order]
+    starts = np.zeros(0, dtype=np.int64)  # where each distinct value begins
+    if ascending.size:
+        starts = np.flatnonzero(np.r_[True, ascending[1:] != ascending[:-1]])
+    return order, ascending[starts], np.diff(np.append(starts, order.shape[0]))
 
 
 def _renumbered(

@@ -203,17 +203,12 @@ class _Measure:
         workers = sorted(client.nthreads())
         splitters = _splitters(samples, people.buckets or len(workers))
         if self.table is None:  # their ranks, from each range's distinct risks
-            from prudence_cli.cluster_tasks import windowed  # Dask's: only here
 
             def count(k: int) -> Any:
                 frame, sent = people.frames[k], risks[k]
                 return client.submit(counted_risks, frame, k, self.name, sent, pure=False)
 
-            # as `_each`: stopped if a worker holding the ranges leaves, and the futures
-            # let go of if a count fails
-            found = dict(windowed(client, range(len(people.frames)), count, people.needed))
-            self.table = RiskRanks.of([found[k] for k in range(len(people.frames))])
-            del found
+            self.table = RiskRanks.of(self._in_order(count, len(people.frames)))
         cuts = [
             client.submit(cut_range, frame, self.name, splitters, sent, self.table, pure=False)
             for frame, sent in zip(people.frames, risks, strict=True)
@@ -234,13 +229,20 @@ class _Measure:
 
     def _each(self, task: Callable[..., Any], buckets: list[Any], *args: Any) -> list[Any]:
         """`task(bucket, j, *args)` of every bucket j, in bucket order."""
-        from prudence_cli.cluster_tasks import windowed  # Dask's: only here
 
         def submit(j: int) -> Any:
             return self.client.submit(task, buckets[j], j, *args, pure=False)
 
-        found = dict(windowed(self.client, range(len(buckets)), submit, self.people.needed))
-        return [found[j] for j in range(len(buckets))]
+        return self._in_order(submit, len(buckets))
+
+    def _in_order(self, submit: Callable[[int], Any], count: int) -> list[Any]:
+        """The results of `submit(j)` (a future of (j, result)) for j in range(count), in
+        that order: a few at a time, stopped if a worker holding the ranges leaves, and
+        every future let go of if one fails (cluster_tasks.windowed)."""
+        from prudence_cli.cluster_tasks import windowed  # Dask's: only here
+
+        found = dict(windowed(self.client, range(count), submit, self.people.needed))
+        return [found[j] for j in range(count)]
 
     def _passes(self, buckets: list[Any]) -> _Found:
         counts = self._each(bucket_count, buckets)

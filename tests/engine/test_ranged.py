@@ -307,7 +307,7 @@ def test_a_shard_numbers_its_elements_by_those_it_holds_in_their_order(
     no member holds), so the shard's ids give every element back, lists stay in order,
     and the orders by element are numpy's stable ones, whichever sort makes them (the
     radix sort of large shards, when the kernels run compiled)."""
-    from prudence_cli.engine import ranged_shards
+    from prudence_cli.engine import indexes, ranged_shards
 
     rng = np.random.default_rng(seed)
     problem = random_problem(rng, 12, 8, 2, match=match, mode="self" if own else "subsets")
@@ -319,7 +319,7 @@ def test_a_shard_numbers_its_elements_by_those_it_holds_in_their_order(
     problem = replace(problem, members=spread_out, queries=replace(spec, elements=queries))
     with pytest.MonkeyPatch.context() as patched:
         if radix:  # every shard is a large one
-            patched.setattr(ranged_shards, "_COUNTING_SORT_FROM", 0)
+            patched.setattr(indexes, "_COUNTING_SORT_FROM", 0)
         shard = ranged_shards.numbered(problem)
     held = np.concatenate([problem.members.elements, problem.queries.elements.elements])
     assert shard.ids.tolist() == sorted(set(held.tolist()))

@@ -5,8 +5,6 @@ values, or values one within tolerance on either side of a bucket's edge."""
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -26,6 +24,7 @@ pytest.importorskip("distributed")
 
 from prudence_cli.engine.runner import DaskRunner  # noqa: E402
 from prudence_cli.measures.kept_compare import KeptPeople, range_samples  # noqa: E402
+from tests.engine.test_distributed import _futures_left  # noqa: E402
 
 THRESHOLDS = (1.0, 0.5, 1 / 3, 0.25)
 
@@ -140,6 +139,7 @@ def test_the_risks_go_once_per_range_for_every_measure_and_are_let_go_of(cluster
     risk = rng.random(9)
     kept = _kept(cluster, frame, [3, 6], 2)
     expected = kept.compared([risk], THRESHOLDS)
+    before = set(cluster.client.futures)  # the ranges' measures
     sent = []
 
     def counted(client, value, workers):
@@ -151,10 +151,7 @@ def test_the_risks_go_once_per_range_for_every_measure_and_are_let_go_of(cluster
     monkeypatch.setattr(connect, "sent_to", counted)
     assert kept.compared([risk], THRESHOLDS)[0] == expected[0]
     assert len(sent) == 3
-    deadline = time.monotonic() + 10  # a future goes from the client a moment after release
-    while set(cluster.client.futures) & set(sent) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not set(cluster.client.futures) & set(sent)
+    assert not _futures_left(cluster, before) & set(sent)
 
 
 def _counts_fail(people, k, *args):
@@ -176,10 +173,7 @@ def test_a_comparison_that_fails_leaves_no_future_on_the_client(cluster, monkeyp
     monkeypatch.setattr(kept_compare, "counted_risks", _counts_fail)
     with pytest.raises(ValueError, match="could not be counted") as failed:
         kept.compared([np.full(9, 0.5)], THRESHOLDS)
-    deadline = time.monotonic() + 10  # a future goes from the client a moment after release
-    while not set(cluster.client.futures) <= before and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert failed.value is not None and set(cluster.client.futures) <= before
+    assert failed.value is not None and _futures_left(cluster, before) <= before
 
 
 def test_a_nan_risk_is_refused(cluster):
