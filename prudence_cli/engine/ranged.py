@@ -40,6 +40,7 @@ from prudence_cli.engine.indexes import (
     relabels,
 )
 from prudence_cli.engine.jit import set_threads
+from prudence_cli.engine.per_element import PerElement, whole_of
 from prudence_cli.engine.plan import (
     SizePlan,
     _partitions,
@@ -192,7 +193,7 @@ def _lists_of(lists: Elements, a: int, b: int) -> Elements:
 class Census:
     """What planning a level needs of one range (of its `rest`)."""
 
-    holders: np.ndarray  # users of the range holding each element
+    holders: PerElement  # users of the range holding each element
     top: int  # the largest element id of its lists, -1 for none
     sizes: np.ndarray  # the query sizes its targets ask
     whole: int  # whole-record targets
@@ -202,11 +203,8 @@ class Census:
 
     def __add__(self, other: Census) -> Census:
         """The census of the two ranges together."""
-        short, long = sorted((self.holders, other.holders), key=len)
-        holders = long.copy()
-        holders[: short.shape[0]] += short
         return Census(
-            holders,
+            self.holders + other.holders,
             max(self.top, other.top),
             np.union1d(self.sizes, other.sizes),
             self.whole + other.whole,
@@ -215,18 +213,22 @@ class Census:
             self.queries + other.queries,
         )
 
+    def __sizeof__(self) -> int:  # for Dask's memory accounting
+        return int(self.holders.__sizeof__() + self.sizes.nbytes)
+
     @classmethod
     def none(cls) -> Census:
         """The census of no range."""
-        return cls(np.zeros(0, dtype=np.int64), -1, np.zeros(0, dtype=np.int64), 0, 0.0, 0, 0)
+        return cls(PerElement.none(), -1, np.zeros(0, dtype=np.int64), 0, 0.0, 0, 0)
 
 
 def census(part: Part) -> Census:
     problem = part.problem
     members, queries = problem.members.elements, problem.queries.elements.elements
+    top = int(max(members.max(initial=-1), queries.max(initial=-1)))
     return Census(
-        np.bincount(members),
-        int(max(members.max(initial=-1), queries.max(initial=-1))),
+        PerElement.counted(members, top + 1),
+        top,
         _query_sizes(part.rest.queries),
         int(part.whole.sum()),
         float(problem.queries.elements.lengths[part.whole].sum()),
@@ -274,19 +276,12 @@ def work(engine: Engine, ranged: RangedProblem) -> Work:
 
 def _facts(c: Census) -> Census:
     """The census but its vector per element."""
-    return replace(c, holders=np.zeros(0, dtype=np.int64))
+    return replace(c, holders=PerElement.none())
 
 
 def _holders(c: Census) -> np.ndarray:
     """Its holders, as long as the largest element id + 1."""
-    return _grown(c.holders, c.top + 1)
-
-
-def _grown(values: np.ndarray, size: int) -> np.ndarray:
-    """`values` with zeros after them up to `size` (the same array when it is as long)."""
-    if values.shape[0] >= size:
-        return values
-    return np.r_[values, np.zeros(size - values.shape[0], dtype=values.dtype)]
+    return c.holders.whole(c.top + 1)
 
 
 def _size_work(part: Part, holders: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -408,7 +403,7 @@ class _Level:
         and kept where the runner adds them (`_extent` and `_partitioned` run there)."""
         own = self.planned.own
         total = self.runner.summed(_first_weights, self.parts, kind, s, self.n, own, keep=True)
-        return np.zeros(self.n) if total is None else total
+        return np.zeros(self.n) if total is None else self.runner.kept_on(total, whole_of)
 
     def _fold(
         self,

@@ -29,10 +29,11 @@ import numpy as np
 
 from prudence_cli.arrays import distinct
 from prudence_cli.engine.indexes import _Postings
+from prudence_cli.engine.per_element import PerElement, smaller, whole_of
 from prudence_cli.engine.plan import drawing_targets
 from prudence_cli.engine.problem import CountingProblem, Support
 from prudence_cli.engine.ranged import Engine, RangedProblem, Work, counted, unset, work
-from prudence_cli.engine.ranged_shards import Part
+from prudence_cli.engine.ranged_shards import Part, _renumbered, _runs
 from prudence_cli.engine.sampling import Drawer, rounds, sampled_widths
 from prudence_cli.engine.tasks import fold_results, least_per_owner
 
@@ -79,7 +80,7 @@ def _drawn_support(
     rarity = planned.holders
     if ranged.ordered:
         found = runner.summed(_holders, ranged.parts, n, keep=True)
-        rarity = np.zeros(n, dtype=np.int64) if found is None else found
+        rarity = np.zeros(n, dtype=np.int64) if found is None else runner.kept_on(found, whole_of)
     rarity_handle = runner.share(rarity)
     posted = runner.each_kept(_posted, ranged.parts, n)
     widest = max(runner.each(_widest, ranged.parts), default=1)
@@ -136,13 +137,14 @@ def _drawn(part: Part, sample: int) -> np.ndarray:
     return np.flatnonzero(drawing_targets(part.rest.queries, sample)).astype(np.int64)
 
 
-def _holders(part: Part, n: int) -> np.ndarray:
+def _holders(part: Part, n: int) -> PerElement:
     """How many of the range's users hold each element, once however often their
-    sequence visits it (the whole level's posting lists' lengths are the sums of these)."""
+    sequence visits it (the whole level's posting lists' lengths are the sums of these),
+    kept as the range's own (PerElement)."""
     members = part.problem.members
     owners = np.repeat(np.arange(members.n_users, dtype=np.int64), members.lengths)
     pairs = distinct(members.elements.astype(np.int64) * max(members.n_users, 1) + owners)
-    return np.bincount(pairs // max(members.n_users, 1), minlength=n)
+    return PerElement.counted(pairs // max(members.n_users, 1), n)
 
 
 def _widest(part: Part) -> int:
@@ -151,14 +153,56 @@ def _widest(part: Part) -> int:
 
 class _Posted:
     """A range's rest and the posting lists of its members, which its worker checks
-    every chunk of queries against."""
+    every chunk of queries against. When that takes much less memory than offsets over
+    the level's `n` elements (per_element.smaller), the members' elements are numbered
+    among the distinct ones the range holds (`ids`, in their order; a copy of its lists
+    so numbered), so that the offsets go with those: a query with an element the range
+    does not hold then has no support in it, unchecked, and the others are checked as
+    numbered."""
 
     def __init__(self, part: Part, n: int) -> None:
         self.problem = part.rest
-        self.postings = _Postings(part.problem.members, n, not part.problem.ordered)
+        members, distinct = part.problem.members, not part.problem.ordered
+        order, ids, runs = _runs(members.elements)
+        numbered = members.elements.nbytes + ids.shape[0] * (8 + ids.itemsize)
+        self.ids: np.ndarray | None = None
+        if not smaller(numbered, n * 8):  # offsets over the level's elements are not larger
+            self.postings = _Postings(members, n, distinct, order if distinct else None)
+            return
+        self.ids = ids
+        lists = _renumbered(members, order, np.arange(ids.shape[0]), runs)
+        self.postings = _Postings(lists, ids.shape[0], distinct, order if distinct else None)
+
+    def verify(self, queries: tuple[np.ndarray, ...]) -> np.ndarray:
+        """The supports of `queries` (CSR offsets, elements, bounds, references) among the
+        range's users."""
+        offsets, elements, lower, upper, refs = queries[:5]
+        if self.ids is None:
+            return self.postings.verify(self.problem, offsets, elements, lower, upper, refs)
+        elements = elements[: offsets[-1]]  # the rest of a drawer's buffer is not a query's
+        codes = np.searchsorted(self.ids, elements)
+        held = codes < self.ids.shape[0]
+        held[held] = self.ids[codes[held]] == elements[held]
+        lengths = np.diff(offsets)
+        owners = np.repeat(np.arange(lengths.shape[0]), lengths)
+        missing = np.bincount(owners[~held], minlength=lengths.shape[0])
+        counts = np.zeros(lengths.shape[0], dtype=np.int64)
+        asked = np.flatnonzero((missing == 0) & (lengths > 0))
+        if asked.size == 0:
+            return counts
+        kept = np.zeros(asked.size + 1, dtype=np.int64)
+        np.cumsum(lengths[asked], out=kept[1:])
+        rows = np.repeat(offsets[asked] - kept[:-1], lengths[asked]) + np.arange(kept[-1])
+        found = self.postings.verify(
+            self.problem, kept, codes[rows], lower[rows], upper[rows], refs[asked]
+        )
+        counts[asked] = found
+        return counts
 
     def __sizeof__(self) -> int:  # for Dask's memory accounting
-        return int(self.postings.users.nbytes + self.postings.offsets.nbytes)
+        postings, ids = self.postings, self.ids
+        numbered = 0 if ids is None else ids.nbytes + postings.members.elements.nbytes
+        return int(postings.users.nbytes + postings.offsets.nbytes + numbered)
 
 
 def _posted(part: Part, n: int) -> _Posted:
@@ -215,10 +259,9 @@ def _forget(part: Part) -> None:
 
 def _counted_here(queries: tuple[np.ndarray, ...], *posted: _Posted) -> np.ndarray:
     """The supports of `queries` among the users of the ranges `posted` (on one worker)."""
-    offsets, elements, lower, upper, refs, _ = queries
-    counts = np.zeros(offsets.shape[0] - 1, dtype=np.int64)
+    counts = np.zeros(queries[0].shape[0] - 1, dtype=np.int64)
     for found in posted:
-        counts += found.postings.verify(found.problem, offsets, elements, lower, upper, refs)
+        counts += found.verify(queries)
     return counts
 
 

@@ -11,7 +11,8 @@ import numpy as np
 
 from prudence_cli.arrays import union_sorted
 from prudence_cli.engine.indexes import _element_order, _Postings, _query_sizes_ok
-from prudence_cli.engine.plan import begun_at, first_weights
+from prudence_cli.engine.per_element import PerElement
+from prudence_cli.engine.plan import begun_at
 from prudence_cli.engine.problem import CountingProblem, Elements, QuerySpec, nbytes
 from prudence_cli.engine.shards import shard, shard_positions
 from prudence_cli.engine.tasks import (
@@ -206,32 +207,36 @@ def _put_lists(into: Elements, lists: Elements, u: int, at: int) -> None:
     into.values[at : at + size] = lists.values
 
 
-def _first_weights(part: Part, kind: str, s: int, n: int, own: bool) -> np.ndarray:
+def _first_weights(part: Part, kind: str, s: int, n: int, own: bool) -> PerElement:
     """Per element, the range's work of partitions beginning there: the keys of size s
     (members', and the queries' of their targets unless the level's queries are the
     members' `own`), the queries (posting checks), or the whole-record queries' elements
-    (`kind` whole)."""
+    (`kind` whole); over the level's `n` elements, kept as the range's own (PerElement)."""
     if kind == "whole":
         q = part.problem.queries.elements
         users = np.flatnonzero(part.whole)
         first = q.elements[q.offsets[users]]  # a whole record is never empty
-        return np.bincount(first, weights=q.lengths[users].astype(float), minlength=n)
+        return PerElement.counted(first, n, q.lengths[users].astype(float))
     problem = part.rest
     spec = problem.queries
     asking = _query_sizes_ok(spec, s)
-    weights = np.zeros(n)
+    begun = []
     if kind == "keyed":
-        weights += _weights_of(problem.members, s, n)
-        if own:
-            return weights
-    weights += _weights_of(spec.elements, s, n, asking)
-    return weights
+        begun.append(_begun(problem.members, s))
+    if kind != "keyed" or not own:
+        begun.append(_begun(spec.elements, s, asking))
+    elements, weights = (np.concatenate(a) for a in zip(*begun, strict=True))
+    return PerElement.counted(elements, n, weights)
 
 
-def _weights_of(lists: Elements, s: int, n: int, users: np.ndarray | None = None) -> np.ndarray:
+def _begun(lists: Elements, s: int, users: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+    """Each position's element, and how many s-subsets of its list begin there (as
+    floats; only for `users` when given, a weight a list)."""
     owners = np.repeat(np.arange(lists.n_users, dtype=np.int64), lists.lengths)
-    begun = begun_at(lists.offsets, np.arange(lists.elements.shape[0]), owners, s)
-    return first_weights(lists, owners, begun, n, users)
+    weights = begun_at(lists.offsets, np.arange(lists.elements.shape[0]), owners, s).astype(float)
+    if users is not None:
+        weights *= users[owners]
+    return lists.elements, weights
 
 
 def _measured(part: Part, kind: str, starts: list[int], ends: np.ndarray) -> np.ndarray:

@@ -5,7 +5,9 @@ strategy, ordering, number of ranges and of shards."""
 
 from __future__ import annotations
 
+import operator
 from dataclasses import replace
+from functools import reduce
 
 import numpy as np
 import pytest
@@ -213,7 +215,7 @@ def test_ranges_drawn_at_once_by_threads_of_one_worker_draw_their_own_queries():
 
     problem = random_problem(np.random.default_rng(4), 90, 9, 3, match="dominance")
     level = split(problem, LocalRunner(), 6)
-    rarity = np.sum([ranged_sampled._holders(p, 9) for p in level.parts], axis=0)
+    rarity = reduce(operator.add, [ranged_sampled._holders(p, 9) for p in level.parts]).whole()
     calls = [
         (part, np.arange(part.rest.n_users), int(first), round_, 3, 77, rarity)
         for part, first in zip(level.parts, level.first[:-1], strict=True)
@@ -364,3 +366,51 @@ def test_a_shards_indexes_are_as_long_as_the_elements_it_holds_not_the_levels(se
     assert bounds and all(b.shape[0] == data.n_elements + 1 for b in bounds)
     a, b = data.span(lo, hi)
     assert data.ids[a:b].tolist() == [e for e in held.tolist() if lo <= e < hi]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    case=st.sampled_from(MATCH_MODES),
+    ranges=st.integers(1, 5),
+    bounded=st.booleans(),
+)
+def test_a_range_checks_queries_among_its_own_elements_as_among_the_levels(
+    seed, case, ranges, bounded
+):
+    """A sampled level's range keeps posting lists over the elements it holds when that
+    is smaller than over the level's (ranged_sampled._Posted): every query, drawn by any
+    range (here, each person's whole list with and without value bounds, some holding
+    elements no one holds), gets the support that posting lists over all the level's
+    elements give it in that range."""
+    from prudence_cli.engine.indexes import _Postings
+    from prudence_cli.engine.ranged_sampled import _Posted
+
+    rng = np.random.default_rng(seed)
+    problem = random_problem(rng, 40, 12, 3, match=case[0], mode=case[1])
+    lists = problem.members
+    rows = []  # each person's list, some ending with element 12, which no one holds
+    for u in range(lists.n_users):
+        a, b = lists.offsets[u], lists.offsets[u + 1]
+        if a < b:
+            tail = [(12, 1.0)] if rng.random() < 0.3 else []
+            rows.append(list(zip(lists.elements[a:b], lists.values[a:b], strict=True)) + tail)
+    offsets = np.r_[0, np.cumsum([len(r) for r in rows])].astype(np.int64)
+    elements = np.array([e for r in rows for e, _ in r], dtype=lists.elements.dtype)
+    values = np.array([v for r in rows for _, v in r], dtype=float)
+    if bounded:
+        lower, upper = values * 0.5, values * 1.5
+    else:
+        lower, upper = np.full(elements.shape, -np.inf), np.full(elements.shape, np.inf)
+    refs = np.zeros(len(rows), dtype=np.int64)
+    owners = np.arange(len(rows))
+    queries = (offsets, elements, lower, upper, refs, owners)
+    for part in split(problem, LocalRunner(), ranges).parts:
+        whole = _Postings(part.problem.members, 13, not problem.ordered)
+        expected = whole.verify(part.rest, offsets, elements, lower, upper, refs)
+        # the level's 13 elements, or a level of a million of which the range holds a few
+        for n in (13, 1_000_000):
+            posted = _Posted(part, n)
+            assert np.array_equal(posted.verify(queries), expected)
+        held = np.unique(part.problem.members.elements)  # its offsets go with these alone
+        assert np.array_equal(posted.ids, held) and posted.postings.offsets.size == held.size + 1

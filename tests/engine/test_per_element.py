@@ -1,0 +1,95 @@
+"""A range's vector per element (engine/per_element.py): counted and added up in
+whichever form is smaller, it is always np.bincount of the ranges' elements together."""
+
+from __future__ import annotations
+
+import operator
+from functools import reduce
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from prudence_cli.engine.per_element import SPARSE_FROM, PerElement, whole_of
+
+
+def _ranges(draw, size: int, weighted: bool) -> list[tuple[np.ndarray, np.ndarray | None]]:
+    ranges = []
+    for _ in range(draw(st.integers(1, 5))):
+        n = draw(st.integers(0, min(2 * size + 2, 300)))
+        elements = np.array(draw(st.lists(st.integers(0, size - 1), min_size=n, max_size=n)))
+        elements = elements.astype(draw(st.sampled_from([np.int32, np.int64])))
+        weights = None
+        if weighted:
+            weights = np.array(draw(st.lists(st.integers(0, 50), min_size=n, max_size=n)))
+            weights = weights.astype(float)
+        ranges.append((elements, weights))
+    return ranges
+
+
+@st.composite
+def ranges_of_a_level(draw):
+    size = draw(st.sampled_from([1, 3, 40, 150, 100_000]))
+    weighted = draw(st.booleans())
+    return size, weighted, _ranges(draw, size, weighted)
+
+
+@settings(max_examples=200, deadline=None)
+@given(ranges_of_a_level())
+def test_counted_and_added_it_is_the_bincount_of_all_the_ranges(level):
+    size, weighted, ranges = level
+    vectors = [PerElement.counted(e, size, w) for e, w in ranges]
+    for (e, w), v in zip(ranges, vectors, strict=True):
+        assert np.array_equal(v.whole(), np.bincount(e, weights=w, minlength=size))
+        assert v.size == size
+    copies = [(None if v.ids is None else v.ids.copy(), v.values.copy()) for v in vectors]
+    total = reduce(operator.add, vectors)
+    elements = np.concatenate([e for e, _ in ranges])
+    weights = np.concatenate([w for _, w in ranges]) if weighted else None
+    expected = np.bincount(elements, weights=weights, minlength=size)
+    if elements.size:  # (np.bincount of nothing gives integers even with weights)
+        assert total.whole().dtype == expected.dtype
+    assert np.array_equal(total.whole(), expected)
+    assert np.array_equal(whole_of(total), expected)
+    for v, (ids, values) in zip(vectors, copies, strict=True):  # an add changes neither
+        assert np.array_equal(v.values, values)
+        assert ids is None or np.array_equal(v.ids, ids)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 3), min_size=0, max_size=300), st.integers(0, 1))
+def test_the_form_kept_is_ids_and_values_when_they_take_a_quarter_of_the_whole(values, zeros):
+    whole = np.r_[np.array(values, dtype=np.int64), np.zeros(zeros * 500, dtype=np.int64)]
+    v = PerElement.of(whole)
+    sparse_bytes = int(np.count_nonzero(whole)) * (4 + 8)
+    assert np.array_equal(v.whole(), whole)
+    assert (v.ids is not None) == (sparse_bytes * SPARSE_FROM <= whole.nbytes)
+    assert v.__sizeof__() == (whole.nbytes if v.ids is None else sparse_bytes)
+
+
+def test_a_range_holding_few_of_many_elements_keeps_only_those():
+    """A range that holds 3 of a level's 175M elements keeps 3 ids and 3 values (36
+    bytes, not 1.4 GB), and so does their sum with another such range."""
+    size = 175_200_000
+    a = PerElement.counted(np.array([7, 174_000_000, 7], dtype=np.int32), size)
+    b = PerElement.counted(np.array([5, 7], dtype=np.int32), size, np.array([2.0, 0.5]))
+    assert a.ids.tolist() == [7, 174_000_000] and a.values.tolist() == [2, 1]
+    assert a.ids.dtype == np.int32 and a.__sizeof__() == 2 * (4 + 8)
+    total = a + b
+    assert total.ids.tolist() == [5, 7, 174_000_000]
+    assert total.values.tolist() == [2.0, 2.5, 1.0] and total.values.dtype == np.float64
+    assert total.size == size
+
+
+def test_vectors_of_different_lengths_add_up_to_the_longer():
+    """A census counts up to its range's largest element: vectors of different lengths
+    add up as if the shorter had zeros after it; `whole` grows one to a length asked."""
+    short = PerElement.of(np.array([1, 2, 3]))
+    long = PerElement.counted(np.array([9, 9]), 10)
+    assert short.ids is None and long.ids is not None
+    assert (short + long).whole().tolist() == [1, 2, 3, 0, 0, 0, 0, 0, 0, 2]
+    assert (long + short).whole().tolist() == [1, 2, 3, 0, 0, 0, 0, 0, 0, 2]
+    assert short.whole(5).tolist() == [1, 2, 3, 0, 0]
+    assert long.whole(12).tolist() == [0] * 9 + [2, 0, 0]
+    assert (PerElement.none() + short).whole().tolist() == [1, 2, 3]
+    assert PerElement.none().whole(2).tolist() == [0, 0]
