@@ -42,9 +42,10 @@ class PerElement:
         cls, elements: np.ndarray, size: int, weights: np.ndarray | None = None
     ) -> PerElement:
         """`np.bincount(elements, weights, minlength=size)`: how often each element is
-        among `elements` (ids below `size`), or the sum of its `weights`, in the smaller
-        form. The whole vector is counted when it is not much longer than `elements`;
-        otherwise the distinct elements are sorted out of them."""
+        among `elements` (ids below `size`), or the sum of its `weights` (floats, added
+        in their order as np.bincount adds them), in the smaller form. The whole vector
+        is counted when it is not much longer than `elements`; otherwise the distinct
+        elements are sorted out of them."""
         if elements.shape[0] * SPARSE_FROM >= size:
             return cls.of(np.bincount(elements, weights=weights, minlength=size))
         order = stable_order(elements)
@@ -110,6 +111,9 @@ class PerElement:
 
     @classmethod
     def _smaller(cls, ids: np.ndarray, values: np.ndarray, size: int) -> PerElement:
+        held = values != 0  # (an element whose weights are all 0 is no entry)
+        if not held.all():
+            ids, values = ids[held], values[held]
         if smaller(_sparse_bytes(ids.shape[0], size, values.dtype), size * values.dtype.itemsize):
             return cls(ids, values, size)
         out = np.zeros(size, dtype=values.dtype)
@@ -127,10 +131,15 @@ def _runs_added(ordered: np.ndarray, values: np.ndarray | None) -> tuple[np.ndar
     of its run (how many there are when None)."""
     if ordered.size == 0:
         return ordered, np.zeros(0, dtype=np.int64 if values is None else values.dtype)
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    first = np.r_[True, ordered[1:] != ordered[:-1]]
+    ids, starts = ordered[first], np.flatnonzero(first)
     if values is None:
-        return ordered[starts], np.diff(np.append(starts, ordered.shape[0]))
-    return ordered[starts], np.add.reduceat(values, starts)
+        return ids, np.diff(np.append(starts, ordered.shape[0]))
+    if values.dtype.kind in "iub":  # exact in any order
+        return ids, np.add.reduceat(values, starts)
+    # floats added one after the other in their order, as np.bincount adds them
+    # (np.add.reduceat adds pairwise: other sums once they are not exact)
+    return ids, np.bincount(np.cumsum(first) - 1, weights=values, minlength=ids.shape[0])
 
 
 def _id_type(size: int) -> type:

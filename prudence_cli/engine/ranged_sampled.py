@@ -163,15 +163,15 @@ class _Posted:
     def __init__(self, part: Part, n: int) -> None:
         self.problem = part.rest
         members, distinct = part.problem.members, not part.problem.ordered
-        order, ids, runs = _runs(members.elements)
-        numbered = members.elements.nbytes + ids.shape[0] * (8 + ids.itemsize)
         self.ids: np.ndarray | None = None
-        if not smaller(numbered, n * 8):  # offsets over the level's elements are not larger
-            self.postings = _Postings(members, n, distinct, order if distinct else None)
-            return
-        self.ids = ids
-        lists = _renumbered(members, order, np.arange(ids.shape[0]), runs)
-        self.postings = _Postings(lists, ids.shape[0], distinct, order if distinct else None)
+        order = None
+        if smaller(members.elements.nbytes, n * 8):  # else numbered lists alone are larger
+            order, ids, runs = _runs(members.elements)
+            if smaller(members.elements.nbytes + ids.shape[0] * (8 + ids.itemsize), n * 8):
+                self.ids, n = ids, ids.shape[0]
+                members = _renumbered(members, order, np.arange(n), runs)
+        # else offsets over the level's elements are not much larger
+        self.postings = _Postings(members, n, distinct, order if distinct else None)
 
     def verify(self, queries: tuple[np.ndarray, ...]) -> np.ndarray:
         """The supports of `queries` (CSR offsets, elements, bounds, references) among the
@@ -180,8 +180,8 @@ class _Posted:
         if self.ids is None:
             return self.postings.verify(self.problem, offsets, elements, lower, upper, refs)
         elements = elements[: offsets[-1]]  # the rest of a drawer's buffer is not a query's
-        codes = np.searchsorted(self.ids, elements)
-        held = codes < self.ids.shape[0]
+        codes = np.searchsorted(self.ids, elements).astype(elements.dtype)  # as drawn: one
+        held = codes < self.ids.shape[0]  # compiled kernel for both
         held[held] = self.ids[codes[held]] == elements[held]
         lengths = np.diff(offsets)
         owners = np.repeat(np.arange(lengths.shape[0]), lengths)

@@ -220,23 +220,21 @@ def _first_weights(part: Part, kind: str, s: int, n: int, own: bool) -> PerEleme
     problem = part.rest
     spec = problem.queries
     asking = _query_sizes_ok(spec, s)
-    begun = []
-    if kind == "keyed":
-        begun.append(_begun(problem.members, s))
-    if kind != "keyed" or not own:
-        begun.append(_begun(spec.elements, s, asking))
-    elements, weights = (np.concatenate(a) for a in zip(*begun, strict=True))
-    return PerElement.counted(elements, n, weights)
+    if kind != "keyed":
+        return _begun(spec.elements, s, n, asking)
+    members = _begun(problem.members, s, n)
+    # the queries' added to the members' (as plan.first_weights adds them: the same sums)
+    return members if own else members + _begun(spec.elements, s, n, asking)
 
 
-def _begun(lists: Elements, s: int, users: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
-    """Each position's element, and how many s-subsets of its list begin there (as
-    floats; only for `users` when given, a weight a list)."""
+def _begun(lists: Elements, s: int, n: int, users: np.ndarray | None = None) -> PerElement:
+    """How many s-subsets of the `lists` begin at each of the `n` elements (only those of
+    `users` when given, a weight a list)."""
     owners = np.repeat(np.arange(lists.n_users, dtype=np.int64), lists.lengths)
     weights = begun_at(lists.offsets, np.arange(lists.elements.shape[0]), owners, s).astype(float)
     if users is not None:
         weights *= users[owners]
-    return lists.elements, weights
+    return PerElement.counted(lists.elements, n, weights)
 
 
 def _measured(part: Part, kind: str, starts: list[int], ends: np.ndarray) -> np.ndarray:

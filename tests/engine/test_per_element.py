@@ -93,3 +93,26 @@ def test_vectors_of_different_lengths_add_up_to_the_longer():
     assert long.whole(12).tolist() == [0] * 9 + [2, 0, 0]
     assert (PerElement.none() + short).whole().tolist() == [1, 2, 3]
     assert PerElement.none().whole(2).tolist() == [0, 0]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from([50, 100_000]))
+def test_fractional_weights_add_up_in_their_order_as_bincount_adds_them(seed, size):
+    """Sums that are not exact (past 2^53, or fractions) are those of np.bincount, which
+    adds each element's weights one after the other, and of adding the ranges' vectors
+    whole: the same bits in either form."""
+    rng = np.random.default_rng(seed)
+    a, b = rng.integers(0, min(size, 30), 40), rng.integers(0, min(size, 30), 25)
+    wa, wb = rng.random(40) * 1e17, rng.random(25) / 3
+    one, two = PerElement.counted(a, size, wa), PerElement.counted(b, size, wb)
+    assert (one.ids is not None) == (size == 100_000)
+    expected = np.bincount(a, wa, minlength=size)
+    assert np.array_equal(one.whole(), expected)
+    assert np.array_equal((one + two).whole(), expected + np.bincount(b, wb, minlength=size))
+
+
+def test_ids_are_64_bits_from_2_to_the_31_elements_and_zeros_are_no_entries():
+    big = PerElement.counted(np.array([5, 2**31 + 7], dtype=np.int64), 2**31 + 8)
+    assert big.ids.dtype == np.int64 and big.ids.tolist() == [5, 2**31 + 7]
+    weighted = PerElement.counted(np.array([1, 9, 9, 4]), 1000, np.array([0.0, 2.0, 1.0, 0.0]))
+    assert weighted.ids.tolist() == [9] and weighted.values.tolist() == [3.0]

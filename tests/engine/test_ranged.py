@@ -380,9 +380,10 @@ def test_a_range_checks_queries_among_its_own_elements_as_among_the_levels(
 ):
     """A sampled level's range keeps posting lists over the elements it holds when that
     is smaller than over the level's (ranged_sampled._Posted): every query, drawn by any
-    range (here, each person's whole list with and without value bounds, some holding
-    elements no one holds), gets the support that posting lists over all the level's
-    elements give it in that range."""
+    range (here, each person's whole list with and without value bounds and with a
+    reference position, some holding elements no one holds, in buffers that run on
+    past them), gets the support that posting lists over all the level's elements give
+    it in that range."""
     from prudence_cli.engine.indexes import _Postings
     from prudence_cli.engine.ranged_sampled import _Posted
 
@@ -402,8 +403,11 @@ def test_a_range_checks_queries_among_its_own_elements_as_among_the_levels(
         lower, upper = values * 0.5, values * 1.5
     else:
         lower, upper = np.full(elements.shape, -np.inf), np.full(elements.shape, np.inf)
-    refs = np.zeros(len(rows), dtype=np.int64)
+    refs = np.array([rng.integers(0, len(r)) for r in rows], dtype=np.int64)  # (ratio)
     owners = np.arange(len(rows))
+    # a drawer's buffers run on past the queries
+    elements = np.r_[elements, np.array([3, 7, 12], dtype=elements.dtype)]
+    lower, upper = np.r_[lower, [np.nan] * 3], np.r_[upper, [np.nan] * 3]
     queries = (offsets, elements, lower, upper, refs, owners)
     for part in split(problem, LocalRunner(), ranges).parts:
         whole = _Postings(part.problem.members, 13, not problem.ordered)
@@ -414,3 +418,49 @@ def test_a_range_checks_queries_among_its_own_elements_as_among_the_levels(
             assert np.array_equal(posted.verify(queries), expected)
         held = np.unique(part.problem.members.elements)  # its offsets go with these alone
         assert np.array_equal(posted.ids, held) and posted.postings.offsets.size == held.size + 1
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    ranges=st.integers(1, 4),
+    s=st.sampled_from([1, 2, 9, 11]),
+    kind=st.sampled_from(["keyed", "posting"]),
+    own=st.booleans(),
+)
+def test_a_ranges_partition_weights_are_those_of_the_whole_vectors_to_the_bit(
+    seed, ranges, s, kind, own
+):
+    """A range's weights of the partitions beginning at each element (ranged_shards.
+    _first_weights, kept as the elements it holds or whole) are, bit for bit, those of
+    vectors over all the level's elements, the members' and then the queries' added
+    (plan.first_weights): on long lists, whose sums pass 2^53 and are not exact."""
+    from prudence_cli.engine.indexes import _query_sizes_ok
+    from prudence_cli.engine.plan import begun_at, first_weights
+    from prudence_cli.engine.ranged_shards import _first_weights
+
+    rng = np.random.default_rng(seed)
+    n_users, n_elements = 30, 400
+    lengths = rng.integers(0, 300, n_users)
+    rows = [np.sort(rng.choice(n_elements, k, replace=False)) for k in lengths]
+    owners = np.repeat(np.arange(n_users), lengths)
+    members = Elements.from_rows(n_users, owners, np.concatenate(rows), np.ones(lengths.sum()))
+    size_hi = np.where(rng.random(n_users) < 0.7, np.minimum(lengths, 12), 0)
+    spec = QuerySpec(members, size_lo=np.minimum(size_hi, 2), size_hi=size_hi)
+    problem = CountingProblem(members, spec, match="contains")
+
+    def dense(lists, n, users=None):
+        owners = np.repeat(np.arange(lists.n_users, dtype=np.int64), lists.lengths)
+        begun = begun_at(lists.offsets, np.arange(lists.elements.shape[0]), owners, s)
+        return first_weights(lists, owners, begun, n, users)
+
+    for part in split(problem, LocalRunner(), ranges).parts:
+        rest = part.rest
+        for n in (n_elements, 1_000_000):  # the range holding most of them, or few
+            expected = np.zeros(n)
+            if kind == "keyed":
+                expected += dense(rest.members, n)
+            if kind == "posting" or not own:
+                expected += dense(rest.queries.elements, n, _query_sizes_ok(rest.queries, s))
+            found = _first_weights(part, kind, s, n, own)
+            assert found.size == n and np.array_equal(found.whole(), expected)
