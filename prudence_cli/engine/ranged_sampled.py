@@ -33,7 +33,7 @@ from prudence_cli.engine.per_element import PerElement, smaller, whole_of
 from prudence_cli.engine.plan import drawing_targets
 from prudence_cli.engine.problem import CountingProblem, Support
 from prudence_cli.engine.ranged import Engine, RangedProblem, Work, counted, unset, work
-from prudence_cli.engine.ranged_shards import Part, _renumbered, _runs
+from prudence_cli.engine.ranged_shards import Part, element_runs, renumbered
 from prudence_cli.engine.sampling import Drawer, rounds, sampled_widths
 from prudence_cli.engine.tasks import fold_results, least_per_owner
 
@@ -166,10 +166,10 @@ class _Posted:
         self.ids: np.ndarray | None = None
         order = None
         if smaller(members.elements.nbytes, n * 8):  # else numbered lists alone are larger
-            order, ids, runs = _runs(members.elements)
+            order, ids, runs = element_runs(members.elements)
             if smaller(members.elements.nbytes + ids.shape[0] * (8 + ids.itemsize), n * 8):
                 self.ids, n = ids, ids.shape[0]
-                members = _renumbered(members, order, np.arange(n), runs)
+                members = renumbered(members, order, np.arange(n), runs)
         # else offsets over the level's elements are not much larger
         self.postings = _Postings(members, n, distinct, order if distinct else None)
 

@@ -279,22 +279,22 @@ def numbered(problem: CountingProblem) -> Numbered:
     _element_order with no range), nothing the size of the level."""
     members, spec = problem.members, problem.queries
     own = spec.elements is members
-    m_order, m_distinct, m_runs = _runs(members.elements)
+    m_order, m_distinct, m_runs = element_runs(members.elements)
     if own:
         ids = m_distinct
     else:
-        q_order, q_distinct, q_runs = _runs(spec.elements.elements)
+        q_order, q_distinct, q_runs = element_runs(spec.elements.elements)
         ids = union_sorted(m_distinct, q_distinct)
-    lists = _renumbered(members, m_order, np.searchsorted(ids, m_distinct), m_runs)
+    lists = renumbered(members, m_order, np.searchsorted(ids, m_distinct), m_runs)
     if own:
         spec = replace(spec, elements=lists)
         return Numbered(replace(problem, members=lists, queries=spec), ids, m_order, m_order)
     codes = np.searchsorted(ids, q_distinct)
-    spec = replace(spec, elements=_renumbered(spec.elements, q_order, codes, q_runs))
+    spec = replace(spec, elements=renumbered(spec.elements, q_order, codes, q_runs))
     return Numbered(replace(problem, members=lists, queries=spec), ids, m_order, q_order)
 
 
-def _runs(elements: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def element_runs(elements: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The stable order of `elements`, their distinct values (increasing) and how many
     positions hold each."""
     order = _element_order(elements)
@@ -307,9 +307,7 @@ def _runs(elements: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return order, ascending[starts], np.diff(np.append(starts, order.shape[0]))
 
 
-def _renumbered(
-    lists: Elements, order: np.ndarray, codes: np.ndarray, runs: np.ndarray
-) -> Elements:
+def renumbered(lists: Elements, order: np.ndarray, codes: np.ndarray, runs: np.ndarray) -> Elements:
     """`lists` with each position's element replaced by its number: `codes` of the
     distinct elements, held by `runs` positions each in `order`."""
     elements = np.empty_like(lists.elements)
