@@ -63,6 +63,15 @@ class _StartIndex:
         return first_weights(self.lists, self.owners, self.subsets(s), n_elements, users)
 
 
+def chosen_rows(offsets: np.ndarray, chosen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The CSR offsets of the `chosen` lists of `offsets` (ascending), one after the
+    other, and the rows they take their positions from."""
+    lengths = np.diff(offsets)[chosen]
+    kept = np.zeros(chosen.size + 1, dtype=np.int64)
+    np.cumsum(lengths, out=kept[1:])
+    return kept, np.repeat(offsets[chosen] - kept[:-1], lengths) + np.arange(kept[-1])
+
+
 class _Postings:
     """Distinct (element, user) pairs grouped by element, for candidate scans."""
 
@@ -128,9 +137,7 @@ class _Postings:
             rest = np.flatnonzero(~single)
             if rest.size == 0:
                 return counts
-            kept = np.zeros(rest.size + 1, dtype=np.int64)
-            np.cumsum(lengths[rest], out=kept[1:])
-            rows = np.repeat(q_offsets[rest] - kept[:-1], lengths[rest]) + np.arange(kept[-1])
+            kept, rows = chosen_rows(q_offsets, rest)
             q_offsets, q_elements, q_lo, q_hi = kept, q_elements[rows], q_lo[rows], q_hi[rows]
             counts[rest] = self._checked(problem, q_offsets, q_elements, q_lo, q_hi, q_ref[rest])
             return counts

@@ -1,11 +1,14 @@
 """A vector over a level's elements (places or distinct visits, ids 0..size-1) that one
 range of people makes: its holders per element, or the work of the partitions beginning
 at each. A range holds a few of the level's elements, so its vector is kept as the ids
-it is not zero at and their values whenever that is smaller than the whole vector; the
-ranges' vectors are added up (on a Dask cluster two by two, on the workers) and made
-whole once, where the level's plan reads them. So what a worker holds of a range grows
-with the elements of the range, not with the level's (a year of hours on 20,000 places
-is 175M distinct visits: 1.4 GB a range as a whole vector of float64)."""
+it is not zero at and their values when that takes a quarter of the whole vector or
+less; the ranges' vectors are added up (on a Dask cluster two by two, on the workers)
+and made whole once, where the level's plan reads them. So what a worker holds of a
+range grows with the elements of the range, not with the level's (a year of hours on
+20,000 places is 175M distinct visits: 1.4 GB a range as a whole vector of float64).
+Also the runs of a list of elements, and lists renumbered by them, which a shard and a
+sampled range number their elements with.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from prudence_cli.arrays import stable_order
+from prudence_cli.engine.indexes import _element_order
+from prudence_cli.engine.problem import Elements
 
 # a range's vector is kept as ids and values when that takes at most 1/SPARSE_FROM of the
 # whole vector's bytes: where it is about as large, the whole vector is faster to count,
@@ -48,8 +52,8 @@ class PerElement:
         elements are sorted out of them."""
         if elements.shape[0] * SPARSE_FROM >= size:
             return cls.of(np.bincount(elements, weights=weights, minlength=size))
-        order = stable_order(elements)
-        ids, values = _runs_added(elements[order], None if weights is None else weights[order])
+        order, ids, runs = element_runs(elements)
+        values = runs if weights is None else _run_sums(weights[order], runs)
         return cls._smaller(ids.astype(_id_type(size)), values, size)
 
     @classmethod
@@ -62,9 +66,9 @@ class PerElement:
         return cls(None, whole, size)
 
     @classmethod
-    def none(cls, dtype: type = np.int64) -> PerElement:
+    def none(cls) -> PerElement:
         """The vector over no element."""
-        return cls(None, np.zeros(0, dtype=dtype), 0)
+        return cls(None, np.zeros(0, dtype=np.int64), 0)
 
     def __add__(self, other: PerElement) -> PerElement:
         """The sum, over as many elements as the longer of the two; neither is changed
@@ -77,11 +81,9 @@ class PerElement:
             and other.ids is not None
             and smaller(_sparse_bytes(both, size, dtype), size * dtype.itemsize)
         ):  # so even if no element is in both
-            ids = np.concatenate((self.ids, other.ids))
-            order = np.argsort(ids, kind="stable")  # a merge of the two ascending runs
+            order, ids, runs = element_runs(np.concatenate((self.ids, other.ids)))
             values = np.concatenate((self.values, other.values)).astype(dtype, copy=False)
-            ids, values = _runs_added(ids[order], values[order])
-            return PerElement._smaller(ids, values, size)
+            return PerElement._smaller(ids, _run_sums(values[order], runs), size)
         values = np.zeros(size, dtype=dtype)  # never an input's own
         for vector in (self, other):
             if vector.ids is None:
@@ -121,25 +123,41 @@ class PerElement:
         return cls(None, out, size)
 
 
-def whole_of(vector: PerElement, size: int | None = None) -> np.ndarray:
-    """`vector.whole(size)`, as a task (where the runner keeps the vector)."""
-    return vector.whole(size)
+def whole_of(vector: PerElement) -> np.ndarray:
+    """`vector.whole()`, as a task (where the runner keeps the vector)."""
+    return vector.whole()
 
 
-def _runs_added(ordered: np.ndarray, values: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct ids of `ordered` (ascending), and for each the sum of the `values`
-    of its run (how many there are when None)."""
-    if ordered.size == 0:
-        return ordered, np.zeros(0, dtype=np.int64 if values is None else values.dtype)
-    first = np.r_[True, ordered[1:] != ordered[:-1]]
-    ids, starts = ordered[first], np.flatnonzero(first)
-    if values is None:
-        return ids, np.diff(np.append(starts, ordered.shape[0]))
-    if values.dtype.kind in "iub":  # exact in any order
-        return ids, np.add.reduceat(values, starts)
-    # floats added one after the other in their order, as np.bincount adds them
-    # (np.add.reduceat adds pairwise: other sums once they are not exact)
-    return ids, np.bincount(np.cumsum(first) - 1, weights=values, minlength=ids.shape[0])
+def element_runs(elements: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The stable order of `elements`, their distinct values (increasing) and how many
+    positions hold each."""
+    order = _element_order(elements)
+    if order.shape[0] < 2**31:  # as the indexes hold it (Firsts), not a copy more
+        order = order.astype(np.int32)
+    ascending = elements[order]
+    starts = np.zeros(0, dtype=np.int64)  # where each distinct value begins
+    if ascending.size:
+        starts = np.flatnonzero(np.r_[True, ascending[1:] != ascending[:-1]])
+    return order, ascending[starts], np.diff(np.append(starts, order.shape[0]))
+
+
+def renumbered(lists: Elements, order: np.ndarray, codes: np.ndarray, runs: np.ndarray) -> Elements:
+    """`lists` with each position's element replaced by its number: `codes` of the
+    distinct elements, held by `runs` positions each in `order`."""
+    elements = np.empty_like(lists.elements)
+    elements[order] = np.repeat(codes.astype(lists.elements.dtype), runs)
+    return Elements(lists.offsets, elements, lists.values)
+
+
+def _run_sums(values: np.ndarray, runs: np.ndarray) -> np.ndarray:
+    """The sum of each run of `values` (consecutive, `runs` long each): integers exact in
+    any order; floats added one after the other in their order, as np.bincount adds them
+    (np.add.reduceat adds pairwise: other sums once they are not exact)."""
+    if runs.size == 0:
+        return values[:0]
+    if values.dtype.kind in "iub":
+        return np.add.reduceat(values, np.cumsum(runs) - runs)
+    return np.bincount(np.repeat(np.arange(runs.size), runs), weights=values, minlength=runs.size)
 
 
 def _id_type(size: int) -> type:

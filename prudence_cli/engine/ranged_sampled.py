@@ -28,12 +28,12 @@ from typing import Any
 import numpy as np
 
 from prudence_cli.arrays import distinct
-from prudence_cli.engine.indexes import _Postings
-from prudence_cli.engine.per_element import PerElement, smaller, whole_of
+from prudence_cli.engine.indexes import _Postings, chosen_rows
+from prudence_cli.engine.per_element import PerElement, element_runs, renumbered, smaller, whole_of
 from prudence_cli.engine.plan import drawing_targets
 from prudence_cli.engine.problem import CountingProblem, Support
 from prudence_cli.engine.ranged import Engine, RangedProblem, Work, counted, unset, work
-from prudence_cli.engine.ranged_shards import Part, element_runs, renumbered
+from prudence_cli.engine.ranged_shards import Part
 from prudence_cli.engine.sampling import Drawer, rounds, sampled_widths
 from prudence_cli.engine.tasks import fold_results, least_per_owner
 
@@ -190,9 +190,7 @@ class _Posted:
         asked = np.flatnonzero((missing == 0) & (lengths > 0))
         if asked.size == 0:
             return counts
-        kept = np.zeros(asked.size + 1, dtype=np.int64)
-        np.cumsum(lengths[asked], out=kept[1:])
-        rows = np.repeat(offsets[asked] - kept[:-1], lengths[asked]) + np.arange(kept[-1])
+        kept, rows = chosen_rows(offsets, asked)
         found = self.postings.verify(
             self.problem, kept, codes[rows], lower[rows], upper[rows], refs[asked]
         )

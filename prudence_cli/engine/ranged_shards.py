@@ -11,7 +11,7 @@ import numpy as np
 
 from prudence_cli.arrays import union_sorted
 from prudence_cli.engine.indexes import _element_order, _Postings, _query_sizes_ok
-from prudence_cli.engine.per_element import PerElement
+from prudence_cli.engine.per_element import PerElement, element_runs, renumbered
 from prudence_cli.engine.plan import begun_at
 from prudence_cli.engine.problem import CountingProblem, Elements, QuerySpec, nbytes
 from prudence_cli.engine.shards import shard, shard_positions
@@ -292,27 +292,6 @@ def numbered(problem: CountingProblem) -> Numbered:
     codes = np.searchsorted(ids, q_distinct)
     spec = replace(spec, elements=renumbered(spec.elements, q_order, codes, q_runs))
     return Numbered(replace(problem, members=lists, queries=spec), ids, m_order, q_order)
-
-
-def element_runs(elements: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The stable order of `elements`, their distinct values (increasing) and how many
-    positions hold each."""
-    order = _element_order(elements)
-    if order.shape[0] < 2**31:  # as the indexes hold it (Firsts), not a copy more
-        order = order.astype(np.int32)
-    ascending = elements[order]
-    starts = np.zeros(0, dtype=np.int64)  # where each distinct value begins
-    if ascending.size:
-        starts = np.flatnonzero(np.r_[True, ascending[1:] != ascending[:-1]])
-    return order, ascending[starts], np.diff(np.append(starts, order.shape[0]))
-
-
-def renumbered(lists: Elements, order: np.ndarray, codes: np.ndarray, runs: np.ndarray) -> Elements:
-    """`lists` with each position's element replaced by its number: `codes` of the
-    distinct elements, held by `runs` positions each in `order`."""
-    elements = np.empty_like(lists.elements)
-    elements[order] = np.repeat(codes.astype(lists.elements.dtype), runs)
-    return Elements(lists.offsets, elements, lists.values)
 
 
 class Firsts:
