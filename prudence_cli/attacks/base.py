@@ -176,11 +176,12 @@ class CountingAttack(Attack[V]):
         ):
             del problem
             engine.forget()
-            lower = self.risks(view, below, engine, ones, computed)
-            floor = _pruned_floor(lower.risk, floor, n, known_ones)
-            del lower  # in the floor now
-            ones = floor >= 1
+            smaller = self.risks(view, below, engine, ones, computed).risk
+            ones = _at_one(smaller, ones)
             problem = self.problem(view, level, ones, engine)
+            if engine.samples(problem):  # else only its ones were needed
+                floor = _pruned_floor(smaller, floor, known_ones)
+            del smaller  # the floor, if made (in its place)
         if floor is not None and not engine.samples(problem):
             floor = None  # counted exactly, nothing raises its risks: not held meanwhile
         result = _counted(view, problem, engine, ones)
@@ -256,12 +257,36 @@ def _floor_of(
     return floor, tuple(keys)
 
 
+def _at_one(lower: np.ndarray, ones: np.ndarray | None) -> np.ndarray:
+    """The people at risk 1 at the smaller h (`lower`) or already known to be (`ones`):
+    a byte a person, made with no other vector."""
+    found = np.greater_equal(lower, 1.0)
+    if ones is not None:
+        np.logical_or(found, ones, out=found)
+    return found
+
+
 def _pruned_floor(
-    lower: np.ndarray, floor: np.ndarray | None, n_users: int, known_ones: np.ndarray | None
+    lower: np.ndarray, floor: np.ndarray | None, known_ones: np.ndarray | None
 ) -> np.ndarray:
     """The floor of a level pruned by its smaller h's risks `lower`: 1 where those are,
-    else the floor before (`_made`)."""
-    return np.where(lower >= 1.0, 1.0, _made(floor, n_users, known_ones))
+    else the floor before (`_made`). Made in the place of `lower` (which it returns), a
+    piece at a time: no other vector of a number a person."""
+    for a in range(0, lower.shape[0], _PIECE):
+        part = lower[a : a + _PIECE]
+        below = np.greater_equal(part, 1.0)  # as np.where(lower >= 1.0, ...): NaN is below
+        np.copyto(part, 1.0, where=below)
+        np.logical_not(below, out=below)
+        made: Any = 0.0  # no floor, no known ones
+        if floor is not None:
+            made = floor[a : a + _PIECE]
+        elif known_ones is not None:
+            made = known_ones[a : a + _PIECE]
+        np.copyto(part, made, where=below)
+    return lower
+
+
+_PIECE = 1 << 20  # people at a time where a vector is remade in place
 
 
 def _made(floor: np.ndarray | None, n_users: int, known_ones: np.ndarray | None) -> np.ndarray:
@@ -304,34 +329,36 @@ def _counted(
     engine: Engine,
     known_ones: np.ndarray | None,
 ) -> AttackResult:
-    """`count_risks` of a problem already made (its `known_ones` ask nothing)."""
+    """`count_risks` of a problem already made (its `known_ones` ask nothing). The
+    supports become the risks piece by piece, as a ranged level's ranges tell who asked
+    and a view kept in ranges who is in it: no other vector of every person beside them
+    (the assessing process's memory at 1B people)."""
     support = engine.min_support(problem, floats=True)
-    if isinstance(problem, RangedProblem):
-        queried = asked(problem, engine.runner)
-    else:
-        queried = problem.queries.size_hi > 0
     instances, sampled = support.instances, support.sampled
     minimum = support.minimum
     del support
-    if minimum.dtype == np.float64:
-        # a ranged level's supports, as floats, become the risks in place: no other
-        # vector of a number a person (the assessing process's memory at 1B people).
-        # 1 / support where queried; times 0 (False) elsewhere, times 1 where queried
-        risk = minimum
-        np.divide(1.0, risk, out=risk, where=queried)
-        np.multiply(risk, queried, out=risk)
+    if isinstance(problem, RangedProblem):
+        queried = asked(problem, engine.runner)
     else:
-        risk = np.zeros(view.n_users, dtype=float)
-        np.divide(1.0, minimum, out=risk, where=queried)
+        queried = iter([(0, view.n_users, problem.queries.size_hi > 0)])
+    # a ranged level's supports, as floats, become the risks in place
+    risk = minimum if minimum.dtype == np.float64 else np.zeros(view.n_users, dtype=float)
+    for a, b, asks in queried:
+        part = risk[a:b]
+        np.divide(1.0, minimum[a:b], out=part, where=asks)
+        np.copyto(part, _UNASKED, where=~asks)  # a risk is never negative: placed below
     del minimum
-    in_view = view.in_view
-    blind = ~queried
-    del queried
-    blind &= in_view
-    risk[blind] = 1.0 / max(view.users_in_view, 1)
-    if known_ones is not None:
-        risk[known_ones & in_view] = 1.0
+    hidden = 1.0 / max(view.users_in_view, 1)  # among every user of the view
+    for a, b, held in view.in_view_pieces():
+        part = risk[a:b]
+        np.copyto(part, hidden, where=(part == _UNASKED) & held)
+        if known_ones is not None:
+            np.copyto(part, 1.0, where=known_ones[a:b] & held)
+    np.maximum(risk, 0.0, out=risk)  # absent from the view, not asked: 0
     return AttackResult(risk, instances, sampled)
+
+
+_UNASKED = -1.0  # what a user who asks no query holds until the view places them
 
 
 def subsets(queries: Elements, sizes: np.ndarray, upper: np.ndarray | None = None) -> QuerySpec:

@@ -136,6 +136,11 @@ class Dataview:
         """Per user of U, whether they have a row in the view."""
         return np.diff(self.offsets) > 0
 
+    def in_view_pieces(self) -> Iterator[tuple[int, int, np.ndarray]]:
+        """`in_view` in pieces of consecutive users (first, last + 1, mask), as a view kept
+        in ranges gives it (RangeCounts.in_view_pieces): here, one piece."""
+        yield 0, self.n_users, self.in_view
+
     def rows_before(self, users: np.ndarray) -> np.ndarray:
         """The view's rows of the users before each of `users` (ascending)."""
         return self.offsets[users]

@@ -62,9 +62,15 @@ class RangeCounts:
     def in_view(self) -> np.ndarray:
         """Per user of U, whether they have a row in the view (a byte a person)."""
         out = np.zeros(self.n_users, dtype=bool)
-        for b, rows in self.counts_of("rows"):
-            out[b.first : b.last] = rows > 0
+        for first, last, held in self.in_view_pieces():
+            out[first:last] = held
         return out
+
+    def in_view_pieces(self) -> Iterator[tuple[int, int, np.ndarray]]:
+        """`in_view` as each range holds it (its first person, its last + 1, whether each
+        has a row), read from the workers as they come: no vector of them all."""
+        for b, rows in self.counts_of("rows"):
+            yield b.first, b.last, rows > 0
 
     def rows_before(self, users: np.ndarray) -> np.ndarray:
         """The view's rows of the users before each of `users` (ascending): of the

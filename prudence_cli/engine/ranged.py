@@ -142,10 +142,11 @@ def _shape(part: Part) -> tuple[str, bool, str, bool]:
     return problem.match, problem.ordered, problem.queries.mode, problem.self_queries
 
 
-def asked(ranged: RangedProblem, runner: Any) -> np.ndarray:
-    """Per user: whether it asks any query."""
-    found = runner.each(_asked, ranged.parts)
-    return np.concatenate(found) if found else np.zeros(0, dtype=bool)
+def asked(ranged: RangedProblem, runner: Any) -> Iterator[tuple[int, int, np.ndarray]]:
+    """Per range, as they come: its first user, its last + 1, and whether each of its
+    users asks any query (a range's mask at a time here, not a vector of every user)."""
+    found = runner.each_streamed(_asked, ranged.parts)
+    yield from zip(ranged.first[:-1].tolist(), ranged.first[1:].tolist(), found, strict=True)
 
 
 def _asked(part: Part) -> np.ndarray:
@@ -437,7 +438,14 @@ class _Level:
                 yield shared, [arguments(a, b) for a, b in group]
                 del shared, pieces  # joined: the pieces go before the next shard's are cut
 
-        fold_results(minimum, self.runner.run_sharded(task, shards()))
+        # a result holds up to an entry for each of the shard's people: read in pieces
+        # when that could be more than a piece (the assessing process's memory)
+        pieces = RESULT_PIECE if self.users > RESULT_PIECE else None
+        fold_results(minimum, self.runner.run_sharded(task, shards(), pieces=pieces))
+
+
+# entries of a partition's result read at a time, at most (8 MB of 32-bit owners and counts)
+RESULT_PIECE = 1 << 20
 
 
 def _extent(weights: np.ndarray) -> tuple[float, float]:

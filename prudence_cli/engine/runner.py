@@ -68,8 +68,14 @@ class LocalRunner:
         return data
 
     def run_sharded(
-        self, task: Task, shards: Shards, prepare: Callable[[Any], Any] | None = None
+        self,
+        task: Task,
+        shards: Shards,
+        prepare: Callable[[Any], Any] | None = None,
+        pieces: int | None = None,
     ) -> Iterator[Any]:
+        """Each shard's tasks, the shard as it is (`prepare`d); their results, each whole
+        (here, `pieces` changes nothing: the results are already in this process)."""
         for shared, arguments in shards:
             if isinstance(shared, Joined):
                 shared = shared.here()
@@ -230,13 +236,18 @@ class DaskRunner:
         return self.memory_limit // SHARD_SHARE, self.memory_limit
 
     def run_sharded(
-        self, task: Task, shards: Shards, prepare: Callable[[Any], Any] | None = None
+        self,
+        task: Task,
+        shards: Shards,
+        prepare: Callable[[Any], Any] | None = None,
+        pieces: int | None = None,
     ) -> Iterator[Any]:
         """Each shard's data sent to one worker and its tasks run there, where the data
         is, a worker holding one shard at a time (streams.one_shard_a_worker). A
         `Joined` shard is joined there from its pieces, and they go before the next
         shard's are cut. `prepare` (of a shard's data) runs once on its worker, and its
-        tasks take what it gives: what can be derived there is not sent."""
+        tasks take what it gives: what can be derived there is not sent. With `pieces`,
+        each result (owners, counts) comes `pieces` entries at a time."""
         from distributed import wait
 
         def send(shared: Any, where: list[str] | None) -> Any:
@@ -253,7 +264,7 @@ class DaskRunner:
         # another address, and a shard sent to the old one would wait for it
         self.addresses = sorted(self.client.nthreads())
         with self._watching(self.addresses):  # the shards' tasks run on their workers only
-            yield from one_shard_a_worker(self.client, self.addresses, task, shards, send)
+            yield from one_shard_a_worker(self.client, self.addresses, task, shards, send, pieces)
 
     def _joined(self, shared: Joined, where: list[str] | None) -> Any:
         """A future of the shard's data joined on `where` from its pieces, a task per

@@ -79,6 +79,34 @@ def taken(future: Any) -> Any:
         future.release()
 
 
+def taken_in_pieces(
+    client: Any, future: Any, size: int, address: str | None
+) -> Iterator[tuple[Any, Any]]:
+    """A partition's result (owners, counts: as many entries as people of its shard) read
+    `size` entries at a time by tasks where it is (`address`), then released: the reader
+    holds a piece at a time, never the whole result. Its error, if it failed, goes up
+    from the first piece."""
+    there = stay(None if address is None else [address])
+    try:
+        first, count = taken(client.submit(_head, future, size, pure=False, **there))
+        yield first
+        del first
+        for k in range(1, count):
+            yield taken(client.submit(_piece, future, k, size, pure=False, **there))
+    finally:
+        future.release()
+
+
+def _head(result: tuple[Any, Any], size: int) -> tuple[tuple[Any, Any], int]:
+    """The first `size` entries of `result`, and its number of pieces of `size`."""
+    return _piece(result, 0, size), max(-(-len(result[0]) // size), 1)
+
+
+def _piece(result: tuple[Any, Any], k: int, size: int) -> tuple[Any, Any]:
+    owners, counts = result
+    return owners[k * size : (k + 1) * size], counts[k * size : (k + 1) * size]
+
+
 class Joiner(Protocol):
     """How a shard's data is joined from its pieces, one piece at a time: `join_start`
     makes the (empty) join of pieces of the sizes `piece_size` gives, `join_piece` adds
@@ -132,6 +160,7 @@ def one_shard_a_worker(
     task: Callable[..., Any],
     shards: Iterable[tuple[Any, Iterable[tuple[Any, ...]]]],
     send: Callable[[Any, list[str] | None], Any],
+    pieces: int | None = None,
 ) -> Iterator[Any]:
     """The results of `task(handle, *args)` for each (data, arguments) of `shards`, as
     they complete, each shard's data sent to one of the workers at `addresses` (any:
@@ -140,7 +169,9 @@ def one_shard_a_worker(
     `shards` (cut) only when a worker's tasks are all read, goes to that worker, and the
     last one's data is let go first; its tasks run on that worker only (`stay`), behind
     other work there (`BEHIND`): the next shard's pieces are cut there while they run.
-    Whatever is not done is cancelled if the reader stops early."""
+    With `pieces`, a result (a partition's owners and counts) is read that many entries
+    at a time (`taken_in_pieces`). Whatever is not done is cancelled if the reader stops
+    early."""
     from distributed import as_completed
 
     free: list[str | None] = list(addresses) if addresses else [None]
@@ -156,19 +187,21 @@ def one_shard_a_worker(
         handle.release()
         free.append(address)
 
-    def read(future: Any) -> Any:
+    def read(future: Any) -> Iterator[Any]:
         k = of.pop(future)
-        result = taken(future)
+        if pieces is None:
+            yield taken(future)
+        else:
+            yield from taken_in_pieces(client, future, pieces, held[k][0])
         left[k] -= 1
         if left[k] == 0:
             done(k)
-        return result
 
     following = iter(shards)
     try:
         for k in itertools.count():
             while not free:  # results until a worker's shard is done
-                yield read(next(completed))
+                yield from read(next(completed))
             step = next(following, None)
             if step is None:
                 break
@@ -188,7 +221,7 @@ def one_shard_a_worker(
             if not left[k]:  # nothing to run: its worker is free again
                 done(k)
         for future in completed:
-            yield read(future)
+            yield from read(future)
     finally:
         for future in of:
             future.cancel()

@@ -112,7 +112,7 @@ class KeptPeople:
         Profile.kept for the people measures (the people at risk ≤ t against everyone);
         and the correlation table (Profile.correlation), the same numbers."""
         for risk in risks:
-            if np.isnan(risk).any():
+            if risk.size and np.isnan(risk.min()):  # min propagates NaN: no mask a person
                 raise ValueError("a risk is NaN: measures are compared under numbers only")
         levels = len(risks)
         if not levels:

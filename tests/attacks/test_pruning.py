@@ -99,16 +99,16 @@ def test_an_exact_level_is_counted_without_its_floor_or_the_smaller_hs_risks(giv
     data = {0: [(9, 0), *shared], 1: [(8, 1), *shared], 2: shared, 3: shared, 4: shared}
     view = trajectory_view(data, list(data))
     held: list[weakref.ref] = []
-    for name in ("_pruned_floor", "_made", "_floor_of"):
+    for name in ("_pruned_floor", "_made", "_floor_of", "_at_one"):
         made = getattr(base, name)
 
         def kept(*args, made=made):
             found = made(*args)
             vector = found[0] if isinstance(found, tuple) else found  # _floor_of: (floor, keys)
-            if vector is not None:
-                held.append(weakref.ref(vector))
-            if made.__name__ == "_pruned_floor":  # and the smaller h's risks it is made of
+            if made.__name__ in ("_pruned_floor", "_at_one"):  # the smaller h's risks
                 held.append(weakref.ref(args[0]))
+            elif vector is not None:  # (_at_one's is of who is at 1: a byte a person)
+                held.append(weakref.ref(vector))
             return found
 
         monkeypatch.setattr(base, name, kept)
@@ -146,3 +146,61 @@ def test_a_level_below_the_threshold_or_with_its_smaller_h_known_is_not_pruned()
     below = ATTACKS["visit"].risks(view, level("visit", 1), Engine()).risk
     ATTACKS["visit"].risks(view, at, given_below, computed={level("visit", 1).key: below})
     assert len(given_below.targets) == 1
+
+
+def _literal_floor(lower, floor, known_ones):
+    """`_pruned_floor` as first written: np.where over whole vectors."""
+    made = floor if floor is not None else np.zeros(lower.shape[0])
+    if floor is None and known_ones is not None:
+        made = np.where(known_ones, 1.0, 0.0)
+    return np.where(lower >= 1.0, 1.0, made)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.integers(0, 50),
+    given_floor=st.sampled_from(["floor", "known", "none"]),
+    piece=st.sampled_from([1, 3, 1 << 20]),
+)
+def test_a_pruned_floor_is_made_in_place_as_from_whole_vectors(seed, n, given_floor, piece):
+    """The floor of a pruned level, made in the smaller h's risks a piece at a time, is
+    np.where's over whole vectors, NaN included; the people at 1 are those it puts there."""
+    from prudence_cli.attacks import base
+
+    rng = np.random.default_rng(seed)
+    lower = rng.choice([0.0, 0.25, 0.5, 1.0, np.nan], n)
+    floor = rng.choice([0.0, 0.5, 1.0], n) if given_floor == "floor" else None
+    known = rng.random(n) < 0.3 if given_floor == "known" else None
+    before = floor >= 1 if floor is not None else known
+    expected = _literal_floor(lower, floor, known)
+    ones = base._at_one(lower, before)
+    np.testing.assert_array_equal(ones, expected >= 1)
+    whole, base._PIECE = base._PIECE, piece
+    try:
+        made = base._pruned_floor(lower, floor, known)
+    finally:
+        base._PIECE = whole
+    assert made is lower  # in its place
+    np.testing.assert_array_equal(made, expected)
+
+
+def test_a_pruned_floor_takes_no_other_vector_of_a_number_a_person():
+    """4M people: made in place, a piece's masks at a time (2 MB), where np.where took
+    two vectors of 32 MB beside the smaller h's risks."""
+    import tracemalloc
+
+    from prudence_cli.attacks import base
+
+    rng = np.random.default_rng(3)
+    lower = rng.choice([0.1, 0.5, 1.0], 4_000_000)
+    floor = rng.choice([0.0, 1.0], lower.shape[0])
+    tracemalloc.start()
+    try:
+        base._at_one(lower, floor >= 1)
+        tracemalloc.reset_peak()
+        base._pruned_floor(lower, floor, None)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * base._PIECE

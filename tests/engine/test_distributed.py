@@ -275,6 +275,38 @@ def test_a_ranged_levels_vectors_per_element_stay_where_they_are_added(
     assert left <= _futures_left(cluster, before | left) <= before | left and len(left) == 4
 
 
+@pytest.mark.parametrize("strategy", ["keyed", "posting"])
+def test_a_ranged_levels_results_are_read_a_piece_at_a_time(strategy, cluster, monkeypatch):
+    """Past `RESULT_PIECE` people, a partition's result (an entry per person of its
+    shard at most) comes to the assessing process that many entries at a time, read
+    where it is: the local supports, and nothing left on the cluster but the ranges."""
+    from prudence_cli.engine import ranged, streams
+    from prudence_cli.engine.ranged import split
+
+    problem = random_problem(np.random.default_rng(8), 120, 10, 3, match="contains")
+    settings_ = dict(strategy=strategy, partition_instances=15)
+    here = Engine(**settings_).min_support(problem)
+    read: list[list[int]] = []  # per result, its pieces' sizes
+    whole = streams.taken_in_pieces
+
+    def recorded(*args):
+        read.append([])
+        for piece in whole(*args):
+            read[-1].append(len(piece[0]))
+            yield piece
+
+    monkeypatch.setattr(streams, "taken_in_pieces", recorded)
+    monkeypatch.setattr(ranged, "RESULT_PIECE", 3)
+    before = _futures_left(cluster, set(cluster.client.futures))
+    spread = split(problem, cluster, 4)
+    there = Engine(**settings_, runner=cluster, worker_threads=1).min_support(spread)
+    assert np.array_equal(here.minimum, there.minimum) and here.instances == there.instances
+    assert max(max(sizes) for sizes in read) == 3
+    assert max(len(sizes) for sizes in read) > 1  # some result in several pieces
+    left = {future.key for future in spread.parts}
+    assert _futures_left(cluster, before | left) <= before | left
+
+
 def test_a_clusters_view_on_one_worker_is_read_where_it_is_kept(tmp_path, monkeypatch):
     """On a single worker (no ranges to cut for counted levels), the cluster attack still
     reads the clusters view where it is kept: the local catalog, nothing gathered."""
@@ -1064,13 +1096,39 @@ def _fails_on(shared: int, k: int) -> int:
     return shared + k
 
 
-def test_a_shards_task_that_fails_leaves_nothing_on_the_cluster(cluster):
+def _pairs_or_fails(shared: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    if k == 2 and shared == 20:
+        raise ValueError("a bad partition")
+    return np.arange(shared + k), np.arange(shared + k) * 2
+
+
+@pytest.mark.parametrize("pieces", [None, 4])
+def test_a_shards_task_that_fails_leaves_nothing_on_the_cluster(pieces, cluster):
     before = set(cluster.client.futures)
+    task = _fails_on if pieces is None else _pairs_or_fails
     shards = ((10 * k, [(j,) for j in range(4)]) for k in range(5))
     with pytest.raises(ValueError, match="a bad partition"):
-        for _ in cluster.run_sharded(_fails_on, shards):
+        for _ in cluster.run_sharded(task, shards, pieces=pieces):
             pass
     assert _futures_left(cluster, before) <= before and not cluster._watched
+
+
+def test_results_read_in_pieces_are_the_results(cluster):
+    """Each result (owners, counts) read `pieces` entries at a time: pieces of that many
+    at most, one for an empty result, which put together are the results."""
+    shards = ((5 * k, [(j,) for j in range(3)]) for k in range(3))
+    results: list[list[np.ndarray]] = []
+    for owners, counts in cluster.run_sharded(_pairs_or_fails, shards, pieces=4):
+        assert len(owners) <= 4 and np.array_equal(counts, owners * 2)
+        if not owners.size or owners[0] == 0:  # a result's first piece
+            results.append([])
+        results[-1].append(owners)
+    sizes = []
+    for pieces in results:
+        joined = np.concatenate(pieces)
+        assert np.array_equal(joined, np.arange(joined.size))
+        sizes.append(joined.size)
+    assert sorted(sizes) == sorted(5 * k + j for k in range(3) for j in range(3))
 
 
 def _futures_left(cluster, expected: set[str]) -> set[str]:
@@ -1143,7 +1201,7 @@ def test_levels_cut_in_more_shards_than_workers_count_as_the_local_engine(
             yield shared
 
     monkeypatch.setattr(
-        cluster, "run_sharded", lambda t, s, p=None: run_sharded(t, counted(t, s), p)
+        cluster, "run_sharded", lambda t, s, p=None, **kw: run_sharded(t, counted(t, s), p, **kw)
     )
     engine = Engine(partition_instances=15, runner=cluster, worker_threads=1)
     assert np.array_equal(here, engine.min_support(problem).minimum)
