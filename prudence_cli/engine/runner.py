@@ -43,6 +43,7 @@ from prudence_cli.errors import PrudenceError
 Task = Callable[..., Any]
 # (data shared by a group of tasks, each task's arguments)
 Shards = Iterable[tuple[Any, Iterable[tuple[Any, ...]]]]
+Prepare = Callable[[Any], Any] | None  # of a shard's data, on its worker (`run_sharded`)
 
 
 class LocalRunner:
@@ -68,14 +69,8 @@ class LocalRunner:
         return data
 
     def run_sharded(
-        self,
-        task: Task,
-        shards: Shards,
-        prepare: Callable[[Any], Any] | None = None,
-        pieces: int | None = None,
-    ) -> Iterator[Any]:
-        """Each shard's tasks, the shard as it is (`prepare`d); their results, each whole
-        (here, `pieces` changes nothing: the results are already in this process)."""
+        self, task: Task, shards: Shards, prepare: Prepare = None, pieces: int | None = None
+    ) -> Iterator[Any]:  # each result whole: it is here already (`pieces`: DaskRunner's)
         for shared, arguments in shards:
             if isinstance(shared, Joined):
                 shared = shared.here()
@@ -236,18 +231,13 @@ class DaskRunner:
         return self.memory_limit // SHARD_SHARE, self.memory_limit
 
     def run_sharded(
-        self,
-        task: Task,
-        shards: Shards,
-        prepare: Callable[[Any], Any] | None = None,
-        pieces: int | None = None,
+        self, task: Task, shards: Shards, prepare: Prepare = None, pieces: int | None = None
     ) -> Iterator[Any]:
         """Each shard's data sent to one worker and its tasks run there, where the data
         is, a worker holding one shard at a time (streams.one_shard_a_worker). A
         `Joined` shard is joined there from its pieces, and they go before the next
         shard's are cut. `prepare` (of a shard's data) runs once on its worker, and its
-        tasks take what it gives: what can be derived there is not sent. With `pieces`,
-        each result (owners, counts) comes `pieces` entries at a time."""
+        tasks take what it gives: what can be derived there is not sent; `pieces` as there."""
         from distributed import wait
 
         def send(shared: Any, where: list[str] | None) -> Any:

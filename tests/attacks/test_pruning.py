@@ -160,18 +160,19 @@ def _literal_floor(lower, floor, known_ones):
 @given(
     seed=st.integers(0, 10_000),
     n=st.integers(0, 50),
-    given_floor=st.sampled_from(["floor", "known", "none"]),
+    given_floor=st.sampled_from(["floor", "known", "both", "none"]),
     piece=st.sampled_from([1, 3, 1 << 20]),
 )
 def test_a_pruned_floor_is_made_in_place_as_from_whole_vectors(seed, n, given_floor, piece):
     """The floor of a pruned level, made in the smaller h's risks a piece at a time, is
-    np.where's over whole vectors, NaN included; the people at 1 are those it puts there."""
+    np.where's over whole vectors, NaN included; the people at 1 are those it puts there.
+    A floor given with known ones (a nested pruning that samples) holds them already."""
     from prudence_cli.attacks import base
 
     rng = np.random.default_rng(seed)
     lower = rng.choice([0.0, 0.25, 0.5, 1.0, np.nan], n)
-    floor = rng.choice([0.0, 0.5, 1.0], n) if given_floor == "floor" else None
-    known = rng.random(n) < 0.3 if given_floor == "known" else None
+    floor = rng.choice([0.0, 0.5, 1.0], n) if given_floor in ("floor", "both") else None
+    known = rng.random(n) < 0.3 if given_floor in ("known", "both") else None
     before = floor >= 1 if floor is not None else known
     expected = _literal_floor(lower, floor, known)
     ones = base._at_one(lower, before)
