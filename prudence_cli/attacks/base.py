@@ -158,6 +158,7 @@ class CountingAttack(Attack[V]):
         ones = known_ones if floor is None else floor >= 1
         below = self.lower_level(level)
         extra: dict[str, AttackResult] = {}
+        exact: bool | None = None  # whether `problem` is counted exactly, once asked
         problem = self.problem(view, level, ones, engine)
         # a level held on the workers is let go before the next is made (`del problem`)
         if below is not None and below.key not in computed and engine.samples(problem):
@@ -179,10 +180,10 @@ class CountingAttack(Attack[V]):
             smaller = self.risks(view, below, engine, ones, computed).risk
             ones = _at_one(smaller, ones)
             problem = self.problem(view, level, ones, engine)
-            if engine.samples(problem):  # else only its ones were needed
-                floor = _pruned_floor(smaller, floor, known_ones)
+            exact = not engine.samples(problem)  # then only its ones were needed
+            floor = None if exact else _pruned_floor(smaller, floor, known_ones)
             del smaller  # the floor, if made (in its place)
-        if floor is not None and not engine.samples(problem):
+        if floor is not None and (not engine.samples(problem) if exact is None else exact):
             floor = None  # counted exactly, nothing raises its risks: not held meanwhile
         result = _counted(view, problem, engine, ones)
         if not (result.sampled or extra):
