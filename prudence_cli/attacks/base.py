@@ -158,7 +158,6 @@ class CountingAttack(Attack[V]):
         ones = known_ones if floor is None else floor >= 1
         below = self.lower_level(level)
         extra: dict[str, AttackResult] = {}
-        exact: bool | None = None  # whether `problem` is counted exactly, once asked
         problem = self.problem(view, level, ones, engine)
         # a level held on the workers is let go before the next is made (`del problem`)
         if below is not None and below.key not in computed and engine.samples(problem):
@@ -179,11 +178,12 @@ class CountingAttack(Attack[V]):
             engine.forget()
             smaller = self.risks(view, below, engine, ones, computed).risk
             ones = _at_one(smaller, ones)
+            del smaller  # only who is at 1 there was needed
             problem = self.problem(view, level, ones, engine)
-            exact = not engine.samples(problem)  # then only its ones were needed
-            floor = None if exact else _pruned_floor(smaller, floor, known_ones)
-            del smaller  # the floor, if made (in its place)
-        if floor is not None and (not engine.samples(problem) if exact is None else exact):
+            # the level did not sample, and pruning only takes queries away: it is counted
+            # exactly, and nothing floors its risks
+            floor = None
+        if floor is not None and not engine.samples(problem):
             floor = None  # counted exactly, nothing raises its risks: not held meanwhile
         result = _counted(view, problem, engine, ones)
         if not (result.sampled or extra):
@@ -265,29 +265,6 @@ def _at_one(lower: np.ndarray, ones: np.ndarray | None) -> np.ndarray:
     if ones is not None:
         np.logical_or(found, ones, out=found)
     return found
-
-
-def _pruned_floor(
-    lower: np.ndarray, floor: np.ndarray | None, known_ones: np.ndarray | None
-) -> np.ndarray:
-    """The floor of a level pruned by its smaller h's risks `lower`: 1 where those are,
-    else the floor before (`_made`). Made in the place of `lower` (which it returns), a
-    piece at a time: no other vector of a number a person."""
-    for a in range(0, lower.shape[0], _PIECE):
-        part = lower[a : a + _PIECE]
-        below = np.greater_equal(part, 1.0)  # as np.where(lower >= 1.0, ...): NaN is below
-        np.copyto(part, 1.0, where=below)
-        np.logical_not(below, out=below)
-        made: Any = 0.0  # no floor, no known ones
-        if floor is not None:
-            made = floor[a : a + _PIECE]
-        elif known_ones is not None:
-            made = known_ones[a : a + _PIECE]
-        np.copyto(part, made, where=below)
-    return lower
-
-
-_PIECE = 1 << 20  # people at a time where a vector is remade in place
 
 
 def _made(floor: np.ndarray | None, n_users: int, known_ones: np.ndarray | None) -> np.ndarray:

@@ -99,13 +99,13 @@ def test_an_exact_level_is_counted_without_its_floor_or_the_smaller_hs_risks(giv
     data = {0: [(9, 0), *shared], 1: [(8, 1), *shared], 2: shared, 3: shared, 4: shared}
     view = trajectory_view(data, list(data))
     held: list[weakref.ref] = []
-    for name in ("_pruned_floor", "_made", "_floor_of", "_at_one"):
+    for name in ("_made", "_floor_of", "_at_one"):
         made = getattr(base, name)
 
         def kept(*args, made=made):
             found = made(*args)
             vector = found[0] if isinstance(found, tuple) else found  # _floor_of: (floor, keys)
-            if made.__name__ in ("_pruned_floor", "_at_one"):  # the smaller h's risks
+            if made.__name__ == "_at_one":  # the smaller h's risks
                 held.append(weakref.ref(args[0]))
             elif vector is not None:  # (_at_one's is of who is at 1: a byte a person)
                 held.append(weakref.ref(vector))
@@ -149,7 +149,7 @@ def test_a_level_below_the_threshold_or_with_its_smaller_h_known_is_not_pruned()
 
 
 def _literal_floor(lower, floor, known_ones):
-    """`_pruned_floor` as first written: np.where over whole vectors."""
+    """The floor a pruned level was once given: np.where over whole vectors."""
     made = floor if floor is not None else np.zeros(lower.shape[0])
     if floor is None and known_ones is not None:
         made = np.where(known_ones, 1.0, 0.0)
@@ -161,12 +161,13 @@ def _literal_floor(lower, floor, known_ones):
     seed=st.integers(0, 10_000),
     n=st.integers(0, 50),
     given_floor=st.sampled_from(["floor", "known", "both", "none"]),
-    piece=st.sampled_from([1, 3, 1 << 20]),
 )
-def test_a_pruned_floor_is_made_in_place_as_from_whole_vectors(seed, n, given_floor, piece):
-    """The floor of a pruned level, made in the smaller h's risks a piece at a time, is
-    np.where's over whole vectors, NaN included; the people at 1 are those it puts there.
-    A floor given with known ones (a nested pruning that samples) holds them already."""
+def test_the_people_a_pruned_level_does_not_query_are_those_its_floor_put_at_1(
+    seed, n, given_floor
+):
+    """Who is at risk 1 at the smaller h or before it, made without a floor: those the
+    floor of np.where over whole vectors put at 1, NaN included. A floor given with known
+    ones holds them already."""
     from prudence_cli.attacks import base
 
     rng = np.random.default_rng(seed)
@@ -174,34 +175,24 @@ def test_a_pruned_floor_is_made_in_place_as_from_whole_vectors(seed, n, given_fl
     floor = rng.choice([0.0, 0.5, 1.0], n) if given_floor in ("floor", "both") else None
     known = rng.random(n) < 0.3 if given_floor in ("known", "both") else None
     before = floor >= 1 if floor is not None else known
-    expected = _literal_floor(lower, floor, known)
     ones = base._at_one(lower, before)
-    np.testing.assert_array_equal(ones, expected >= 1)
-    whole, base._PIECE = base._PIECE, piece
-    try:
-        made = base._pruned_floor(lower, floor, known)
-    finally:
-        base._PIECE = whole
-    assert made is lower  # in its place
-    np.testing.assert_array_equal(made, expected)
+    np.testing.assert_array_equal(ones, _literal_floor(lower, floor, known) >= 1)
 
 
-def test_a_pruned_floor_takes_no_other_vector_of_a_number_a_person():
-    """4M people: made in place, a piece's masks at a time (2 MB), where np.where took
-    two vectors of 32 MB beside the smaller h's risks."""
+def test_who_a_pruned_level_does_not_query_takes_no_other_vector_of_a_number_a_person():
+    """4M people: a byte each, where np.where's floor took a vector of 32 MB and a mask
+    beside the smaller h's risks."""
     import tracemalloc
 
     from prudence_cli.attacks import base
 
     rng = np.random.default_rng(3)
     lower = rng.choice([0.1, 0.5, 1.0], 4_000_000)
-    floor = rng.choice([0.0, 1.0], lower.shape[0])
+    before = rng.random(lower.shape[0]) < 0.5
     tracemalloc.start()
     try:
-        base._at_one(lower, floor >= 1)
-        tracemalloc.reset_peak()
-        base._pruned_floor(lower, floor, None)
+        base._at_one(lower, before)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert peak < 4 * base._PIECE
+    assert peak < 1.5 * lower.shape[0]

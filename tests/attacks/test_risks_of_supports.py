@@ -28,10 +28,6 @@ class PiecedView:
         self.n_users = held.shape[0]
         self.users_in_view = int(held.sum())
 
-    @property
-    def in_view(self) -> np.ndarray:
-        return self.held.copy()
-
     def in_view_pieces(self):
         for a, b in zip(self.cuts[:-1], self.cuts[1:], strict=True):
             yield a, b, self.held[a:b].copy()
