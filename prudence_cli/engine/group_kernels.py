@@ -396,20 +396,41 @@ def radix_order(values):
 
 
 @kernel
-def counting_order(values, n_values):
-    """The stable order of `values` (integers in [0, n_values)) by a counting sort: the
-    same as np.argsort(values, kind="stable"), in two passes."""
+def _value_starts(values, n_values):
+    """Where each value's run begins in the stable order of `values` (a counting sort's
+    first pass)."""
     starts = np.zeros(n_values + 1, np.int64)
     for i in range(values.shape[0]):
         starts[values[i] + 1] += 1
     for v in range(n_values):
         starts[v + 1] += starts[v]
+    return starts
+
+
+@kernel
+def counting_order(values, n_values):
+    """The stable order of `values` (integers in [0, n_values)) by a counting sort: the
+    same as np.argsort(values, kind="stable"), in two passes."""
+    starts = _value_starts(values, n_values)
     order = np.empty(values.shape[0], np.int64)
     for i in range(values.shape[0]):
         v = values[i]
         order[starts[v]] = i
         starts[v] += 1
     return order
+
+
+@kernel
+def counting_rank(values, n_values):
+    """Each position's place in the stable order of `values` (integers in [0, n_values))
+    by a counting sort, as int32: the inverse of `counting_order`, with no order made."""
+    starts = _value_starts(values, n_values)
+    rank = np.empty(values.shape[0], np.int32)
+    for i in range(values.shape[0]):
+        v = values[i]
+        rank[i] = starts[v]
+        starts[v] += 1
+    return rank
 
 
 @kernel(parallel=True)

@@ -85,7 +85,7 @@ def _partitions(weights: np.ndarray, budget: int) -> list[tuple[int, int]]:
     sums = np.zeros(n + 1)
     for i, running in _running(weights):
         sums[i + 1 : i + 1 + running.shape[0]] = running
-    if not (sums[-1] < 2.0**53 and weights.min() >= 0 and _whole(weights)):
+    if not (sums[-1] < _EXACT and weights.min() >= 0 and _whole(weights)):
         return _partitions_in_turn(weights, budget)
     ranges = []
     lo = 0
@@ -102,6 +102,46 @@ def _partitions(weights: np.ndarray, budget: int) -> list[tuple[int, int]]:
     if lo < n and sums[n] > sums[lo]:
         ranges.append((lo, n))
     return ranges
+
+
+def held_partitions(
+    ids: np.ndarray, values: np.ndarray, size: int, budget: int
+) -> tuple[list[tuple[int, int]], np.ndarray] | None:
+    """`_partitions` of the vector over `size` elements that is `values` at `ids`
+    (ascending) and 0 elsewhere, and the running sum at each one's end and in all last
+    (shards.reached), from those entries alone — or None where their sums are not exact
+    (then only the whole vector is the definition). The elements between two held go
+    with the partition before them, but for one held element over the budget alone,
+    which closes right after itself: as `_partitions` cuts the whole vector."""
+    held = values != 0
+    if not held.all():
+        ids, values = ids[held], values[held]
+    sums = np.cumsum(values, dtype=np.float64)
+    total = float(sums[-1]) if sums.size else 0.0
+    if not (total < _EXACT and values.min(initial=0) >= 0 and _whole(values)):
+        return None
+    found = _partitions(values, budget)
+    parts, start = [], 0
+    for k, (lo, hi) in enumerate(found):
+        if hi - lo == 1 and values[lo] > budget:
+            end = int(ids[lo]) + 1
+        else:
+            end = int(ids[found[k + 1][0]]) if k + 1 < len(found) else size
+        parts.append((start, end))
+        start = end
+    ends = np.searchsorted(ids, np.array([hi for _, hi in parts] + [size], dtype=np.int64))
+    reaches = np.where(ends > 0, sums[np.maximum(ends - 1, 0)] if sums.size else 0.0, 0.0)
+    return parts, reaches
+
+
+def exact_extent(values: np.ndarray) -> bool:
+    """Whether `values`' sum is the same in any order: whole numbers, not negative, below
+    2^53 in all."""
+    return values.min(initial=0) >= 0 and _whole(values) and float(values.sum()) < _EXACT
+
+
+# running sums of whole numbers are exact below this
+_EXACT = 2.0**53
 
 
 def sums_at(weights: np.ndarray, ends: Sequence[int] | np.ndarray) -> np.ndarray:

@@ -40,12 +40,14 @@ from prudence_cli.engine.indexes import (
     relabels,
 )
 from prudence_cli.engine.jit import set_threads
-from prudence_cli.engine.per_element import PerElement, whole_of
+from prudence_cli.engine.per_element import PerElement
 from prudence_cli.engine.plan import (
     SizePlan,
     _partitions,
     _query_sizes,
     drawing_targets,
+    exact_extent,
+    held_partitions,
     numbered_shard_bytes,
     size_plans,
     size_work,
@@ -65,7 +67,7 @@ from prudence_cli.engine.ranged_shards import (
 )
 from prudence_cli.engine.shards import ShardBudget, fitted_shards, reached
 from prudence_cli.engine.streams import Joined
-from prudence_cli.engine.tasks import fold_results
+from prudence_cli.engine.tasks import Worker, _as_planned, fold_results
 from prudence_cli.engine.whole import whole_in_keyed
 
 
@@ -319,8 +321,8 @@ def counted(
     rank = None
     keyed = any(plan.strategy == "keyed" for plan in planned.plans)
     if keyed and relabels(ranged.ordered, ranged.mode, planned.members):
-        rank = runner.kept_on(planned.holders, rarity_rank)  # made where the holders are
-    parts = runner.each_kept(_prepared, ranged.parts, rank, planned.plans)
+        rank = runner.kept_on(planned.holders, _ranked, engine.worker())  # there
+    parts = runner.each_kept(_prepared, ranged.parts, rank, planned.plans, engine.worker())
     del rank
     # the level is kept as prepared (relabelled: the same supports, the same queries),
     # so that the workers do not hold it twice
@@ -344,9 +346,16 @@ def unset(dtype: np.dtype) -> int:
     return int(compiled.kernels.UNSET)
 
 
-def _prepared(part: Part, rank: np.ndarray | None, plans: list[SizePlan]) -> Part:
+def _ranked(holders: np.ndarray, worker: Worker) -> np.ndarray:
+    """`rarity_rank`, its kernels run as the engine planned (Engine.worker)."""
+    _as_planned(worker)
+    return rarity_rank(holders)
+
+
+def _prepared(part: Part, rank: np.ndarray | None, plans: list[SizePlan], worker: Worker) -> Part:
     """The range relabelled by `rank` (None: as it is), and its whole records as long as
-    a keyed size counted with the keys (whole.whole_in_keyed)."""
+    a keyed size counted with the keys (whole.whole_in_keyed); kernels as planned."""
+    _as_planned(worker)
     problem = part.problem if rank is None else relabelled(part.problem, rank)
     whole, rest = whole_in_keyed(problem, part.whole, plans)
     return Part(problem, whole, rest)
@@ -404,7 +413,7 @@ class _Level:
         and kept where the runner adds them (`_extent` and `_partitioned` run there)."""
         own = self.planned.own
         total = self.runner.summed(_first_weights, self.parts, kind, s, self.n, own, keep=True)
-        return np.zeros(self.n) if total is None else self.runner.kept_on(total, whole_of)
+        return PerElement.of(np.zeros(self.n)) if total is None else total
 
     def _fold(
         self,
@@ -448,13 +457,25 @@ class _Level:
 RESULT_PIECE = 1 << 20
 
 
-def _extent(weights: np.ndarray) -> tuple[float, float]:
-    """The heaviest weight, and their sum."""
-    return float(weights.max(initial=0)), float(weights.sum())
+def _extent(weights: PerElement) -> tuple[float, float]:
+    """The heaviest weight, and their sum: of the entries held when those are the same
+    whatever the order they are added in, else of the whole vector."""
+    values = weights.values
+    if weights.ids is not None and not exact_extent(values):
+        values = weights.whole()
+    return float(values.max(initial=0)), float(values.sum())
 
 
-def _partitioned(weights: np.ndarray, budget: int) -> tuple[list[tuple[int, int]], np.ndarray]:
+def _partitioned(weights: PerElement, budget: int) -> tuple[list[tuple[int, int]], np.ndarray]:
     """The partitions of `weights` with at most `budget` instances each, and the weight
-    up to each one's end and in all (shards.reached): all that is needed of them."""
-    parts = _partitions(weights, budget)
-    return parts, reached(parts, weights)
+    up to each one's end and in all (shards.reached): all that is needed of them. Of
+    the entries held where they give the same (plan.held_partitions): the elements of
+    the level that begin no partition's keys (whole records: most of them) are no
+    vector here beside them."""
+    if weights.ids is not None:
+        found = held_partitions(weights.ids, weights.values, weights.size, budget)
+        if found is not None:
+            return found
+    whole = weights.whole()
+    parts = _partitions(whole, budget)
+    return parts, reached(parts, whole)

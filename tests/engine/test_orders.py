@@ -6,16 +6,18 @@ against the kernels and against itertools."""
 from __future__ import annotations
 
 from itertools import combinations
+from unittest import mock
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prudence_cli.engine import jit
+from prudence_cli.engine import indexes, jit
 from prudence_cli.engine.containment import containment_counts
 from prudence_cli.engine.group_kernels import (
     counting_order,
+    counting_rank,
     grouped_counts,
     match_groups,
     radix_order,
@@ -31,6 +33,7 @@ from prudence_cli.engine.indexes import (
     _enumerate_packed,
     _enumerate_queries,
     _Postings,
+    rarity_rank,
 )
 from prudence_cli.engine.problem import MATCHES, MODES, CountingProblem, Elements, QuerySpec
 from prudence_cli.engine.vectorized import (
@@ -53,6 +56,25 @@ def test_counting_order_is_the_stable_order(values, spare):
     n_values = int(array.max(initial=-1)) + 1 + spare
     got = counting_order(array, n_values)
     assert got.tolist() == np.argsort(array, kind="stable").tolist()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.integers(0, 12) | st.integers(0, 255), max_size=200),
+    st.sampled_from([np.int64, np.int32, np.uint8]),
+)
+def test_rarity_rank_is_each_elements_place_in_the_stable_order(holders, dtype):
+    """An element's rank by how few people hold it, ties by id, is its place in numpy's
+    stable order, as `counting_rank` makes it (compiled, from a level of
+    `_COUNTING_SORT_FROM` elements: here of any size) and as the order made whole."""
+    array = np.array(holders, dtype=np.int64).astype(dtype)
+    expected = np.empty(array.shape[0], dtype=np.int64)
+    expected[np.argsort(array, kind="stable")] = np.arange(array.shape[0])
+    got = counting_rank(array, int(array.max(initial=0)) + 1)
+    assert got.dtype == np.int32 and got.tolist() == expected.tolist()
+    with mock.patch.object(indexes, "_COUNTING_SORT_FROM", 0):
+        assert rarity_rank(array).tolist() == expected.tolist()
+    assert rarity_rank(array).tolist() == expected.tolist()
 
 
 @settings(max_examples=60, deadline=None)

@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import operator
 from functools import reduce
+from unittest import mock
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from prudence_cli.engine import plan
 from prudence_cli.engine.per_element import SPARSE_FROM, PerElement, whole_of
+from prudence_cli.engine.plan import held_partitions
+from prudence_cli.engine.ranged import _extent, _partitioned
+from tests.engine.test_engine import partitions_by_definition
 
 
 def _ranges(draw, size: int, weighted: bool) -> list[tuple[np.ndarray, np.ndarray | None]]:
@@ -116,3 +121,59 @@ def test_ids_are_64_bits_from_2_to_the_31_elements_and_zeros_are_no_entries():
     assert big.ids.dtype == np.int64 and big.ids.tolist() == [5, 2**31 + 7]
     weighted = PerElement.counted(np.array([1, 9, 9, 4]), 1000, np.array([0.0, 2.0, 1.0, 0.0]))
     assert weighted.ids.tolist() == [9] and weighted.values.tolist() == [3.0]
+
+
+@st.composite
+def _held_weights(draw):
+    """A vector of partition weights over `size` elements, most of them 0 (whole-record
+    queries: few elements begin one), as the ranges' sum keeps it (PerElement)."""
+    size = draw(st.integers(0, 80))
+    held = draw(st.lists(st.integers(0, max(size - 1, 0)), max_size=size, unique=True))
+    kind = draw(st.sampled_from(["small", "heavy", "halves", "huge"]))
+    values = {
+        "small": st.integers(0, 6),
+        "heavy": st.one_of(st.integers(0, 3), st.integers(30, 90)),  # some alone over it
+        "halves": st.integers(0, 12).map(lambda v: v / 2),  # not whole: made whole
+        "huge": st.sampled_from([1.0, 2.0**52, 2.0**53, 3.0]),  # sums not exact
+    }[kind]
+    whole = np.zeros(size)
+    for element in held if size else []:
+        whole[element] = draw(values)
+    budget = draw(st.integers(1, 40))
+    return whole, budget
+
+
+@settings(max_examples=400, deadline=None)
+@given(_held_weights())
+# sums past 2^53 that differ with the order they are made in: a chunk's running sums
+# added to the carry (with chunks of 7), numpy's pairwise sum (8 partial sums)
+@example((np.array([2.0**53, 0, 0, 0, 0, 0, 0, 1, 1]), 5))
+@example((np.array([2.0**53, 0, 0, 0, 1, 0, 0, 1]), 5))
+def test_partitions_of_the_held_weights_are_the_whole_vectors(case):
+    """A level's partitions and their running sums, found from the weights it holds
+    (most elements begin no partition's queries), are those of the whole vector: the
+    greedy definition, and Σ weights[:end] at each end and in all last."""
+    whole, budget = case
+    expected = partitions_by_definition(whole.tolist(), budget)
+    for chunk in (1 << 20, 7):  # the whole vector's sums made a chunk at a time
+        with mock.patch.object(plan, "_CHUNK", chunk):
+            reached = plan.sums_at(whole, [hi for _, hi in expected] + [whole.shape[0]])
+            for vector in (PerElement.of(whole), PerElement(None, whole, whole.shape[0])):
+                parts, reaches = _partitioned(vector, budget)
+                assert parts == expected
+                assert reaches.tolist() == reached.tolist()
+                assert _extent(vector) == (float(whole.max(initial=0)), float(whole.sum()))
+    if whole.sum() < 2**53:  # exact: the running sums' definition
+        running = np.concatenate([[0.0], np.cumsum(whole)])
+        assert reached.tolist() == [running[hi] for _, hi in expected] + [running[-1]]
+
+
+def test_partitions_of_held_weights_worked_example():
+    """Over 10 elements, weights 2 at 1, 9 at 4 (over the budget of 5 alone), 3 at 6 and
+    4 at 7: [0, 4) holds 2, the elements of no work after it included; 4 closes right
+    after itself; 6 and 7 together pass 5, so 6 takes 5 and 7 takes the rest."""
+    ids, values = np.array([1, 4, 6, 7], dtype=np.int32), np.array([2.0, 9.0, 3.0, 4.0])
+    parts, reaches = held_partitions(ids, values, 10, 5)
+    assert parts == [(0, 4), (4, 5), (5, 7), (7, 10)]
+    assert reaches.tolist() == [2.0, 11.0, 14.0, 18.0, 18.0]
+    assert held_partitions(ids, np.array([0.5, 9.0, 3.0, 4.0]), 10, 5) is None  # not whole
