@@ -148,10 +148,13 @@ def _evaluate() -> None:
 
 def _orders() -> None:
     """The sorts of elements that only large levels call (a start index's counting sort,
-    a shard's radix sort when it numbers its elements): not reached on tiny data."""
+    a shard's radix sort when it numbers its elements, the rank by rarity of a level's
+    holders): not reached on tiny data."""
     elements = _ROWS[:, 1].astype(np.int32)
     compiled.group_kernels.counting_order(elements, 4)
     compiled.group_kernels.radix_order(elements)
+    holders = np.bincount(elements)
+    compiled.group_kernels.counting_rank(holders, int(holders.max()) + 1)
 
 
 def _profiles() -> None:

@@ -401,7 +401,7 @@ def _value_starts(values, n_values):
     first pass)."""
     starts = np.zeros(n_values + 1, np.int64)
     for i in range(values.shape[0]):
-        starts[values[i] + 1] += 1
+        starts[np.int64(values[i]) + 1] += 1  # (a value at its type's largest: no wrap)
     for v in range(n_values):
         starts[v + 1] += starts[v]
     return starts
