@@ -13,6 +13,7 @@ sampled range number their elements with.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -121,6 +122,18 @@ class PerElement:
         out = np.zeros(size, dtype=values.dtype)
         out[ids] = values
         return cls(None, out, size)
+
+
+@dataclass
+class Held:
+    """A level's vector per element kept where the runner made it (on a cluster: its
+    future), let go of (`release`) once the level no longer needs it, while the plan
+    that holds it still lives (its caller's, until the level is counted)."""
+
+    kept: Any
+
+    def release(self) -> None:
+        self.kept = None
 
 
 def whole_of(vector: PerElement) -> np.ndarray:

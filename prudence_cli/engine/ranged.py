@@ -40,7 +40,7 @@ from prudence_cli.engine.indexes import (
     relabels,
 )
 from prudence_cli.engine.jit import set_threads
-from prudence_cli.engine.per_element import PerElement
+from prudence_cli.engine.per_element import Held, PerElement
 from prudence_cli.engine.plan import (
     SizePlan,
     _partitions,
@@ -244,7 +244,7 @@ def census(part: Part) -> Census:
 class Work:
     """A ranged level's plan: its sizes' plans and what they add up to."""
 
-    holders: Any  # per element, the users holding it: kept where the runner made it
+    holders: Held  # per element, the users holding it: kept where the runner made it
     n_elements: int
     plans: list[SizePlan]
     total: int  # instances, one per whole-record query
@@ -263,10 +263,11 @@ def work(engine: Engine, ranged: RangedProblem) -> Work:
     runner = engine.runner
     kept = runner.summed(census, ranged.parts, keep=True)
     c = Census.none() if kept is None else runner.on(kept, _facts)
-    holders = np.zeros(0, dtype=np.int64) if kept is None else runner.kept_on(kept, _holders)
+    vector = np.zeros(0, dtype=np.int64) if kept is None else runner.kept_on(kept, _holders)
     del kept
     sizes = c.sizes
-    sums = sum(runner.each(_size_work, ranged.parts, holders, sizes), np.zeros((sizes.size, 3)))
+    sums = sum(runner.each(_size_work, ranged.parts, vector, sizes), np.zeros((sizes.size, 3)))
+    holders = Held(vector)
     plans = size_plans(sizes, sums, ranged.self_queries, engine.strategy)
     total = c.whole + sum(plan.instances for plan in plans)
     lists = c.members + (0 if ranged.self_queries else c.queries)
@@ -321,7 +322,10 @@ def counted(
     rank = None
     keyed = any(plan.strategy == "keyed" for plan in planned.plans)
     if keyed and relabels(ranged.ordered, ranged.mode, planned.members):
-        rank = runner.kept_on(planned.holders, _ranked, engine.worker())  # there
+        rank = runner.kept_on(planned.holders.kept, _ranked, engine.worker())  # there
+    # a level that samples reads its holders again, from its own plan (ranged_sampled);
+    # this plan's go: on their worker, 8 bytes an element while the level is counted
+    planned.holders.release()
     parts = runner.each_kept(_prepared, ranged.parts, rank, planned.plans, engine.worker())
     del rank
     # the level is kept as prepared (relabelled: the same supports, the same queries),

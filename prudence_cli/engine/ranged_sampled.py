@@ -77,7 +77,7 @@ def _drawn_support(
     # each element's holders over the whole level: the plan's count of its places when no
     # list repeats one (unordered), else each range's distinct holders; kept where they
     # were added up, from where the workers drawing take them
-    rarity = planned.holders
+    rarity = planned.holders.kept
     if ranged.ordered:
         found = runner.summed(_holders, ranged.parts, n, keep=True)
         rarity = np.zeros(n, dtype=np.int64) if found is None else runner.kept_on(found, whole_of)

@@ -85,6 +85,32 @@ def test_a_ranged_level_counts_as_the_whole_level(
     np.testing.assert_array_equal(floats, whole.minimum)
 
 
+@pytest.mark.parametrize("strategy", ["keyed", "posting"])
+def test_a_levels_holders_go_before_its_partitions_are_counted(strategy, monkeypatch):
+    """The plan's holders per element (on a cluster, 8 bytes an element on a worker) are
+    let go once the ranges are relabelled, before any partition is counted: only a
+    sampled level reads its holders again, from the plan of the whole level."""
+    from prudence_cli.engine import ranged
+
+    kept_while_counting = []
+    count = ranged._Level.count
+
+    def counting(self, plan, minimum):
+        kept_while_counting.append(self.planned.holders.kept)
+        return count(self, plan, minimum)
+
+    monkeypatch.setattr(ranged._Level, "count", counting)
+    problem = random_problem(np.random.default_rng(5), 60, 12, 2, match="contains")
+    engine = Engine(strategy=strategy, runner=LocalRunner(shards=2))
+    level = split(problem, engine.runner, 3)
+    planned = work(engine, level)
+    assert planned.holders.kept is not None
+    got = support(engine, level, planned)
+    assert kept_while_counting and all(kept is None for kept in kept_while_counting)
+    expected = Engine(strategy=strategy).min_support(problem).minimum
+    np.testing.assert_array_equal(got.minimum, expected)
+
+
 def test_more_ranges_than_users_leave_some_empty():
     problem = random_problem(np.random.default_rng(1), 3, 5, 2, match="contains", mode="self")
     engine = Engine(runner=LocalRunner(shards=3))
