@@ -76,30 +76,42 @@ def _partitions(weights: np.ndarray, budget: int) -> list[tuple[int, int]]:
     A single element with more instances than the budget forms a partition of its own.
     Elements of no work after such an element, up to the next with work, are in none.
     Found a partition at a time by a search of the running sums (a level can have tens of
-    millions of elements), where those sums are exact: whole weights, their total below
-    2^53; else element by element (`_partitions_in_turn`), which is the definition."""
+    millions of elements), made a chunk at a time (no vector of them beside the weights),
+    where those sums are exact: whole weights, their total below 2^53; else element by
+    element (`_partitions_in_turn`), which is the definition."""
     weights = np.asarray(weights)
     n = weights.shape[0]
     if n == 0:
         return []
-    sums = np.zeros(n + 1)
-    for i, running in _running(weights):
-        sums[i + 1 : i + 1 + running.shape[0]] = running
-    if not (sums[-1] < _EXACT and weights.min() >= 0 and _whole(weights)):
+    total = 0.0
+    for _, running in _running(weights):
+        total = float(running[-1])
+    if not (total < _EXACT and weights.min() >= 0 and _whole(weights)):
         return _partitions_in_turn(weights, budget)
     ranges = []
-    lo = 0
-    while lo < n and sums[n] > sums[lo]:
-        # the first e at which the partition from lo would pass the budget; it closes
-        # there unless it holds no work yet (then e is alone, and closes after it)
-        e = int(np.searchsorted(sums, sums[lo] + budget, side="right")) - 1
-        if e < n and sums[e] == sums[lo]:
-            e += 1
-        if e >= n:
+    lo, base, before = 0, 0.0, 0.0  # a partition's start, the sum up to it, to the chunk
+    ended = False  # at the last element: the partition from lo ends with the weights
+    for i, running in _running(weights):  # running[j]: the sum of weights[: i + j + 1]
+        while total > base and not ended:
+            # the first end past the budget: the partition closes before it, unless it
+            # holds no work yet (then that element is alone, and closes after it)
+            j = int(np.searchsorted(running, base + budget, side="right"))
+            if j == running.shape[0]:
+                break  # in a later chunk, or none
+            e = i + j  # the partition's end: the last position whose sum fits
+            if (running[j - 1] if j else before) == base:
+                e, reached = e + 1, float(running[j])
+            else:
+                reached = float(running[j - 1] if j else before)
+            if e >= n:
+                ended = True
+                break
+            ranges.append((lo, e))
+            lo, base = e, reached
+        if ended:
             break
-        ranges.append((lo, e))
-        lo = e
-    if lo < n and sums[n] > sums[lo]:
+        before = float(running[-1])
+    if lo < n and total > base:
         ranges.append((lo, n))
     return ranges
 

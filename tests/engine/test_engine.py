@@ -203,6 +203,24 @@ def test_running_sums_at_ends_are_the_cumulative_sums(weights, ends, chunk):
         assert plan.sums_at(unaligned, ends).tolist() == expected
 
 
+def test_partitions_are_searched_with_no_vector_of_running_sums():
+    """The running sums are made a chunk at a time (`_running`): cutting 4M elements'
+    weights (32 MB) holds about a chunk's sums beside them (8 MB), not a vector of all
+    of them (32 MB more)."""
+    import tracemalloc
+
+    weights = np.random.default_rng(0).integers(0, 4, 1 << 22).astype(np.float64)
+    expected = partitions_by_definition(weights[:20_000].tolist(), 5000)
+    tracemalloc.start()
+    try:
+        parts = _partitions(weights, 5000)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert parts[: len(expected) - 1] == expected[:-1] and parts[-1][1] == weights.shape[0]
+    assert peak < 20 * 2**20, peak
+
+
 def test_partitions_of_inexact_sums_are_made_in_turn():
     """Weights that are not whole, or whose total passes 2^53, are partitioned an element
     at a time: the definition's floating-point sums, not a search of rounded ones."""
