@@ -72,8 +72,11 @@ def ranged_level(
     `known_ones` ask nothing (`level_problem`)."""
     runner = engine.runner
     first, ranges = view_ranges(view, runner, attack.numbering)
-    parts = runner.each_kept(_range_level, ranges, attack, level, known_ones)
-    del ranges  # each range's rows go once its level is made
+    # each range's own people's, sent to its worker only (not the whole vector to each)
+    bounds = zip(first[:-1].tolist(), first[1:].tolist(), strict=True)
+    known = [None if known_ones is None else known_ones[a:b] for a, b in bounds]
+    parts = runner.each_kept(_range_level, ranges, attack, level, paired=known)
+    del ranges, known  # each range's rows go once its level is made
     return of_parts(parts, first, runner)
 
 
@@ -94,12 +97,9 @@ def view_ranges(
 
 
 def _range_level(
-    rows: ViewRange,
-    attack: Instances,
-    level: KnowledgeLevel,
-    known_ones: np.ndarray | None,
+    rows: ViewRange, known: np.ndarray | None, attack: Instances, level: KnowledgeLevel
 ) -> Part:
-    known = None if known_ones is None else known_ones[rows.first : rows.last]
+    """The range's level, its people of `known` (at risk 1 already) asking nothing."""
     members, spec = attack.instances(rows.view, level)
     return surveyed(level_problem(members, spec, known, attack.match, attack.ordered))
 

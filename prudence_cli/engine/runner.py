@@ -22,7 +22,7 @@ import contextlib
 import logging
 import operator
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -44,6 +44,11 @@ Task = Callable[..., Any]
 # (data shared by a group of tasks, each task's arguments)
 Shards = Iterable[tuple[Any, Iterable[tuple[Any, ...]]]]
 Prepare = Callable[[Any], Any] | None  # of a shard's data, on its worker (`run_sharded`)
+Paired = Sequence[Any] | None  # an argument of each item's task (`each`)
+
+
+def _own(paired: Paired, k: int) -> tuple[Any, ...]:
+    return () if paired is None else (paired[k],)
 
 
 class LocalRunner:
@@ -96,9 +101,10 @@ class LocalRunner:
             queries = draw(item, *args)
             yield fold(queries, count(queries, *kept))
 
-    def each(self, task: Task, placed: list[Any], *args: Any) -> list[Any]:
-        """`task(item, *args)` of each item `placed`, in order."""
-        return [task(item, *args) for item in placed]
+    def each(self, task: Task, placed: list[Any], *args: Any, paired: Paired = None) -> list[Any]:
+        """`task(item, *args)` of each item `placed`, in order; with `paired`, the k-th's
+        `task(item, paired[k], *args)`."""
+        return [task(item, *_own(paired, k), *args) for k, item in enumerate(placed)]
 
     def each_streamed(self, task: Task, placed: list[Any], *args: Any) -> Iterator[Any]:
         """As `each`, one result at a time."""
@@ -118,9 +124,9 @@ class LocalRunner:
             del found
         return total
 
-    def each_kept(self, task: Task, placed: list[Any], *args: Any) -> list[Any]:
+    def each_kept(self, task: Task, placed: list[Any], *args: Any, paired: Paired = None) -> list:
         """As `each`, each result kept where its item is (here: returned)."""
-        return self.each(task, placed, *args)
+        return self.each(task, placed, *args, paired=paired)
 
     def on(self, kept: Any, task: Task, *args: Any) -> Any:
         """`task(kept, *args)` where `kept` (of `summed(keep=True)` or `kept_on`) is."""
@@ -214,8 +220,7 @@ class DaskRunner:
         return data if isinstance(data, Future) else self._scattered(data)
 
     def _scattered(self, data: Any, workers: list[str] | None = None) -> Any:
-        """One future of `data` (a tuple too), on `workers` (a lost worker when one has
-        left: `sent_to`) or on every worker."""
+        """One future of `data` (a tuple too), on `workers` (`sent_to`) or on all."""
         if workers is not None:
             return sent_to(self.client, data, workers)
         (handle,) = self.client.scatter([data], broadcast=True, hash=False)
@@ -257,20 +262,13 @@ class DaskRunner:
             yield from one_shard_a_worker(self.client, self.addresses, task, shards, send, pieces)
 
     def _joined(self, shared: Joined, where: list[str] | None) -> Any:
-        """A future of the shard's data joined on `where` from its pieces, a task per
-        piece (Joined)."""
+        """A future of the shard's data joined on `where` from its pieces, a task each."""
         joiner, client = shared.joiner, self.client
         sizes = self.each(joiner.piece_size, shared.pieces)
         joining = client.submit(joiner.join_start, sizes, pure=False, **stay(where))
         for k, piece in enumerate(shared.pieces):
-            joining = client.submit(
-                joiner.join_piece,
-                joining,
-                piece,
-                k,
-                pure=False,
-                **stay(where),
-            )
+            join = joiner.join_piece
+            joining = client.submit(join, joining, piece, k, pure=False, **stay(where))
         return client.submit(joiner.join_finish, joining, pure=False, **stay(where))
 
     def place(self, items: Iterable[Any]) -> list[Any]:
@@ -313,9 +311,9 @@ class DaskRunner:
         with self._watching([w for w in held if w]):  # counts run there only (`streams.stay`)
             yield from streamed(submit, calls, IN_FLIGHT * max(self.threads, 1), [])
 
-    def each(self, task: Task, placed: list[Any], *args: Any) -> list[Any]:
-        """`task(item, *args)` of each item `placed`, on its worker, the results in order."""
-        futures = self.each_kept(task, placed, *args)
+    def each(self, task: Task, placed: list[Any], *args: Any, paired: Paired = None) -> list[Any]:
+        """LocalRunner.each, each item's task on its worker."""
+        futures = self.each_kept(task, placed, *args, paired=paired)
         try:
             return list(self.client.gather(futures))
         finally:
@@ -324,10 +322,9 @@ class DaskRunner:
                 future.release()
 
     def each_streamed(self, task: Task, placed: list[Any], *args: Any) -> Iterator[Any]:
-        """As `each`, the results one at a time, in order, each fetched only when the
-        previous one is read and let go of then: a large result of each item (a range's
-        vector per element) is not held here with all the others (they wait on their
-        workers)."""
+        """As `each`, the results one at a time, in order, each fetched once the previous
+        one is read and let go of: a large result of each item (a range's vector per
+        element) is not held here with all the others (they wait on their workers)."""
         futures = self.each_kept(task, placed, *args)
         try:
             for future in futures:
@@ -360,9 +357,9 @@ class DaskRunner:
         """LocalRunner.kept_on, the result kept where `kept` is: its future."""
         return self.client.submit(task, kept, *args, pure=False)
 
-    def each_kept(self, task: Task, placed: list[Any], *args: Any) -> list[Any]:
+    def each_kept(self, task: Task, placed: list[Any], *args: Any, paired: Paired = None) -> list:
         """As `each`, each result kept on its item's worker: their futures. Large arrays
-        among `args` go to each worker once."""
+        among `args` go to each worker once (`paired`'s k-th to the k-th item's only)."""
         shared = [
             self._scattered(a) if isinstance(a, np.ndarray) and a.nbytes > _SCATTER_FROM else a
             for a in args
@@ -371,7 +368,10 @@ class DaskRunner:
         with arrays_as_arguments():
             for k, item in enumerate(placed):
                 where = self._placed(item, k)
-                future = self.client.submit(task, item, *shared, pure=False, **where)
+                own = _own(paired, k)
+                if own and isinstance(own[0], np.ndarray) and own[0].nbytes > _SCATTER_FROM:
+                    own = (sent_to(self.client, own[0], where["workers"]),)  # there only
+                future = self.client.submit(task, item, *own, *shared, pure=False, **where)
                 self._homes[future.key] = (where["workers"], not where["allow_other_workers"])
                 kept.append(future)
         return kept

@@ -23,7 +23,7 @@ from prudence_cli.catalog import open_catalog
 from prudence_cli.cli import main
 from prudence_cli.config import load_config
 from prudence_cli.engine import CountingProblem, Engine, QuerySpec
-from prudence_cli.engine.runner import DaskRunner
+from prudence_cli.engine.runner import DaskRunner, LocalRunner
 from prudence_cli.errors import BudgetError
 from tests.engine.test_engine import MATCH_MODES, random_problem
 
@@ -1174,6 +1174,37 @@ def test_counts_run_where_the_data_they_take_is_even_when_another_worker_is_idle
     assert {w for _, where in found for w in where} == {home}
     assert not cluster._watched
     cluster.unpin()
+
+
+def _with_own(item: np.ndarray, own: np.ndarray | None, add: int) -> tuple[int, int]:
+    return int(item.sum()) + add, -1 if own is None else int(own.sum())
+
+
+def test_each_items_own_argument_goes_to_its_worker_only(cluster, monkeypatch):
+    """`paired` gives the k-th item's task its own argument (a range's people at risk 1
+    already): a large array is sent to that item's worker only, not to every worker as
+    an argument all the items share; None stays None."""
+    from prudence_cli.engine import runner as runner_module
+
+    sent: list[tuple[int, list[str] | None]] = []
+    sending = runner_module.sent_to
+
+    def recorded(client, value, workers):
+        sent.append((int(value.sum()), workers))
+        return sending(client, value, workers)
+
+    placed = cluster.place([np.arange(3) + 10 * k for k in range(4)])
+    monkeypatch.setattr(runner_module, "sent_to", recorded)
+    monkeypatch.setattr(runner_module, "_SCATTER_FROM", 8)
+    own = [np.full(4, 1), None, np.full(2, 7), np.full(9, 1)]  # 32 bytes, -, 16, 72
+    found = cluster.each(_with_own, placed, 5, paired=own)
+    assert found == [(3 + 30 * k + 5, -1 if a is None else int(a.sum())) for k, a in
+                     enumerate(own)]  # fmt: skip
+    # the 4-th item's went to its worker, the 1st's and 3rd's likewise; None is no data
+    workers = [cluster._where(k) for k in range(4)]
+    assert sent == [(4, workers[0]), (14, workers[2]), (9, workers[3])]
+    assert found == LocalRunner().each(_with_own, [np.arange(3) + 10 * k for k in
+                                                   range(4)], 5, paired=own)  # fmt: skip
 
 
 @pytest.mark.parametrize(("match", "mode"), MATCH_MODES)
