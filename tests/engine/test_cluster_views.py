@@ -472,6 +472,65 @@ def test_a_worker_that_read_no_part_selects_a_range(cluster, tmp_path):
     assert _left(cluster) == []
 
 
+def _slowly(numbered, seconds: float):
+    """`numbered` (the whole view's codes from what its ranges told), after a while."""
+
+    def joined(codes, told):
+        import time
+
+        time.sleep(seconds)
+        return numbered(codes, told)
+
+    return joined
+
+
+def test_a_worker_lost_while_a_views_codes_are_joined_stops_the_run(tmp_path, monkeypatch):
+    """A trajectory's distinct visits are numbered on the workers from what each range
+    tells, joined two by two (KeptView.codes_of), then fetched by each range as it is
+    numbered: a worker lost while they are joined (its ranges' files on its disk) stops
+    the run as a lost worker (exit 2 with what to do), within seconds, never waiting
+    for it."""
+    import contextlib
+    import os
+    import threading
+    import time
+    from concurrent.futures import CancelledError
+
+    from prudence_cli.dataviews.build import build_dataviews
+    from prudence_cli.prepare import prepare
+
+    config = load_config(CONFIGS / "trajectory.yaml")
+    _parts(config.input.path, tmp_path / "parts")
+    dims = tuple((n, values[:1]) for n, values in config.dataview.dimensions)
+    config = dataclasses.replace(
+        config,
+        input=dataclasses.replace(config.input, path=tmp_path / "parts"),
+        dataview=dataclasses.replace(config.dataview, dimensions=dims),
+    )
+    runner = DaskRunner(workers=2)
+    try:
+        selection = prepare(config, client=runner.client).selection
+        (kept,) = build_dataviews(selection, config.dataview)
+        assert kept.on_workers and kept.view_class.numberings == ("visits",)
+        holder = kept.ranges[0].worker
+        monkeypatch.setattr(on_workers, "_numbered_of", _slowly(on_workers._numbered_of, 8))
+
+        def lose() -> None:
+            with contextlib.suppress(Exception):  # the worker dies while it answers
+                runner.client.run(os._exit, 1, workers=[holder])
+
+        started = time.monotonic()
+        first, futures = kept.kept_ranges(runner, "visits")  # joined while this waits
+        threading.Timer(1.0, lose).start()
+        with pytest.raises(CancelledError) as lost:
+            for future in futures:
+                future.result(timeout=60)  # not forever: TimeoutError
+        assert time.monotonic() - started < 30
+        assert "was lost during the run" in str(runner.explained(lost.value))
+    finally:
+        runner.close()
+
+
 def test_a_worker_lost_while_its_files_are_needed_stops_the_run():
     """Tasks pinned to the worker that holds a run's files wait forever for it once it is
     gone (Dask restarts a worker past its memory limit with another address): the run
