@@ -108,7 +108,7 @@ def _partitions(weights: np.ndarray, budget: int) -> list[tuple[int, int]]:
                 break
             ranges.append((lo, e))
             lo, base = e, reached
-        if ended:
+        if ended or total <= base:  # no work left after the last partition
             break
         before = float(running[-1])
     if lo < n and total > base:
