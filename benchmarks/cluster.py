@@ -4,7 +4,7 @@
                                  [--workers 2] [--skip-local] [--h 2]
                                  [--sample N --max-instances M]
                                  [--trajectory [--attack visit|location] | --unicity]
-                                 [--cache] [--profiles]
+                                 [--cache] [--profiles] [--tag NAME]
 
 1. Data: `--people` people of the end-to-end benchmark's habits (10 GPS fixes each, 5-9
    favourite places of a 20,000-place lattice over Pisa, Zipf popularity, June 2011),
@@ -32,7 +32,9 @@ randomized response at ε = 1 on N(b_i, 5), reidentification in scenario 2.2 on 
 of 200 people);
 the deployment: the tests' (tests/engine/test_cluster.py).
 Results: benchmarks/out/cluster_<people>[_traj[_visit|_location]|_unicity][_h<h>][_s<N>]
-[_cache].json.
+[_cache][_m<M>][_<tag>].json (`_m<M>`: `--max-instances M` alone); the catalogs beside
+them, in benchmarks/out/cluster/ under the same name, so that `--tag` keeps two codes'
+runs (and their catalogs) apart to compare.
 Not run in CI.
 """
 
@@ -211,7 +213,12 @@ def main() -> None:
     parser.add_argument("--unicity", action="store_true")
     parser.add_argument("--cache", action="store_true")
     parser.add_argument("--profiles", action="store_true")
+    parser.add_argument(
+        "--tag", default="", help="appended to the outputs' names: two codes' runs kept apart"
+    )
     args = parser.parse_args()
+    if args.tag and not args.tag.replace("-", "").replace("_", "").isalnum():
+        parser.error("--tag takes letters, digits, - and _ only (it names files)")
     if args.attack and not args.trajectory:
         parser.error("--attack chooses the attack of --trajectory")
     if sum((args.unicity, args.trajectory, args.profiles)) > 1:
@@ -228,6 +235,8 @@ def main() -> None:
     name += f"_s{args.sample}" if args.sample else ""
     name += "_profiles" if args.profiles else ""
     name += "_cache" if args.cache else ""
+    name += f"_m{args.max_instances}" if args.max_instances and not args.sample else ""
+    name += f"_{args.tag}" if args.tag else ""
     config = DATA / f"config_{name}.yaml"
     text = CONFIG.format(csv=parts, catalog=DATA / f"catalog_{name}")
     if args.cache:  # a new cache: the first run writes it, the second reads it
