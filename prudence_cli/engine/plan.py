@@ -128,9 +128,7 @@ def held_partitions(
     held = values != 0
     if not held.all():
         ids, values = ids[held], values[held]
-    sums = np.cumsum(values, dtype=np.float64)
-    total = float(sums[-1]) if sums.size else 0.0
-    if not (total < _EXACT and values.min(initial=0) >= 0 and _whole(values)):
+    if not exact_extent(values):
         return None
     found = _partitions(values, budget)
     parts, start = [], 0
@@ -141,9 +139,10 @@ def held_partitions(
             end = int(ids[found[k + 1][0]]) if k + 1 < len(found) else size
         parts.append((start, end))
         start = end
+    # Σ weights[:end]: the held entries' running sum up to the entries before each end
+    running = np.concatenate(([0.0], np.cumsum(values, dtype=np.float64)))
     ends = np.searchsorted(ids, np.array([hi for _, hi in parts] + [size], dtype=np.int64))
-    reaches = np.where(ends > 0, sums[np.maximum(ends - 1, 0)] if sums.size else 0.0, 0.0)
-    return parts, reaches
+    return parts, running[ends]
 
 
 def exact_extent(values: np.ndarray) -> bool:
