@@ -12,7 +12,8 @@ ranges on the tests' deployment (tests/engine/test_cluster.py) of `--workers` ×
 worker --memory-limit`. Each worker's resident memory is sampled every 0.1 s; with the
 scheduler's task stream, it gives each kind of task the largest memory its worker had
 while one ran (the level's vectors per element: `add` of the ranges' sums, `_holders`,
-`_ranked` by rarity, `_extent` and `_partitioned` of each size's weights). Prints the
+`_ranked` by rarity; each size's weights in blocks: `getitem` of a range's blocks,
+`extent` and `_cut_block` of each block). Prints the
 time, each worker's peak and that table; writes benchmarks/out/many_elements_<people>_
 <elements>.json. No peer counts a level on a cluster: compare two commits' runs.
 Not run in CI.

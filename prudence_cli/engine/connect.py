@@ -4,6 +4,8 @@ worker runs this Prudence — each failure a PrudenceError saying what to do (ex
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from typing import Any
 
 from prudence_cli.errors import PrudenceError
@@ -136,3 +138,30 @@ def sent_to(client: Any, value: Any, workers: list[str] | None) -> Any:
             raise CancelledError(f"the worker {sorted(gone)[0]} left") from exc
         raise
     return future
+
+
+def watch_workers(client: Any, watched: set[str], stopped: threading.Event, seconds: float) -> None:
+    """A thread's loop, every `seconds` until `stopped`: whether a worker of `watched` (a
+    run's tasks are pinned to it: DaskRunner._watch) has left. Once one has, `watched`
+    is emptied (a next run watches afresh) and every future of `client` cancelled,
+    saying which worker left: what waits for one raises CancelledError."""
+    while not stopped.wait(seconds):
+        try:
+            gone = watched - set(client.nthreads())
+        except Exception:  # noqa: BLE001 - the scheduler slow to answer, or gone
+            if client.status in ("closing", "closed"):
+                return  # the run has ended
+            continue  # asked again next time: a run that waits is still watched
+        if gone:
+            watched.clear()
+            reason = f"the worker {sorted(gone)[0]} left, with this run's files on its disk"
+            _cancel_all(client, reason)
+
+
+def _cancel_all(client: Any, reason: str) -> None:
+    """Every future of `client` cancelled, for `reason`."""
+    from distributed import Future
+
+    with contextlib.suppress(Exception):  # a client closing meanwhile: nothing waits
+        keys = list(client.futures)
+        client.cancel([Future(key, client) for key in keys], reason=reason)

@@ -55,7 +55,7 @@ class PerElement:
             return cls.of(np.bincount(elements, weights=weights, minlength=size))
         order, ids, runs = element_runs(elements)
         values = runs if weights is None else _run_sums(weights[order], runs)
-        return cls._smaller(ids.astype(_id_type(size)), values, size)
+        return cls.of_entries(ids.astype(_id_type(size)), values, size)
 
     @classmethod
     def of(cls, whole: np.ndarray) -> PerElement:
@@ -84,7 +84,7 @@ class PerElement:
         ):  # so even if no element is in both
             order, ids, runs = element_runs(np.concatenate((self.ids, other.ids)))
             values = np.concatenate((self.values, other.values)).astype(dtype, copy=False)
-            return PerElement._smaller(ids, _run_sums(values[order], runs), size)
+            return PerElement.of_entries(ids, _run_sums(values[order], runs), size)
         values = np.zeros(size, dtype=dtype)  # never an input's own
         for vector in (self, other):
             if vector.ids is None:
@@ -113,7 +113,8 @@ class PerElement:
         return int(self.values.nbytes + (0 if self.ids is None else self.ids.nbytes))
 
     @classmethod
-    def _smaller(cls, ids: np.ndarray, values: np.ndarray, size: int) -> PerElement:
+    def of_entries(cls, ids: np.ndarray, values: np.ndarray, size: int) -> PerElement:
+        """`values` at `ids` (ascending, distinct, below `size`), in the smaller form."""
         held = values != 0  # (an element whose weights are all 0 is no entry)
         if not held.all():
             ids, values = ids[held], values[held]

@@ -74,46 +74,106 @@ def _partitions(weights: np.ndarray, budget: int) -> list[tuple[int, int]]:
     """Contiguous element ranges [lo, hi) with at most `budget` instances each (greedy).
 
     A single element with more instances than the budget forms a partition of its own.
-    Elements of no work after such an element, up to the next with work, are in none.
-    Found a partition at a time by a search of the running sums (a level can have tens of
-    millions of elements), made a chunk at a time (no vector of them beside the weights),
-    where those sums are exact: whole weights, their total below 2^53; else element by
-    element (`_partitions_in_turn`), which is the definition."""
+    Elements of no work after the last partition with work are in none. Found by
+    `Cutting`: a search of the running sums (a level can have tens of millions of
+    elements), made a chunk at a time, where those are exact; else in turn."""
     weights = np.asarray(weights)
-    n = weights.shape[0]
-    if n == 0:
+    if weights.shape[0] == 0:
         return []
     total = 0.0
     for _, running in _running(weights):
         total = float(running[-1])
-    if not (total < _EXACT and weights.min() >= 0 and _whole(weights)):
-        return _partitions_in_turn(weights, budget)
-    ranges = []
-    lo, base, before = 0, 0.0, 0.0  # a partition's start, the sum up to it, to the chunk
-    ended = False  # at the last element: the partition from lo ends with the weights
-    for i, running in _running(weights):  # running[j]: the sum of weights[: i + j + 1]
-        while total > base and not ended:
-            # the first end past the budget: the partition closes before it, unless it
-            # holds no work yet (then that element is alone, and closes after it)
-            j = int(np.searchsorted(running, base + budget, side="right"))
-            if j == running.shape[0]:
-                break  # in a later chunk, or none
-            e = i + j  # the partition's end: the last position whose sum fits
-            if (running[j - 1] if j else before) == base:
-                e, reached = e + 1, float(running[j])
-            else:
-                reached = float(running[j - 1] if j else before)
-            if e >= n:
-                ended = True
+    del running  # (a chunk's sums, not held while the weights are cut)
+    exact = total < _EXACT and weights.min() >= 0 and _whole(weights)
+    return Cutting(weights.shape[0], total, budget, exact).cut(weights)[0]
+
+
+@dataclass
+class Cutting:
+    """The greedy partitions (`_partitions`) of a vector of `n` weights summing to
+    `total`, given in turn a block of consecutive elements at a time (each where it is
+    kept: blocks.py), and what is carried from one block to the next. Where the running
+    sums are `exact` (whole weights, not negative, `total` below 2^53), each partition's
+    end is searched in them, made a chunk at a time; else the weights are added one at a
+    time, which is the definition. Each partition comes with the running sum at its end
+    (shards.reached), and the total last: all that grouping them needs of the weights."""
+
+    n: int
+    total: float
+    budget: int
+    exact: bool
+    lo: int = 0  # the open partition's first element
+    base: float = 0.0  # exact: the running sum up to it
+    acc: float = 0.0  # in turn: its weight
+    before: float = 0.0  # the running sum up to the next block
+    done: bool = False  # exact: no work is left after the last partition
+
+    def cut(
+        self, values: np.ndarray, ids: np.ndarray | None = None
+    ) -> tuple[list[tuple[int, int]], np.ndarray]:
+        """The partitions of the whole vector (`feed`, then `finish`) and their sums."""
+        parts, reaches = self.feed(values, 0, ids)
+        last, ends = self.finish()
+        return parts + last, np.array(reaches + ends, dtype=np.float64)
+
+    def feed(
+        self, values: np.ndarray, start: int, ids: np.ndarray | None = None
+    ) -> tuple[list[tuple[int, int]], list[float]]:
+        """The partitions closed in the block of elements from `start` that holds
+        `values` (at start + `ids`, ascending, zero elsewhere: exact only), with the
+        running sum at each one's end. Blocks come in order, and each is given whole."""
+        if not self.exact:
+            return self._in_turn(values, start)
+        if ids is not None:
+            held = values != 0
+            ids, values = (ids, values) if held.all() else (ids[held], values[held])
+        parts: list[tuple[int, int]] = []
+        reaches: list[float] = []
+        for i, running in _running(values, self.before):  # running[j]: up to i + j, in
+            while not self.done:
+                # the first end past the budget: the partition closes before it, unless
+                # it holds no work yet (then that element is alone, and closes after it)
+                j = int(np.searchsorted(running, self.base + self.budget, side="right"))
+                if j == running.shape[0]:
+                    break  # in a later chunk, or none
+                e = start + (i + j if ids is None else int(ids[i + j]))
+                if (running[j - 1] if j else self.before) == self.base:
+                    e, reached = e + 1, float(running[j])
+                else:
+                    reached = float(running[j - 1] if j else self.before)
+                if e >= self.n:
+                    self.done = True  # the open partition ends with the weights
+                    break
+                parts.append((self.lo, e))
+                reaches.append(reached)
+                self.lo, self.base = e, reached
+                self.done = self.total <= self.base  # no work left
+            if self.done:
                 break
-            ranges.append((lo, e))
-            lo, base = e, reached
-        if ended or total <= base:  # no work left after the last partition
-            break
-        before = float(running[-1])
-    if lo < n and total > base:
-        ranges.append((lo, n))
-    return ranges
+            self.before = float(running[-1])
+        return parts, reaches
+
+    def finish(self) -> tuple[list[tuple[int, int]], list[float]]:
+        """The last partition, when it holds work, and its sum; the total last."""
+        total = self.total if self.exact else self.before
+        open_ = self.total > self.base if self.exact else self.acc > 0
+        if self.lo < self.n and open_:
+            return [(self.lo, self.n)], [total, total]
+        return [], [total]
+
+    def _in_turn(self, values: np.ndarray, start: int) -> tuple[list[tuple[int, int]], list]:
+        parts, reaches = [], []
+        for i, running in _running(values, self.before):
+            chunk = values[i : i + running.shape[0]].tolist()
+            for k, w in enumerate(chunk):
+                if self.acc > 0 and self.acc + w > self.budget:
+                    parts.append((self.lo, start + i + k))
+                    # Σ weights[:e], as shards.reached makes it (sums_at)
+                    reaches.append(float(running[k - 1]) if k else self.before)
+                    self.lo, self.acc = start + i + k, 0.0
+                self.acc += w
+            self.before = float(running[-1])
+        return parts, reaches
 
 
 def held_partitions(
@@ -130,19 +190,7 @@ def held_partitions(
         ids, values = ids[held], values[held]
     if not exact_extent(values):
         return None
-    found = _partitions(values, budget)
-    parts, start = [], 0
-    for k, (lo, hi) in enumerate(found):
-        if hi - lo == 1 and values[lo] > budget:
-            end = int(ids[lo]) + 1
-        else:
-            end = int(ids[found[k + 1][0]]) if k + 1 < len(found) else size
-        parts.append((start, end))
-        start = end
-    # Σ weights[:end]: the held entries' running sum up to the entries before each end
-    running = np.concatenate(([0.0], np.cumsum(values, dtype=np.float64)))
-    ends = np.searchsorted(ids, np.array([hi for _, hi in parts] + [size], dtype=np.int64))
-    return parts, running[ends]
+    return Cutting(size, float(values.sum()), budget, True).cut(values, ids)
 
 
 def exact_extent(values: np.ndarray) -> bool:
@@ -170,11 +218,11 @@ def sums_at(weights: np.ndarray, ends: Sequence[int] | np.ndarray) -> np.ndarray
     return found
 
 
-def _running(weights: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
-    """The running sum of `weights` (float64), `_CHUNK` elements at a time: (i, the sums
-    of weights[: i + 1] to weights[: i + chunk]). A chunk at a time, since numpy would
-    copy weights received unaligned (a Dask worker's frame) whole to sum them at once."""
-    carry = 0.0
+def _running(weights: np.ndarray, carry: float = 0.0) -> Iterator[tuple[int, np.ndarray]]:
+    """The running sum of `weights` (float64) after `carry`, `_CHUNK` elements at a time:
+    (i, the sums of weights[: i + 1] to weights[: i + chunk]). A chunk at a time, since
+    numpy would copy weights received unaligned (a Dask worker's frame) whole to sum them
+    at once."""
     for i in range(0, weights.shape[0], _CHUNK):
         running = np.cumsum(weights[i : i + _CHUNK], dtype=np.float64)
         running += carry
@@ -196,19 +244,8 @@ def _whole(weights: np.ndarray) -> bool:
 def _partitions_in_turn(weights: np.ndarray, budget: int) -> list[tuple[int, int]]:
     """`_partitions`, adding one element at a time (`_CHUNK` at a time as Python
     floats)."""
-    ranges = []
-    lo = 0
-    acc = 0.0
-    step = _CHUNK
-    for start in range(0, weights.shape[0], step):
-        for e, w in enumerate(weights[start : start + step].tolist(), start):
-            if acc > 0 and acc + w > budget:
-                ranges.append((lo, e))
-                lo, acc = e, 0.0
-            acc += w
-    if acc > 0:
-        ranges.append((lo, len(weights)))
-    return ranges
+    weights = np.asarray(weights)
+    return Cutting(weights.shape[0], 0.0, budget, False).cut(weights)[0]
 
 
 @lru_cache(maxsize=1 << 16)

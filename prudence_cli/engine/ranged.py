@@ -34,6 +34,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from prudence_cli.engine import compiled, jit
+from prudence_cli.engine.blocks import Extent, cuts, extent, in_blocks, partitioned
 from prudence_cli.engine.indexes import (
     rarity_rank,
     relabelled,
@@ -43,11 +44,8 @@ from prudence_cli.engine.jit import set_threads
 from prudence_cli.engine.per_element import Held, PerElement
 from prudence_cli.engine.plan import (
     SizePlan,
-    _partitions,
     _query_sizes,
     drawing_targets,
-    exact_extent,
-    held_partitions,
     numbered_shard_bytes,
     size_plans,
     size_work,
@@ -65,7 +63,7 @@ from prudence_cli.engine.ranged_shards import (
     _whole_part,
     surveyed,
 )
-from prudence_cli.engine.shards import ShardBudget, fitted_shards, reached
+from prudence_cli.engine.shards import ShardBudget, fitted_shards
 from prudence_cli.engine.streams import Joined
 from prudence_cli.engine.tasks import Worker, _as_planned, fold_results
 from prudence_cli.engine.whole import whole_in_keyed
@@ -373,17 +371,18 @@ class _Level:
     ) -> None:
         self.engine, self.runner, self.parts, self.planned = engine, engine.runner, parts, planned
         self.n, self.users, self.ordered = planned.n_elements, users, ordered
+        self.blocks = cuts(self.n, engine.runner.element_block)  # of the weights (blocks.py)
 
     def whole(self, minimum: np.ndarray) -> None:
         """Whole-record queries, in partitions by their first element."""
         weights = self._weights("whole", 0)
-        _, total = self.runner.on(weights, _extent)
+        total = self._extent(weights).total
         if total <= 0:  # no weight (none is negative)
             return
         shards = max(self.runner.shards, 1)
         share = int(np.ceil(total / shards))
         budget = max(min(self.engine.partition_instances, share), 1)
-        parts, reaches = self.runner.on(weights, _partitioned, budget)
+        parts, reaches = self._partitioned(weights, budget)
         del weights
         worker = self.engine.worker()
         self._fold(minimum, _whole_part, "whole", parts, reaches, lambda lo, hi: (lo, hi, worker))
@@ -394,10 +393,10 @@ class _Level:
         elements, users = self.planned.elements, self.users
         keyed = plan.strategy == "keyed"
         weights = self._weights("keyed" if keyed else "posting", s)
-        heaviest, _ = self.runner.on(weights, _extent)
+        heaviest = self._extent(weights).heaviest
         if keyed:
             budget = engine.partition_budget(elements, users, s, heaviest)
-            parts, reaches = self.runner.on(weights, _partitioned, budget)
+            parts, reaches = self._partitioned(weights, budget)
             del weights
             limit = engine.brute_limit
             self._fold(
@@ -406,18 +405,34 @@ class _Level:
             )  # fmt: skip
             return
         budget = engine.partition_budget(elements, users, s, heaviest * s)
-        parts, reaches = self.runner.on(weights, _partitioned, max(budget // max(s, 1), 1))
+        parts, reaches = self._partitioned(weights, max(budget // max(s, 1), 1))
         del weights
         self._fold(
             minimum, _posting_part, "posting", parts, reaches, lambda lo, hi: (lo, hi, s, worker)
         )
 
-    def _weights(self, kind: str, s: int) -> Any:
+    def _weights(self, kind: str, s: int) -> list[Any]:
         """Per element, the work of the partitions beginning there: the ranges' added up
-        and kept where the runner adds them (`_extent` and `_partitioned` run there)."""
-        own = self.planned.own
-        total = self.runner.summed(_first_weights, self.parts, kind, s, self.n, own, keep=True)
-        return PerElement.of(np.zeros(self.n)) if total is None else total
+        in blocks of elements (blocks.py), each kept where the runner adds it."""
+        own, at = self.planned.own, self.blocks
+        count = at.shape[0] - 1
+        found = self.runner.summed_blocks(_weight_blocks, self.parts, count, kind, s, own, at)
+        if found is None:  # no range
+            return [
+                PerElement.of(np.zeros(hi - lo)) for lo, hi in zip(at[:-1], at[1:], strict=True)
+            ]
+        return list(found)
+
+    def _extent(self, weights: list[Any]) -> Extent:
+        """The extent of the weights, of each block where it is kept."""
+        return sum((self.runner.on(block, extent) for block in weights), Extent(0.0, 0.0, True))
+
+    def _partitioned(
+        self, weights: list[Any], budget: int
+    ) -> tuple[list[tuple[int, int]], np.ndarray]:
+        """The partitions of the weights with at most `budget` instances each, and the
+        weight up to each one's end and in all (shards.reached): a block at a time."""
+        return partitioned(self.runner, weights, self.blocks, budget, self._extent(weights))
 
     def _fold(
         self,
@@ -461,25 +476,8 @@ class _Level:
 RESULT_PIECE = 1 << 20
 
 
-def _extent(weights: PerElement) -> tuple[float, float]:
-    """The heaviest weight, and their sum: of the entries held when those are the same
-    whatever the order they are added in, else of the whole vector."""
-    values = weights.values
-    if weights.ids is not None and not exact_extent(values):
-        values = weights.whole()
-    return float(values.max(initial=0)), float(values.sum())
-
-
-def _partitioned(weights: PerElement, budget: int) -> tuple[list[tuple[int, int]], np.ndarray]:
-    """The partitions of `weights` with at most `budget` instances each, and the weight
-    up to each one's end and in all (shards.reached): all that is needed of them. Of
-    the entries held where they give the same (plan.held_partitions): the elements of
-    the level that begin no partition's keys (whole records: most of them) are no
-    vector here beside them."""
-    if weights.ids is not None:
-        found = held_partitions(weights.ids, weights.values, weights.size, budget)
-        if found is not None:
-            return found
-    whole = weights.whole()
-    parts = _partitions(whole, budget)
-    return parts, reached(parts, whole)
+def _weight_blocks(
+    part: Part, kind: str, s: int, own: bool, at: np.ndarray
+) -> tuple[PerElement, ...]:
+    """The range's `_first_weights`, over the level's elements, cut in the blocks `at`."""
+    return in_blocks(_first_weights(part, kind, s, int(at[-1]), own), at)

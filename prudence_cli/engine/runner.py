@@ -10,10 +10,9 @@ The Dask runner scatters the shared data to every worker once per level, submits
 future per partition, a few per worker at a time, and folds results in as they complete;
 no dataframe shuffle. On several workers the engine gives it shards instead
 (engine/shards.py): each worker receives only the part of the level its partitions
-read, and runs those partitions. A level held in ranges of users on the workers
-(engine/ranged.py) is kept there by `place`, worked on by `each` and `each_kept`, and
-each of its shards joined on its worker from the ranges' pieces (`streams.Joined`).
-"""
+read. A level held in ranges of users on the workers (engine/ranged.py) is kept there by
+`place`, worked on by `each`, `each_kept` and `summed_blocks`, and each of its shards
+joined on its worker from the ranges' pieces (`streams.Joined`)."""
 
 from __future__ import annotations
 
@@ -27,11 +26,19 @@ from typing import Any
 
 import numpy as np
 
-from prudence_cli.engine.connect import cluster_failure, connected, sent_to, smallest_limit
+from prudence_cli.engine.blocks import CLUSTER_BLOCK
+from prudence_cli.engine.connect import (
+    cluster_failure,
+    connected,
+    sent_to,
+    smallest_limit,
+    watch_workers,
+)
 from prudence_cli.engine.streams import (
     IN_FLIGHT,
     Joined,
     arrays_as_arguments,
+    blockwise,
     one_shard_a_worker,
     stay,
     streamed,
@@ -57,8 +64,9 @@ class LocalRunner:
     name = "local"
     workers = 1
 
-    def __init__(self, shards: int = 1) -> None:
+    def __init__(self, shards: int = 1, element_block: int | None = None) -> None:
         self.shards = shards  # more than 1: the engine cuts levels into shards (tests)
+        self.element_block = element_block  # blocks.py: None, a block of all (here: tests)
 
     def shard_limits(self) -> tuple[int, int]:
         """What a shard may cost a worker, and the worker's limit (shards.ShardBudget):
@@ -124,6 +132,15 @@ class LocalRunner:
             del found
         return total
 
+    def summed_blocks(self, task: Task, placed: list[Any], count: int, *args: Any) -> Any:
+        """`summed` of tasks each giving a tuple of `count` blocks (blocks.in_blocks):
+        each block's sum, kept where it was added (here: listed); None for no items."""
+        totals = None
+        for item in placed:
+            found = task(item, *args)
+            totals = list(found) if totals is None else list(map(operator.add, totals, found))
+        return totals
+
     def each_kept(self, task: Task, placed: list[Any], *args: Any, paired: Paired = None) -> list:
         """As `each`, each result kept where its item is (here: returned)."""
         return self.each(task, placed, *args, paired=paired)
@@ -154,6 +171,7 @@ class DaskRunner:
     `workers` single-threaded worker processes when no address is given."""
 
     name = "dask"
+    element_block: int | None = CLUSTER_BLOCK  # of a level's weights: blocks.py
 
     def __init__(self, scheduler: str | None = None, workers: int = 2) -> None:
         try:
@@ -323,8 +341,8 @@ class DaskRunner:
 
     def each_streamed(self, task: Task, placed: list[Any], *args: Any) -> Iterator[Any]:
         """As `each`, the results one at a time, in order, each fetched once the previous
-        one is read and let go of: a large result of each item (a range's vector per
-        element) is not held here with all the others (they wait on their workers)."""
+        one is read and let go of: a large result (a range's vector per element) is not
+        held here with all the others."""
         futures = self.each_kept(task, placed, *args)
         try:
             for future in futures:
@@ -348,6 +366,14 @@ class DaskRunner:
             if future is not total:
                 future.release()  # the sums' tasks hold them until they have run
         return total if keep or total is None else taken(total)
+
+    def summed_blocks(self, task: Task, placed: list[Any], count: int, *args: Any) -> Any:
+        """LocalRunner.summed_blocks, each block added two by two on the workers: a future
+        per block (no worker adds or holds them all)."""
+        futures = self.each_kept(task, placed, *args)
+        homes = [self._homes.pop(future.key) for future in futures]
+        kept = [where if there else None for where, there in homes]
+        return blockwise(self.client, futures, count, kept) if futures else None
 
     def on(self, kept: Any, task: Task, *args: Any) -> Any:
         """LocalRunner.on, where Dask keeps `kept` (a future): only its result comes here."""
@@ -409,53 +435,29 @@ class DaskRunner:
             self._watched.difference_update(added)
 
     def _watch(self, worker: str) -> None:
-        """Watch that `worker` stays: a task pinned to a worker that left would wait for
-        it forever (and so would every task using its result, which Dask would make again
-        there). Once one has left, every future of the run is cancelled: what waits for
-        one raises CancelledError, which `explained` tells the user."""
+        """Watch that `worker` stays (connect.watch_workers): a task pinned to a worker
+        that left would wait for it forever (and so would every task using its result).
+        Once one has left, what waits raises CancelledError, which `explained` tells."""
         self._watched.add(worker)
-        if self._watcher is not None:
-            return
-
-        def watch() -> None:  # a thread's loop
-            while not self._stopped.wait(_WATCH_SECONDS):
-                try:
-                    gone = self._watched - set(self.client.nthreads())
-                except Exception:  # noqa: BLE001 - the scheduler slow to answer, or gone
-                    if self.client.status in ("closing", "closed"):
-                        return  # the run has ended
-                    continue  # asked again next time: a run that waits is still watched
-                if gone:
-                    self._watched.clear()  # a next run pins and watches afresh
-                    self._cancel_all(
-                        f"the worker {sorted(gone)[0]} left, with this run's files on its disk"
-                    )
-
-        self._watcher = threading.Thread(target=watch, name="prudence-watch", daemon=True)
-        self._watcher.start()
-
-    def _cancel_all(self, reason: str) -> None:
-        """Every future of this client cancelled, for `reason`."""
-        from distributed import Future
-
-        with contextlib.suppress(Exception):  # a client closing meanwhile: nothing waits
-            keys = list(self.client.futures)
-            self.client.cancel([Future(key, self.client) for key in keys], reason=reason)
+        if self._watcher is None:
+            watching = (self.client, self._watched, self._stopped, _WATCH_SECONDS)
+            self._watcher = threading.Thread(
+                target=watch_workers, args=watching, name="prudence-watch", daemon=True
+            )
+            self._watcher.start()
 
     def _home(self, item: Any, k: int) -> tuple[list[str] | None, bool]:
-        """Where the task of the k-th item runs: where the item was kept (`pinned`, or
-        the result of `each_kept` of such an item), else the k-th worker in turn; and
-        whether the item is there for sure."""
+        """Where the k-th item's task runs: where the item was kept (`pinned`, or of
+        `each_kept` of such an item), else the k-th worker; and whether it is there."""
         key = getattr(item, "key", None)
         found = self._homes.get(key) if isinstance(key, str) else None
         return found if found is not None and found[0] else (self._where(k), False)
 
     def _placed(self, item: Any, k: int) -> dict[str, Any]:
         """Where the task of the k-th item runs (`_home`), as `submit`'s arguments: there
-        only when the item is there for sure (`pinned`, or a result of a task on one)
-        and the run watches that worker (`_watch`): Dask steals a task that
-        merely prefers a worker, and the item goes along (a worker would then hold
-        another's ranges). Else preferred (a worker no one watches may leave)."""
+        only when the item is there for sure and the run watches that worker (`_watch`):
+        Dask steals a task that merely prefers a worker, and the item goes along (a
+        worker would then hold another's ranges). Else preferred (it may leave)."""
         where, there = self._home(item, k)
         strict = there and where is not None and set(where) <= self._watched
         return {"workers": where, "allow_other_workers": not strict and where is not None}
@@ -490,10 +492,8 @@ class DaskRunner:
 # how often a runner whose tasks are pinned to workers checks that they are still there
 _WATCH_SECONDS = 2.0
 
-
 # arguments of `each` from this size are sent to each worker once, not with every task
 _SCATTER_FROM = 1 << 20
-
 
 # a level's shard is sized to this share of the smallest worker's memory limit: the rest
 # is for its partitions' tasks, the pieces of the next shard and Dask itself

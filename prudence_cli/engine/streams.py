@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import operator
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -68,6 +69,28 @@ def two_by_two(client: Any, join: Callable[[Any, Any], Any], futures: list[Any])
         ]
         futures = pairs + futures[len(pairs) * 2 :]
     return futures[0] if futures else None
+
+
+def blockwise(client: Any, futures: list[Any], count: int, homes: list[Any]) -> list[Any]:
+    """Of `futures`, each a tuple of `count` blocks kept where `homes` says (`stay`):
+    each block's sum, added on the workers `two_by_two` (a future per block). A block is
+    taken from its tuple where that is, which is let go of once its blocks are taken."""
+    blocks = [
+        [
+            client.submit(operator.getitem, future, b, pure=False, **stay(where))
+            for future, where in zip(futures, homes, strict=True)
+        ]
+        for b in range(count)
+    ]
+    for future in futures:
+        future.release()
+    totals = []
+    for pieces in blocks:
+        totals.append(two_by_two(client, operator.add, pieces))
+        for piece in pieces:
+            if piece is not totals[-1]:
+                piece.release()  # the sums' tasks hold them until they have run
+    return totals
 
 
 def taken(future: Any) -> Any:

@@ -229,7 +229,7 @@ def _per_element_on_workers(monkeypatch) -> None:
     element) fail if worked out in this process, wherever it calls them from (each name
     they go by in the package's modules loaded by then: the engine's are): on the
     workers, they run as they are."""
-    from prudence_cli.engine import indexes, plan, shards
+    from prudence_cli.engine import blocks, indexes, plan, shards
 
     here = os.getpid()
 
@@ -241,7 +241,15 @@ def _per_element_on_workers(monkeypatch) -> None:
 
         return guarded
 
-    for function in (indexes.rarity_rank, plan._partitions, shards.reached):
+    guarded_functions = (
+        indexes.rarity_rank,
+        plan._partitions,
+        shards.reached,
+        blocks.in_blocks,
+        blocks.extent,
+        blocks._cut_block,
+    )
+    for function in guarded_functions:
         guarded = only_there(function)
         for module in [m for name, m in sys.modules.items() if name.startswith("prudence_cli")]:
             for name, value in list(vars(module).items()):
@@ -249,22 +257,26 @@ def _per_element_on_workers(monkeypatch) -> None:
                     monkeypatch.setattr(module, name, guarded)
 
 
+@pytest.mark.parametrize("block", [None, 4])
 @pytest.mark.parametrize("strategy", ["keyed", "posting"])
 @pytest.mark.parametrize(("match", "mode"), MATCH_MODES)
 def test_a_ranged_levels_vectors_per_element_stay_where_they_are_added(
-    match, mode, strategy, cluster, monkeypatch
+    match, mode, strategy, block, cluster, monkeypatch
 ):
     """A level in ranges on the workers, each strategy and whole records: its holders,
     their rank by rarity and each size's weights per element are added up and kept on
-    the workers, which find the partitions and their running sums (`Runner.on`): the
-    local supports and instances, with none of those vectors here, and none of them left
-    on the cluster once counted (the engine still alive): only the ranges stay."""
+    the workers, the weights in blocks of `block` elements (None: the cluster's, one
+    here), which find the partitions and their running sums (`Runner.on`): the local
+    supports and instances, with none of those vectors here, and none of them left on
+    the cluster once counted (the engine still alive): only the ranges stay."""
     from prudence_cli.engine.ranged import split
 
     problem = random_problem(np.random.default_rng(7), 120, 10, 3, match=match, mode=mode)
     settings_ = dict(strategy=strategy, partition_instances=15)
     here = Engine(**settings_).min_support(problem)
     _per_element_on_workers(monkeypatch)
+    if block is not None:
+        monkeypatch.setattr(cluster, "element_block", block)
     before = _futures_left(cluster, set(cluster.client.futures))  # of the tests before
     spread = split(problem, cluster, 4)
     engine = Engine(**settings_, runner=cluster, worker_threads=1)

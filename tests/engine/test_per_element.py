@@ -11,10 +11,10 @@ import numpy as np
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from prudence_cli.engine import plan
+from prudence_cli.engine import blocks, plan
 from prudence_cli.engine.per_element import SPARSE_FROM, PerElement, whole_of
 from prudence_cli.engine.plan import held_partitions
-from prudence_cli.engine.ranged import _extent, _partitioned
+from prudence_cli.engine.runner import LocalRunner
 from tests.engine.test_engine import partitions_by_definition
 
 
@@ -143,27 +143,58 @@ def _held_weights(draw):
     return whole, budget
 
 
+def _in_blocks(whole: np.ndarray, block: int | None, ranges: int, seed: int) -> tuple:
+    """`whole` as the ranges' vectors added up a block at a time (LocalRunner): each
+    range holds some of its weights, in the form PerElement keeps them."""
+    at = blocks.cuts(whole.shape[0], block)
+    rng = np.random.default_rng(seed)
+    owner = rng.integers(0, ranges, whole.shape[0])
+    own = [np.where(owner == r, whole, 0.0) for r in range(ranges)]
+    found = LocalRunner(element_block=block).summed_blocks(
+        lambda vector: blocks.in_blocks(PerElement.of(vector), at), own, at.shape[0] - 1
+    )
+    return found, at
+
+
 @settings(max_examples=400, deadline=None)
-@given(_held_weights())
+@given(
+    _held_weights(), st.sampled_from([None, 1, 2, 3, 7, 16]), st.integers(1, 3), st.integers(0, 9)
+)
 # sums past 2^53 that differ with the order they are made in: a chunk's running sums
 # added to the carry (with chunks of 7), numpy's pairwise sum (8 partial sums)
-@example((np.array([2.0**53, 0, 0, 0, 0, 0, 0, 1, 1]), 5))
-@example((np.array([2.0**53, 0, 0, 0, 1, 0, 0, 1]), 5))
-def test_partitions_of_the_held_weights_are_the_whole_vectors(case):
-    """A level's partitions and their running sums, found from the weights it holds
-    (most elements begin no partition's queries), are those of the whole vector: the
-    greedy definition, and Σ weights[:end] at each end and in all last."""
+@example((np.array([2.0**53, 0, 0, 0, 0, 0, 0, 1, 1]), 5), None, 1, 0)
+@example((np.array([2.0**53, 0, 0, 0, 1, 0, 0, 1]), 5), None, 1, 0)
+# blocks each of exact sums, whose total is not
+@example((np.array([2.0**52, 0, 2.0**52, 1]), 5), 2, 1, 0)
+def test_partitions_of_the_weights_in_blocks_are_the_whole_vectors(case, block, ranges, seed):
+    """A level's partitions and their running sums, found a block of elements at a time
+    from the weights each block holds (most elements begin no partition's queries), are
+    those of the whole vector: the greedy definition, and Σ weights[:end] at each end
+    and in all last. Each block is a sum of the ranges' pieces of it: the whole vector's
+    numbers at its elements."""
     whole, budget = case
     expected = partitions_by_definition(whole.tolist(), budget)
-    for chunk in (1 << 20, 7):  # the whole vector's sums made a chunk at a time
+    found, at = _in_blocks(whole, block, ranges, seed)
+    assert np.array_equal(np.concatenate([b.whole() for b in found]), whole)
+    assert [b.size for b in found] == np.diff(at).tolist()
+    exact = plan.exact_extent(whole)
+    # running sums that are not exact are made a chunk at a time from each block's first
+    # element: the same as over the whole vector when blocks are made of chunks (as
+    # blocks.CLUSTER_BLOCK is of plan._CHUNK)
+    chunks = (1 << 20, 7) if exact or block is None else (block, 1)
+    for chunk in chunks:
         with mock.patch.object(plan, "_CHUNK", chunk):
             reached = plan.sums_at(whole, [hi for _, hi in expected] + [whole.shape[0]])
-            for vector in (PerElement.of(whole), PerElement(None, whole, whole.shape[0])):
-                parts, reaches = _partitioned(vector, budget)
+            for weights in (found, [PerElement(None, whole, whole.shape[0])]):
+                at_ = at if weights is found else blocks.cuts(whole.shape[0], None)
+                of = sum(map(blocks.extent, weights), blocks.Extent(0.0, 0.0, True))
+                parts, reaches = blocks.partitioned(LocalRunner(), weights, at_, budget, of)
                 assert parts == expected
                 assert reaches.tolist() == reached.tolist()
-                assert _extent(vector) == (float(whole.max(initial=0)), float(whole.sum()))
-    if whole.sum() < 2**53:  # exact: the running sums' definition
+                assert of.heaviest == float(whole.max(initial=0)) and of.exact == exact
+                if exact or len(weights) == 1:  # a sum made in blocks, when not exact
+                    assert of.total == float(whole.sum())
+    if exact:  # the running sums' definition
         running = np.concatenate([[0.0], np.cumsum(whole)])
         assert reached.tolist() == [running[hi] for _, hi in expected] + [running[-1]]
 

@@ -59,15 +59,18 @@ def _same_problem(a: CountingProblem, b: CountingProblem) -> None:
     ranges=st.integers(1, 6),
     shards=st.integers(2, 5),
     h=st.sampled_from([1, 2, 3, 6]),
+    block=st.sampled_from([None, 1, 3, 16]),
 )
 def test_a_ranged_level_counts_as_the_whole_level(
-    seed, case, strategy, partition, ranges, shards, h
+    seed, case, strategy, partition, ranges, shards, h, block
 ):
+    """Also with its weights per element added up and cut in blocks of `block` elements
+    (blocks.py), as on a cluster."""
     match, mode = case
     problem = random_problem(np.random.default_rng(seed), 40, 9, h, match=match, mode=mode)
     settings_ = dict(strategy=strategy, partition_instances=partition)
     whole = Engine(**settings_).min_support(problem)
-    engine = Engine(**settings_, runner=LocalRunner(shards=shards))
+    engine = Engine(**settings_, runner=LocalRunner(shards=shards, element_block=block))
     level = split(problem, engine.runner, ranges)
     assert level.n_users == problem.n_users and len(level.parts) == ranges
     _same_problem(gather(level, engine.runner), problem)
@@ -83,6 +86,34 @@ def test_a_ranged_level_counts_as_the_whole_level(
     floats = support(engine, level, floats=True).minimum
     assert floats.dtype == np.float64 and counted.minimum.dtype.kind == "i"
     np.testing.assert_array_equal(floats, whole.minimum)
+
+
+@pytest.mark.parametrize("strategy", ["keyed", "posting"])
+@pytest.mark.parametrize(("match", "mode"), MATCH_MODES)
+def test_a_levels_partitions_found_in_blocks_are_the_whole_vectors(match, mode, strategy):
+    """The partitions of each size and of whole records, and the weight up to each
+    one's end, found a block of elements at a time (blocks.partitioned), are those of
+    the weights whole: the shards are the same."""
+    from unittest import mock
+
+    from prudence_cli.engine import ranged
+
+    problem = random_problem(np.random.default_rng(11), 60, 12, 3, match=match, mode=mode)
+    found: dict[object, list] = {}
+    fitted = ranged.fitted_shards
+
+    def recorded(parts, reaches, *args):
+        found[block].append((list(parts), np.asarray(reaches).tolist()))
+        return fitted(parts, reaches, *args)
+
+    for block in (None, 1, 2, 5):
+        found[block] = []
+        runner = LocalRunner(shards=2, element_block=block)
+        engine = Engine(strategy=strategy, partition_instances=7, runner=runner)
+        with mock.patch.object(ranged, "fitted_shards", recorded):
+            support(engine, split(problem, runner, 3))
+    assert len(found[None]) > 1 and any(len(parts) > 2 for parts, _ in found[None])
+    assert found[1] == found[None] and found[2] == found[None] and found[5] == found[None]
 
 
 @pytest.mark.parametrize("strategy", ["keyed", "posting"])
