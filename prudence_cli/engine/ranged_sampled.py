@@ -44,6 +44,8 @@ def sampled_support(
     """The supports of a ranged level sampled (see the module), as Engine.min_support of
     the whole level gives them (as float64 with `floats`), with the instances it checks."""
     runner, sample = engine.runner, engine.sample or 0
+    if ranged.ordered:  # it draws by each range's distinct holders (`_drawn_support`):
+        planned.holders.release()  # not the plan's (8 bytes an element on a worker)
     # the exact share: whole records, and targets with at most `sample` instances
     parts = runner.each_kept(_exact_only, ranged.parts, sample)
     exact = RangedProblem(
@@ -77,7 +79,7 @@ def _drawn_support(
     # each element's holders over the whole level: the plan's count of its places when no
     # list repeats one (unordered), else each range's distinct holders; kept where they
     # were added up, from where the workers drawing take them
-    rarity = planned.holders.kept
+    rarity = planned.holders.kept  # (let go of when ordered: `sampled_support`)
     if ranged.ordered:
         found = runner.summed(_holders, ranged.parts, n, keep=True)
         rarity = np.zeros(n, dtype=np.int64) if found is None else runner.kept_on(found, whole_of)

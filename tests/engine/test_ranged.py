@@ -142,6 +142,33 @@ def test_a_levels_holders_go_before_its_partitions_are_counted(strategy, monkeyp
     np.testing.assert_array_equal(got.minimum, expected)
 
 
+@pytest.mark.parametrize(("match", "mode"), [("sequence", "subsets"), ("contains", "subsets")])
+def test_an_ordered_sampled_level_lets_its_plans_holders_go_first(match, mode, monkeypatch):
+    """A sampled level draws by the holders of each element: an unordered one by its
+    plan's, which it keeps until drawn; an ordered one by each range's distinct holders,
+    so its plan's (on a cluster, 8 bytes an element on a worker) go before anything is
+    counted. The same supports either way."""
+    from prudence_cli.engine import ranged_sampled
+
+    problem = random_problem(np.random.default_rng(5), 60, 12, 3, match=match, mode=mode)
+    settings_ = dict(max_instances=10, sample=4, seed=7)
+    engine = Engine(**settings_, runner=LocalRunner(shards=2))
+    level = split(problem, engine.runner, 3)
+    planned = work(engine, level)
+    kept_while_counting = []
+    count = ranged_sampled.counted
+
+    def counting(*args, **kwargs):
+        kept_while_counting.append(planned.holders.kept)
+        return count(*args, **kwargs)
+
+    monkeypatch.setattr(ranged_sampled, "counted", counting)
+    got = ranged_sampled.sampled_support(engine, level, planned)
+    assert got.sampled and len(kept_while_counting) == 1
+    assert (kept_while_counting[0] is None) == (match == "sequence")
+    np.testing.assert_array_equal(got.minimum, Engine(**settings_).min_support(problem).minimum)
+
+
 def test_more_ranges_than_users_leave_some_empty():
     problem = random_problem(np.random.default_rng(1), 3, 5, 2, match="contains", mode="self")
     engine = Engine(runner=LocalRunner(shards=3))
