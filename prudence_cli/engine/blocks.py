@@ -1,27 +1,36 @@
-"""A level's weights per element (the work of the partitions beginning at each) in blocks
-of consecutive element ids, each added up and kept where the runner adds it: on a Dask
-cluster, no worker makes or holds the level's whole vector (at a billion distinct visits,
-8 GB, and three times that while two are added), only blocks of `CLUSTER_BLOCK` elements.
+"""A level's vectors per element (place or distinct visit) in blocks of consecutive
+element ids, each added up and kept where the runner adds it: on a Dask cluster, no
+task adds two whole vectors of a level (at a billion distinct visits, 8 GB each), only
+blocks of `CLUSTER_BLOCK` elements. (A range's own share is counted over all the
+level's elements, whole when it is dense: then at most 32 bytes a position of it.)
 
 Each range cuts its own vector into the blocks (`in_blocks`); the runner adds each
-block's pieces over the ranges (`Runner.summed_blocks`). What the engine needs of the
-weights comes from the blocks in turn, each read where it is kept:
-- their extent: the heaviest weight and their sum (`extent`, added up: `Extent`);
-- their greedy partitions and the running sum at each one's end (`partitioned`): the
-  cut is carried from a block to the next (plan.Cutting), so the partitions are those
-  of the whole vector, found a block at a time.
+block's pieces over the ranges (`Runner.summed_blocks`). What the engine needs of them
+comes from the blocks in turn, each read where it is kept:
+- of the partition weights, their extent (`extent`, added up: `Extent`), and their
+  greedy partitions with the running sum at each one's end (`partitioned`): the cut is
+  carried from a block to the next (plan.Cutting), so they are the whole vector's;
+- of the holders, the rank by rarity (`ranked`): each block counts its elements by
+  holders, and ranks its own from where each count begins in the whole order;
+- of the holders and the rank, what each range reads of them (`looked_up`): its own
+  elements' values, each block read where it is for the elements the range holds in it.
+A level of one block is given to each range whole, as on one machine.
 """
 
 from __future__ import annotations
 
 import copy
+import operator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from prudence_cli.arrays import distinct
+from prudence_cli.engine.indexes import rarity_rank
 from prudence_cli.engine.per_element import PerElement, _id_type
 from prudence_cli.engine.plan import _CHUNK, _EXACT, Cutting, exact_extent
+from prudence_cli.engine.tasks import Worker, _as_planned
 
 # the elements of a block on a cluster: 64 MB a block of float64 weights, 200 MB while
 # two are added; a multiple of plan._CHUNK, so that running sums are made in the same
@@ -81,7 +90,7 @@ def extent(weights: PerElement) -> Extent:
     exact = exact_extent(values)
     if weights.ids is not None and not exact:
         values = weights.whole()
-    return Extent(float(values.max(initial=0)), float(values.sum()), exact)
+    return Extent(float(values.max(initial=0)), float(values.sum(dtype=np.float64)), exact)
 
 
 def partitioned(
@@ -90,7 +99,8 @@ def partitioned(
     """The partitions of the weights in `blocks` (cut at `at`, kept by `runner`, of
     extent `of`) with at most `budget` instances each, and the running sum at each one's
     end and in all last (shards.reached): the cut carried from a block to the next,
-    each block read where it is kept. Blocks past the last partition's work are not."""
+    each block read where it is kept. Where the sums are exact, blocks past the last
+    partition's work are not read."""
     cutting = Cutting(int(at[-1]), of.total, budget, of.exact)
     parts: list[tuple[int, int]] = []
     reaches: list[float] = []
@@ -116,3 +126,108 @@ def _cut_block(
     else:
         found = cutting.feed(weights.whole(), start)
     return cutting, *found
+
+
+# --- the holders in blocks: their rank by rarity, and each range's own values ----------
+
+
+def ranked(runner: Any, holders: list[Any], at: np.ndarray, worker: Worker) -> list[Any]:
+    """The rank by rarity of the elements whose holders are in `blocks` (cut at `at`),
+    as `indexes.rarity_rank` of the whole vector makes it (by how few hold each, ties
+    by id): a block of ranks kept where each block of holders is. Each block counts its
+    elements by holders (`_histogram`); here they are added up into where each count's
+    elements begin in the whole order, and where each block's begin among them (a block
+    after those before it: ties by id); each block ranks its own from that."""
+    found = [runner.on(block, _histogram) for block in holders]
+    values = np.unique(np.concatenate([v for v, _ in found] or [np.zeros(0, np.int64)]))
+    per_block = np.zeros((len(found), values.shape[0]), dtype=np.int64)
+    for b, (v, counts) in enumerate(found):
+        per_block[b, np.searchsorted(values, v)] = counts
+    totals = per_block.sum(axis=0)
+    begins = np.cumsum(totals) - totals  # where each count's elements begin in all
+    before = np.cumsum(per_block, axis=0) - per_block  # of them, in the blocks before
+    rank = np.int32 if int(at[-1]) < 2**31 else np.int64
+    return [
+        runner.kept_on(block, _ranked_block, values, begins + before[b], rank, worker)
+        for b, block in enumerate(holders)
+    ]
+
+
+def _histogram(block: PerElement) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct holders of the block's elements, and how many elements hold each."""
+    values, index = _value_index(block.whole())
+    return values, np.bincount(index, minlength=values.shape[0])
+
+
+def _value_index(whole: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    values, index = np.unique(whole, return_inverse=True)
+    return values, index.reshape(-1)
+
+
+def _ranked_block(
+    block: PerElement, values: np.ndarray, begins: np.ndarray, rank: type, worker: Worker
+) -> np.ndarray:
+    """The block's ranks: an element holding `values[i]` is ranked from `begins[i]`, in
+    the block's order (ties by id), as `rarity_rank` ranks the block's elements among
+    themselves (kernels as the engine planned them)."""
+    _as_planned(worker)
+    held, index = _value_index(block.whole())
+    at = np.searchsorted(values, held)  # the block's values among all the blocks'
+    counts = np.bincount(index, minlength=held.shape[0])
+    first = np.cumsum(counts) - counts  # where each value's elements begin in the block
+    within = rarity_rank(index).astype(np.int64) - first[index]
+    return (begins[at][index] + within).astype(rank)
+
+
+def looked_up(runner: Any, blocks: list[Any], at: np.ndarray, parts: list[Any]) -> list[Any]:
+    """Each range's values of the vector in `blocks` (cut at `at`) at the elements its
+    lists hold: a PerElement of those elements only, kept where the range is, which a
+    task of the range indexes by its elements as it would the whole vector. Each block
+    is read where it is kept, for the elements each range holds in it (sent there), and
+    the values go to the range: no worker receives the whole vector."""
+    held = runner.each_kept(_held_in_blocks, parts, at)
+    values = []
+    for b, block in enumerate(blocks):
+        pieces = [runner.kept_on(h, operator.getitem, b) for h in held]  # where it is
+        values.append([runner.kept_on(block, _values_at, piece) for piece in pieces])
+        del pieces
+    per_range = [[values[b][r] for b in range(len(blocks))] for r in range(len(parts))]
+    del values
+    return runner.each_kept(_assembled, held, at, paired=per_range)
+
+
+def _held_in_blocks(part: Any, at: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The distinct elements of the range's lists (members' and queries'), in each block
+    of `at`, numbered from the block's first."""
+    problem = part.problem
+    members, queries = problem.members.elements, problem.queries.elements.elements
+    lists = members if queries is members else np.concatenate((members, queries))
+    ids = distinct(lists)
+    ends = np.searchsorted(ids, at)
+    return tuple(
+        (ids[ends[b] : ends[b + 1]] - at[b]).astype(_id_type(int(at[b + 1] - at[b])))
+        for b in range(at.shape[0] - 1)
+    )
+
+
+def _values_at(block: PerElement, ids: np.ndarray) -> np.ndarray:
+    """The block's values at `ids` (of its elements)."""
+    return block[ids]
+
+
+def _assembled(
+    held: tuple[np.ndarray, ...], values: list[np.ndarray], at: np.ndarray
+) -> PerElement:
+    """The range's elements (`held`, per block) and their values, over the level's."""
+    ids = np.concatenate([ids.astype(np.int64) + at[b] for b, ids in enumerate(held)])
+    return PerElement(ids.astype(_id_type(int(at[-1]))), np.concatenate(values), int(at[-1]))
+
+
+def joined(runner: Any, blocks: list[Any]) -> Any:
+    """The whole vector of `blocks`, made and kept where the first is (what a sampled
+    level draws by: all of it, on every worker)."""
+    return runner.kept_on(blocks[0], _joined, *blocks[1:])
+
+
+def _joined(*blocks: PerElement) -> np.ndarray:
+    return np.concatenate([block.whole() for block in blocks])

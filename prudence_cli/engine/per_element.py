@@ -95,6 +95,22 @@ class PerElement:
             return PerElement(None, values, size)
         return PerElement.of(values)
 
+    def __getitem__(self, elements: np.ndarray) -> np.ndarray:
+        """The values at `elements` (ids below `size`), as `whole()[elements]`: what a
+        range's task reads of a level's vector given the range's own elements only
+        (blocks.looked_up)."""
+        if self.ids is None:
+            return self.values[elements]
+        found = np.zeros(elements.shape[0], dtype=self.values.dtype)
+        if self.ids.shape[0]:
+            at = np.minimum(np.searchsorted(self.ids, elements), self.ids.shape[0] - 1)
+            held = self.ids[at] == elements
+            found[held] = self.values[at[held]]
+        return found
+
+    def __len__(self) -> int:
+        return self.size
+
     def whole(self, size: int | None = None) -> np.ndarray:
         """The whole vector, with zeros after it up to `size` when that is longer (its own
         values, not a copy, when they are the whole vector already as long)."""

@@ -185,18 +185,16 @@ def held_partitions(
     (then only the whole vector is the definition). The elements between two held go
     with the partition before them, but for one held element over the budget alone,
     which closes right after itself: as `_partitions` cuts the whole vector."""
-    held = values != 0
-    if not held.all():
-        ids, values = ids[held], values[held]
     if not exact_extent(values):
         return None
-    return Cutting(size, float(values.sum()), budget, True).cut(values, ids)
+    return Cutting(size, float(values.sum(dtype=np.float64)), budget, True).cut(values, ids)
 
 
 def exact_extent(values: np.ndarray) -> bool:
     """Whether `values`' sum is the same in any order: whole numbers, not negative, below
     2^53 in all."""
-    return values.min(initial=0) >= 0 and _whole(values) and float(values.sum()) < _EXACT
+    total = float(values.sum(dtype=np.float64))  # (integers summed as such could wrap)
+    return values.min(initial=0) >= 0 and _whole(values) and total < _EXACT
 
 
 # running sums of whole numbers are exact below this

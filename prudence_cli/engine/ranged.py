@@ -4,25 +4,22 @@ worker), counted without the level's lists ever being whole in the planning proc
 Users are numbered in range order: range r holds users [first[r], first[r + 1]), as a
 counting problem of its own users (numbered from 0). What the engine decides about a
 level is made of sums over users or of vectors per element, so each range gives its
-share and the runner adds them up (on a Dask cluster, on the workers: see below):
+share and the runner adds them up (on a Dask cluster, on the workers, in blocks of
+elements: engine/blocks.py):
 
 - the plan (plan.size_work), from how many users hold each element;
 - the relabelling by rarity (indexes.rarity_rank), from the same counts, applied by
   each range to its own lists;
 - the partitions, from the number of keys beginning at each element.
 
-A shard of consecutive partitions (elements [L, H)) is cut by each range from its own
-lists — a list's suffix depends on that list alone (engine/shards.py) — and the pieces
-are joined, in range order, on the worker the shard goes to (streams.Joined): the shard's
-users are the level's. That worker numbers the elements its shard holds among
-themselves, in their order (`numbered`: what it builds per element goes with the shard,
-not with the level), and finds each partition's first positions in it (`Firsts`). The
-planning process holds a vector per user only, the supports, and the plan's sums: the
-vectors per element (holders, rank by rarity, partitions' weights) are added up and kept
-where the runner adds them (`Runner.summed`; on a Dask cluster, a worker), which gives
-back what is needed of them (`Runner.on`): the partitions, and the running sums at
-their ends. A level over the budget is sampled in its ranges
-(engine/ranged_sampled.py).
+A range is given a vector per element whole when it is one block, else its own
+elements' values (blocks.looked_up). A shard of consecutive partitions (elements
+[L, H)) is cut by each range from its own lists — a list's suffix depends on that list
+alone (engine/shards.py) — and the pieces are joined, in range order, on the worker the
+shard goes to (streams.Joined). That worker numbers the elements its shard holds among
+themselves (`numbered`) and finds each partition's first positions in it (`Firsts`).
+The planning process holds a vector per user only, the supports, and the plan's sums.
+A level over the budget is sampled in its ranges (engine/ranged_sampled.py).
 """
 
 from __future__ import annotations
@@ -34,14 +31,22 @@ from typing import Any, Protocol
 import numpy as np
 
 from prudence_cli.engine import compiled, jit
-from prudence_cli.engine.blocks import Extent, cuts, extent, in_blocks, partitioned
+from prudence_cli.engine.blocks import (
+    Extent,
+    cuts,
+    extent,
+    in_blocks,
+    looked_up,
+    partitioned,
+    ranked,
+)
 from prudence_cli.engine.indexes import (
     rarity_rank,
     relabelled,
     relabels,
 )
 from prudence_cli.engine.jit import set_threads
-from prudence_cli.engine.per_element import Held, PerElement
+from prudence_cli.engine.per_element import Held, PerElement, whole_of
 from prudence_cli.engine.plan import (
     SizePlan,
     _query_sizes,
@@ -192,9 +197,8 @@ def _lists_of(lists: Elements, a: int, b: int) -> Elements:
 
 @dataclass(frozen=True)
 class Census:
-    """What planning a level needs of one range (of its `rest`)."""
+    """What planning a level needs of one range (of its `rest`), but its holders."""
 
-    holders: PerElement  # users of the range holding each element
     top: int  # the largest element id of its lists, -1 for none
     sizes: np.ndarray  # the query sizes its targets ask
     whole: int  # whole-record targets
@@ -205,7 +209,6 @@ class Census:
     def __add__(self, other: Census) -> Census:
         """The census of the two ranges together."""
         return Census(
-            self.holders + other.holders,
             max(self.top, other.top),
             np.union1d(self.sizes, other.sizes),
             self.whole + other.whole,
@@ -214,13 +217,10 @@ class Census:
             self.queries + other.queries,
         )
 
-    def __sizeof__(self) -> int:  # for Dask's memory accounting
-        return int(self.holders.__sizeof__() + self.sizes.nbytes)
-
     @classmethod
     def none(cls) -> Census:
         """The census of no range."""
-        return cls(PerElement.none(), -1, np.zeros(0, dtype=np.int64), 0, 0.0, 0, 0)
+        return cls(-1, np.zeros(0, dtype=np.int64), 0, 0.0, 0, 0)
 
 
 def census(part: Part) -> Census:
@@ -228,7 +228,6 @@ def census(part: Part) -> Census:
     members, queries = problem.members.elements, problem.queries.elements.elements
     top = int(max(members.max(initial=-1), queries.max(initial=-1)))
     return Census(
-        PerElement.counted(members, top + 1),
         top,
         _query_sizes(part.rest.queries),
         int(part.whole.sum()),
@@ -242,7 +241,10 @@ def census(part: Part) -> Census:
 class Work:
     """A ranged level's plan: its sizes' plans and what they add up to."""
 
-    holders: Held  # per element, the users holding it: kept where the runner made it
+    # per element, the users holding it, kept where the runner made it: the whole vector
+    # when it is one block (`blocks`), else a vector per block (blocks.py)
+    holders: Held
+    blocks: np.ndarray  # where the level's vectors per element are cut (blocks.cuts)
     n_elements: int
     plans: list[SizePlan]
     total: int  # instances, one per whole-record query
@@ -256,37 +258,42 @@ class Work:
 
 def work(engine: Engine, ranged: RangedProblem) -> Work:
     """The plan of a ranged level, as `Engine.plan` makes it of the whole level. Its
-    vector per element (the holders) is made and kept where the runner adds up the
-    ranges' censuses (on a Dask cluster: a worker); only their sums come here."""
-    runner = engine.runner
-    kept = runner.summed(census, ranged.parts, keep=True)
-    c = Census.none() if kept is None else runner.on(kept, _facts)
-    vector = np.zeros(0, dtype=np.int64) if kept is None else runner.kept_on(kept, _holders)
-    del kept
+    vector per element (the holders) is added up and kept where the runner adds the
+    ranges' (on a Dask cluster: on the workers, in blocks of elements when it is
+    longer than one); only the plan's sums come here."""
+    runner, parts = engine.runner, ranged.parts
+    c = runner.summed(census, parts) or Census.none()
+    at = cuts(c.top + 1, runner.element_block)
+    found = runner.summed_blocks(_holder_blocks, parts, at.shape[0] - 1, at)
+    if found is None:  # no range
+        found = [PerElement.of(np.zeros(size, np.int64)) for size in np.diff(at).tolist()]
+    if len(found) == 1:  # whole, as each range is given it
+        kept = [runner.kept_on(found[0], whole_of)]
+        given = kept * len(parts)
+    else:  # each range given its own elements' holders only
+        kept = list(found)
+        given = looked_up(runner, kept, at, parts)
+    del found
     sizes = c.sizes
-    sums = sum(runner.each(_size_work, ranged.parts, vector, sizes), np.zeros((sizes.size, 3)))
-    holders = Held(vector)
+    sums = sum(runner.each(_size_work, parts, sizes, paired=given), np.zeros((sizes.size, 3)))
+    del given
     plans = size_plans(sizes, sums, ranged.self_queries, engine.strategy)
     total = c.whole + sum(plan.instances for plan in plans)
     lists = c.members + (0 if ranged.self_queries else c.queries)
     own = ranged.self_queries
     elements = c.members + c.queries
     return Work(
-        holders, c.top + 1, plans, total, c.whole, c.whole_elements, c.members, elements, lists, own
-    )
+        Held(kept), at, c.top + 1, plans, total, c.whole, c.whole_elements, c.members,
+        elements, lists, own,
+    )  # fmt: skip
 
 
-def _facts(c: Census) -> Census:
-    """The census but its vector per element."""
-    return replace(c, holders=PerElement.none())
+def _holder_blocks(part: Part, at: np.ndarray) -> tuple[PerElement, ...]:
+    """The users of the range holding each of the level's elements, cut in blocks `at`."""
+    return in_blocks(PerElement.counted(part.problem.members.elements, int(at[-1])), at)
 
 
-def _holders(c: Census) -> np.ndarray:
-    """Its holders, as long as the largest element id + 1."""
-    return c.holders.whole(c.top + 1)
-
-
-def _size_work(part: Part, holders: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+def _size_work(part: Part, holders: Any, sizes: np.ndarray) -> np.ndarray:
     return size_work(part.rest, holders, sizes)
 
 
@@ -317,15 +324,16 @@ def counted(
     if engine.jobs:
         set_threads(engine.jobs)
     jit.choose(work_cost(ranged.match, planned.whole_elements, planned.plans, bounded=4))
-    rank = None
+    ranks: list[Any] = [None] * len(ranged.parts)  # each range's: none, as they are
     keyed = any(plan.strategy == "keyed" for plan in planned.plans)
     if keyed and relabels(ranged.ordered, ranged.mode, planned.members):
-        rank = runner.kept_on(planned.holders.kept, _ranked, engine.worker())  # there
-    # a level that samples reads its holders again, from its own plan (ranged_sampled);
-    # this plan's go: on their worker, 8 bytes an element while the level is counted
+        ranks = _ranks(runner, planned, ranged.parts, engine.worker())
+    # an unordered level that samples reads its holders again, from its own plan;
+    # this plan's go: on the workers, 8 bytes an element while the level is counted
     planned.holders.release()
-    parts = runner.each_kept(_prepared, ranged.parts, rank, planned.plans, engine.worker())
-    del rank
+    worker = engine.worker()
+    parts = runner.each_kept(_prepared, ranged.parts, planned.plans, worker, paired=ranks)
+    del ranks
     # the level is kept as prepared (relabelled: the same supports, the same queries),
     # so that the workers do not hold it twice
     ranged.parts[:] = parts
@@ -348,13 +356,23 @@ def unset(dtype: np.dtype) -> int:
     return int(compiled.kernels.UNSET)
 
 
+def _ranks(runner: Any, planned: Work, parts: list[Any], worker: Worker) -> list[Any]:
+    """What each range is given of the rank by rarity of the level's elements: the whole
+    vector, made where the holders are, when they are one block; else each range's own
+    elements' ranks, from the ranks made in blocks where the holders' are."""
+    holders = planned.holders.kept
+    if len(holders) == 1:
+        return [runner.kept_on(holders[0], _ranked, worker)] * len(parts)
+    return looked_up(runner, ranked(runner, holders, planned.blocks, worker), planned.blocks, parts)
+
+
 def _ranked(holders: np.ndarray, worker: Worker) -> np.ndarray:
     """`rarity_rank`, its kernels run as the engine planned (Engine.worker)."""
     _as_planned(worker)
     return rarity_rank(holders)
 
 
-def _prepared(part: Part, rank: np.ndarray | None, plans: list[SizePlan], worker: Worker) -> Part:
+def _prepared(part: Part, rank: Any, plans: list[SizePlan], worker: Worker) -> Part:
     """The range relabelled by `rank` (None: as it is), and its whole records as long as
     a keyed size counted with the keys (whole.whole_in_keyed); kernels as planned."""
     _as_planned(worker)
@@ -376,13 +394,12 @@ class _Level:
     def whole(self, minimum: np.ndarray) -> None:
         """Whole-record queries, in partitions by their first element."""
         weights = self._weights("whole", 0)
-        total = self._extent(weights).total
-        if total <= 0:  # no weight (none is negative)
+        of = self._extent(weights)
+        if of.total <= 0:  # no weight (none is negative)
             return
-        shards = max(self.runner.shards, 1)
-        share = int(np.ceil(total / shards))
+        share = int(np.ceil(of.total / max(self.runner.shards, 1)))
         budget = max(min(self.engine.partition_instances, share), 1)
-        parts, reaches = self._partitioned(weights, budget)
+        parts, reaches = self._partitioned(weights, budget, of)
         del weights
         worker = self.engine.worker()
         self._fold(minimum, _whole_part, "whole", parts, reaches, lambda lo, hi: (lo, hi, worker))
@@ -393,10 +410,11 @@ class _Level:
         elements, users = self.planned.elements, self.users
         keyed = plan.strategy == "keyed"
         weights = self._weights("keyed" if keyed else "posting", s)
-        heaviest = self._extent(weights).heaviest
+        of = self._extent(weights)
+        heaviest = of.heaviest
         if keyed:
             budget = engine.partition_budget(elements, users, s, heaviest)
-            parts, reaches = self._partitioned(weights, budget)
+            parts, reaches = self._partitioned(weights, budget, of)
             del weights
             limit = engine.brute_limit
             self._fold(
@@ -405,7 +423,7 @@ class _Level:
             )  # fmt: skip
             return
         budget = engine.partition_budget(elements, users, s, heaviest * s)
-        parts, reaches = self._partitioned(weights, max(budget // max(s, 1), 1))
+        parts, reaches = self._partitioned(weights, max(budget // max(s, 1), 1), of)
         del weights
         self._fold(
             minimum, _posting_part, "posting", parts, reaches, lambda lo, hi: (lo, hi, s, worker)
@@ -418,9 +436,7 @@ class _Level:
         count = at.shape[0] - 1
         found = self.runner.summed_blocks(_weight_blocks, self.parts, count, kind, s, own, at)
         if found is None:  # no range
-            return [
-                PerElement.of(np.zeros(hi - lo)) for lo, hi in zip(at[:-1], at[1:], strict=True)
-            ]
+            return [PerElement.of(np.zeros(size)) for size in np.diff(at).tolist()]
         return list(found)
 
     def _extent(self, weights: list[Any]) -> Extent:
@@ -428,11 +444,11 @@ class _Level:
         return sum((self.runner.on(block, extent) for block in weights), Extent(0.0, 0.0, True))
 
     def _partitioned(
-        self, weights: list[Any], budget: int
+        self, weights: list[Any], budget: int, of: Extent
     ) -> tuple[list[tuple[int, int]], np.ndarray]:
-        """The partitions of the weights with at most `budget` instances each, and the
-        weight up to each one's end and in all (shards.reached): a block at a time."""
-        return partitioned(self.runner, weights, self.blocks, budget, self._extent(weights))
+        """The partitions of the weights (of extent `of`) with at most `budget` instances
+        each, and the weight up to each one's end and in all (shards.reached)."""
+        return partitioned(self.runner, weights, self.blocks, budget, of)
 
     def _fold(
         self,

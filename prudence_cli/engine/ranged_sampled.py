@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from prudence_cli.arrays import distinct
+from prudence_cli.engine.blocks import joined
 from prudence_cli.engine.indexes import _Postings, chosen_rows
 from prudence_cli.engine.per_element import PerElement, element_runs, renumbered, smaller, whole_of
 from prudence_cli.engine.plan import drawing_targets
@@ -79,7 +80,8 @@ def _drawn_support(
     # each element's holders over the whole level: the plan's count of its places when no
     # list repeats one (unordered), else each range's distinct holders; kept where they
     # were added up, from where the workers drawing take them
-    rarity = planned.holders.kept  # (let go of when ordered: `sampled_support`)
+    kept = planned.holders.kept  # (let go of when ordered: `sampled_support`)
+    rarity = None if kept is None else kept[0] if len(kept) == 1 else joined(runner, kept)
     if ranged.ordered:
         found = runner.summed(_holders, ranged.parts, n, keep=True)
         rarity = np.zeros(n, dtype=np.int64) if found is None else runner.kept_on(found, whole_of)

@@ -369,7 +369,7 @@ class DaskRunner:
 
     def summed_blocks(self, task: Task, placed: list[Any], count: int, *args: Any) -> Any:
         """LocalRunner.summed_blocks, each block added two by two on the workers: a future
-        per block (no worker adds or holds them all)."""
+        per block (no task adds two whole vectors)."""
         futures = self.each_kept(task, placed, *args)
         homes = [self._homes.pop(future.key) for future in futures]
         kept = [where if there else None for where, there in homes]

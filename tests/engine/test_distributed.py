@@ -248,6 +248,11 @@ def _per_element_on_workers(monkeypatch) -> None:
         blocks.in_blocks,
         blocks.extent,
         blocks._cut_block,
+        blocks._histogram,
+        blocks._ranked_block,
+        blocks._held_in_blocks,
+        blocks._values_at,
+        blocks._assembled,
     )
     for function in guarded_functions:
         guarded = only_there(function)
@@ -1429,13 +1434,17 @@ def test_a_worker_leaving_after_the_run_that_pinned_tasks_to_it_stops_nothing():
 
 @pytest.mark.parametrize("ranges", [1, 2, 5])
 def test_the_ranges_sums_are_added_on_the_workers_as_here(cluster, ranges):
-    """A ranged level's census (each range's holders per element, its query sizes and
-    counts) and its partition weights are added up on the workers (DaskRunner.summed):
-    the numbers a local run adds up one range after the other."""
+    """A ranged level's census (its query sizes and counts), its holders per element and
+    its partition weights, in blocks of elements or not, are added up on the workers
+    (DaskRunner.summed, summed_blocks): the numbers a local run adds up one range after
+    the other. Kept where they were added, what is asked of them is worked out there:
+    the rank by rarity, and each range's own elements' values."""
     from distributed import Future
 
+    from prudence_cli.engine import blocks
     from prudence_cli.engine.indexes import rarity_rank
-    from prudence_cli.engine.ranged import _facts, _holders, census, split
+    from prudence_cli.engine.per_element import whole_of
+    from prudence_cli.engine.ranged import _holder_blocks, census, split
     from prudence_cli.engine.ranged_shards import _first_weights
     from prudence_cli.engine.runner import LocalRunner
 
@@ -1444,26 +1453,32 @@ def test_the_ranges_sums_are_added_on_the_workers_as_here(cluster, ranges):
     here, there = LocalRunner(), cluster
     local, spread = split(problem, here, ranges), split(problem, there, ranges)
     a, b = here.summed(census, local.parts), there.summed(census, spread.parts)
-    assert np.array_equal(a.holders.whole(), b.holders.whole())
     assert np.array_equal(a.sizes, b.sizes)
     assert (a.top, a.whole, a.whole_elements, a.members, a.queries) == (
         b.top, b.whole, b.whole_elements, b.members, b.queries,
     )  # fmt: skip
-    assert np.array_equal(a.holders.whole(), np.bincount(problem.members.elements))
     n = a.top + 1
+    holders = np.bincount(problem.members.elements, minlength=n)
     weights = [r.summed(_first_weights, p.parts, "keyed", 2, n, False).whole() for r, p in
                ((here, local), (there, spread))]  # fmt: skip
     assert weights[0].shape == (n,) and np.array_equal(weights[0], weights[1])
     assert there.summed(census, []) is None and here.summed(census, []) is None
-    # kept where it was added: what is asked of it is worked out there
-    kept = there.summed(census, spread.parts, keep=True)
-    assert isinstance(kept, Future)
-    assert there.on(kept, _facts).holders.size == 0
-    held = there.kept_on(kept, _holders)
-    assert isinstance(held, Future)
-    assert np.array_equal(there.on(held, np.array), _holders(a))
-    rank = there.on(there.kept_on(held, rarity_rank), np.array)
-    assert np.array_equal(rank, rarity_rank(_holders(a)))
+    for block in (None, 7):
+        at = blocks.cuts(n, block)
+        kept = there.summed_blocks(_holder_blocks, spread.parts, at.shape[0] - 1, at)
+        assert all(isinstance(k, Future) for k in kept) and len(kept) == at.shape[0] - 1
+        whole = np.concatenate([there.on(k, whole_of) for k in kept])
+        assert np.array_equal(whole, holders)
+        rank = blocks.ranked(there, kept, at, (None, False))
+        assert np.array_equal(np.concatenate([there.on(r, np.array) for r in rank]),
+                              rarity_rank(holders))  # fmt: skip
+        own = blocks.looked_up(there, kept, at, spread.parts)
+        for part, values in zip(local.parts, own, strict=True):
+            elements = np.union1d(part.problem.members.elements,
+                                  part.problem.queries.elements.elements)  # fmt: skip
+            found = there.on(values, lambda v: (v.ids, v.values))
+            assert found[0].tolist() == elements.tolist()
+            assert found[1].tolist() == holders[elements].tolist()
 
 
 def test_a_worker_slow_to_exit_at_close_is_no_failure_of_the_run():

@@ -58,6 +58,17 @@ def test_counting_order_is_the_stable_order(values, spare):
     assert got.tolist() == np.argsort(array, kind="stable").tolist()
 
 
+def test_rarity_rank_of_values_that_are_not_counts_is_the_stable_order():
+    """Negative or fractional values are no counts of holders: they are ranked by the
+    stable order, never by the counting sort (which places each element by its value)."""
+    for values in ([3, -1, 2, -1, 0], [0.5, 0.25, 0.5, 0.0, 2.0]):
+        array = np.array(values)
+        expected = np.empty(array.shape[0], dtype=np.int64)
+        expected[np.argsort(array, kind="stable")] = np.arange(array.shape[0])
+        with mock.patch.object(indexes, "_COUNTING_SORT_FROM", 0):
+            assert rarity_rank(array).tolist() == expected.tolist()
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     st.lists(st.integers(0, 12) | st.integers(0, 255), max_size=200),

@@ -199,6 +199,20 @@ def test_partitions_of_the_weights_in_blocks_are_the_whole_vectors(case, block, 
         assert reached.tolist() == [running[hi] for _, hi in expected] + [running[-1]]
 
 
+def test_running_sums_are_exact_of_whole_numbers_not_negative_below_2_to_the_53():
+    """`exact_extent`: the sums that are the same in any order, so that the partitions
+    may be searched in running sums and a level's total made in blocks."""
+    assert plan.exact_extent(np.array([2.0**53 - 1])) and plan.exact_extent(np.zeros(0))
+    assert plan.exact_extent(np.array([3, 4], dtype=np.int64))
+    assert not plan.exact_extent(np.array([2.0**53]))
+    assert not plan.exact_extent(np.array([2.0**52, 2.0**52]))
+    assert not plan.exact_extent(np.array([1.0, -1.0, 3.0]))
+    assert not plan.exact_extent(np.array([0.5, 2.0]))
+    assert not plan.exact_extent(np.array([2**62, 2**62, 1], dtype=np.int64))  # no wrap
+    # a total of 2^53 is cut in turn: its running sums are not exact
+    assert plan._partitions(np.array([2.0**53, 1.0]), 1) == [(0, 1), (1, 2)]
+
+
 def test_partitions_of_held_weights_worked_example():
     """Over 10 elements, weights 2 at 1, 9 at 4 (over the budget of 5 alone), 3 at 6 and
     4 at 7: [0, 4) holds 2, the elements of no work after it included; 4 closes right

@@ -169,6 +169,40 @@ def test_an_ordered_sampled_level_lets_its_plans_holders_go_first(match, mode, m
     np.testing.assert_array_equal(got.minimum, Engine(**settings_).min_support(problem).minimum)
 
 
+def test_each_range_is_given_its_own_elements_of_a_level_in_blocks(monkeypatch):
+    """A level longer than a block gives each range its own elements' holders (to plan
+    it) and ranks by rarity (to relabel it), not the level's vectors whole; a level of
+    one block, the whole vectors. The same supports either way."""
+    from prudence_cli.engine import ranged
+    from prudence_cli.engine.per_element import PerElement
+
+    given: list[tuple[str, object, object]] = []
+    for name in ("_size_work", "_prepared"):
+        original = getattr(ranged, name)
+
+        def recorded(part, values, *args, _original=original, _name=name):
+            given.append((_name, part, values))
+            return _original(part, values, *args)
+
+        monkeypatch.setattr(ranged, name, recorded)
+    problem = random_problem(np.random.default_rng(3), 40, 12, 2, match="contains")
+    n = int(problem.members.elements.max()) + 1
+    expected = Engine(strategy="keyed").min_support(problem).minimum
+    for block in (None, 4):
+        given.clear()
+        runner = LocalRunner(shards=2, element_block=block)
+        level = split(problem, runner, 3)
+        got = support(Engine(strategy="keyed", runner=runner), level)
+        np.testing.assert_array_equal(got.minimum, expected)
+        assert sorted(name for name, _, _ in given) == ["_prepared"] * 3 + ["_size_work"] * 3
+        for _, part, values in given:
+            if block is None:
+                assert isinstance(values, np.ndarray) and values.shape == (n,)
+                continue
+            own = np.union1d(part.problem.members.elements, part.problem.queries.elements.elements)
+            assert isinstance(values, PerElement) and values.ids.tolist() == own.tolist()
+
+
 def test_more_ranges_than_users_leave_some_empty():
     problem = random_problem(np.random.default_rng(1), 3, 5, 2, match="contains", mode="self")
     engine = Engine(runner=LocalRunner(shards=3))
