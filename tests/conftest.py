@@ -13,6 +13,7 @@ import pytest
 
 from prudence_cli.dataviews.presence import PresenceView
 from prudence_cli.engine import jit
+from prudence_cli.engine.runner import LocalRunner
 
 # the `pristine` and `catalog` fixtures of one small assessed catalog (tests/assessed.py)
 pytest_plugins = ["tests.assessed"]
@@ -175,6 +176,23 @@ def sample_gps_150(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("sample150") / "gps.csv"
     write_csv(generate_gps(users=150, days=10, seed=5), path)
     return path
+
+
+class OnWorkers(LocalRunner):
+    """A LocalRunner whose items are kept on `workers` workers in turn (`grouped`),
+    counting the tasks each kind of function ran as (`kept_on`)."""
+
+    def __init__(self, workers: int) -> None:
+        super().__init__()
+        self.count, self.ran = workers, {}
+
+    def grouped(self, placed: list) -> list[list[int]]:
+        groups = [list(range(w, len(placed), self.count)) for w in range(self.count)]
+        return [group for group in groups if group]
+
+    def kept_on(self, kept, task, *args):
+        self.ran[task] = self.ran.get(task, 0) + 1
+        return super().kept_on(kept, task, *args)
 
 
 def ranges_number_as_the_whole(view, kind: str, lists: str, bounds: list[int]):

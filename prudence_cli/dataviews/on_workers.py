@@ -47,7 +47,9 @@ from prudence_cli.dataviews.base import (
     ViewRange,
 )
 from prudence_cli.dataviews.kept_bins import bin_numbering
+from prudence_cli.dataviews.kept_codes import numbered_in_blocks
 from prudence_cli.dataviews.range_counts import RangeCounts
+from prudence_cli.dataviews.trajectory import VisitCodes
 from prudence_cli.engine.connect import sent_to
 from prudence_cli.engine.streams import two_by_two
 from prudence_cli.io.readers import read_region_layer
@@ -181,26 +183,39 @@ class KeptView(RangeCounts):
         ViewRange, loaded on the worker whose disk holds them: futures of `runner`. With
         a `numbering` (Dataview.numberings), each range numbers its elements of that kind
         as the whole view does (`numbered`)."""
-        held = [b for b in self.ranges if b.last > b.first]
-        first = np.array([b.first for b in held] + [self.n_users], dtype=np.int64)
-        codes = None
+        held = [k for k, b in enumerate(self.ranges) if b.last > b.first]
+        first = np.array([self.ranges[k].first for k in held] + [self.n_users], dtype=np.int64)
+        codes: list[Any] = [None] * len(self.ranges)
         if numbering is not None and held:
-            codes = self.codes_of(numbering)
-        calls = [(b.worker, (b.path, b.first, b.last, numbering, codes)) for b in held]
+            codes = self.codes_of(numbering, runner)
+        calls = [
+            (b.worker, (b.path, b.first, b.last, numbering, codes[k]))
+            for k, b in ((k, self.ranges[k]) for k in held)
+        ]
         return first, runner.pinned(_range_of, calls)
 
-    def codes_of(self, kind: str) -> Any:
+    def codes_of(self, kind: str, runner: Any) -> list[Any]:
         """The numbering `kind` of the whole view (Dataview.numbering), made on the
-        workers from what each range tells of its rows, joined two by two, once per view
-        and kind: a future there, which the ranges numbered by it fetch (its codes, a
-        number per distinct element, never come here; no worker holds every range's)."""
+        workers from what each range tells of its rows, once per view and kind: what
+        each range is numbered by, a future there (the codes, a number per distinct
+        element, never come here). A trajectory's visits are numbered in blocks, each
+        range given its own visits' codes (kept_codes.numbered_in_blocks) when they are
+        more than a block; else, as other codes, joined two by two and fetched whole by
+        each range."""
         if kind not in self._numbered:
             codes = self.view_class.numbering(kind)
-            client = self.placed.kept.client
-            told = [pinned(client, b.worker, _range_told, b.path, codes.part) for b in self.ranges]
-            joined = two_by_two(client, codes.joined, told)
-            parts = [] if joined is None else [joined]
-            self._numbered[kind] = client.submit(_numbered_of, codes, parts, pure=False)
+            calls = [(b.worker, (b.path, codes.part)) for b in self.ranges]
+            told = runner.pinned(_range_told, calls)
+            numbered = None
+            if codes is VisitCodes:
+                numbered = numbered_in_blocks(runner, told, runner.element_block)
+            if numbered is None:
+                client = self.placed.kept.client
+                joined = two_by_two(client, codes.joined, told)
+                parts = [] if joined is None else [joined]
+                whole = client.submit(_numbered_of, codes, parts, pure=False)
+                numbered = [whole] * len(self.ranges)
+            self._numbered[kind] = numbered
         return self._numbered[kind]
 
     def called(self, method: str, arguments: Sequence[tuple[Any, ...]]) -> list[Any]:

@@ -47,10 +47,29 @@ class VisitCodes:
     low: int  # the view's first time bin
     span: int  # its last − its first + 1
     keys: np.ndarray  # int64, ascending, distinct
+    # a range's own visits only (kept_codes.numbered_in_blocks): each key's code, and how
+    # many visits the whole view holds; None: the keys are the whole view's, each its rank
+    numbers: np.ndarray | None = None
+    total: int = 0
 
     @property
     def frame(self) -> tuple[int, int]:
         return self.low, self.span
+
+    @property
+    def count(self) -> int:
+        """How many distinct visits the whole view holds."""
+        return int(self.keys.shape[0]) if self.numbers is None else self.total
+
+    def coded(self, ordered: np.ndarray) -> np.ndarray:
+        """The code of each of the keys `ordered` (ascending, each among `keys`): its
+        rank, looked up in key order (a pass, not a search per visit at random)."""
+        at = np.searchsorted(self.keys, ordered)
+        return at if self.numbers is None else self.numbers[at]
+
+    def __add__(self, other: VisitCodes) -> VisitCodes:
+        """`joined` (the runner adds a block's pieces two by two)."""
+        return VisitCodes.joined(self, other)
 
     part: ClassVar[str] = "visit_codes"  # what each part of the view tells: its own codes
 
@@ -134,13 +153,12 @@ class TrajectoryView(Dataview):
         order = np.argsort(packed)
         ordered = packed[order]
         del packed
-        keys = distinct_sorted(ordered) if codes is None else codes.keys
-        # each visit's rank among the keys, looked up in key order (a pass, not a search
-        # per visit at random)
+        if codes is None:
+            codes = VisitCodes(0, 1, distinct_sorted(ordered))  # its own, in its frame
         visit = np.empty(ordered.shape[0], dtype=np.int64)
-        visit[order] = np.searchsorted(keys, ordered)
+        visit[order] = codes.coded(ordered)
         del order, ordered
-        n_visits = int(keys.shape[0])
+        n_visits = codes.count
         key = distinct(self.user.astype(np.int64) * max(n_visits, 1) + visit)
         return Elements.from_rows(
             self.n_users,

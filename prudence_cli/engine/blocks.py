@@ -12,10 +12,11 @@ comes from the blocks in turn, each read where it is kept:
   carried from a block to the next (plan.Cutting), so they are the whole vector's;
 - of the holders, the rank by rarity (`ranked`): each block counts its elements by
   holders, and ranks its own from where each count begins in the whole order;
-- of the holders and the rank, what each range reads of them (`looked_up`): its own
-  elements' values, each block read where it is for the elements the range holds in it.
-A level of one block is given to each range whole, as on one machine.
-"""
+- of the holders and the rank, what each range reads of them (`looked_up`: to plan,
+  relabel, or draw a sampled level's queries): its own elements' values, each block read
+  where it is for the elements the ranges of a worker hold in it.
+A level of one block is given to each range whole, as on one machine. On a cluster, the
+b-th block is kept on the b-th worker in turn (streams.blockwise)."""
 
 from __future__ import annotations
 
@@ -182,18 +183,42 @@ def _ranked_block(
 def looked_up(runner: Any, blocks: list[Any], at: np.ndarray, parts: list[Any]) -> list[Any]:
     """Each range's values of the vector in `blocks` (cut at `at`) at the elements its
     lists hold: a PerElement of those elements only, kept where the range is, which a
-    task of the range indexes by its elements as it would the whole vector. Each block
-    is read where it is kept, for the elements each range holds in it (sent there), and
-    the values go to the range: no worker receives the whole vector."""
+    task of the range indexes by its elements as it would the whole vector (no worker
+    receives the whole vector: `read_where_kept`)."""
     held = runner.each_kept(_held_in_blocks, parts, at)
-    values = []
-    for b, block in enumerate(blocks):
-        pieces = [runner.kept_on(h, operator.getitem, b) for h in held]  # where it is
-        values.append([runner.kept_on(block, _values_at, piece) for piece in pieces])
-        del pieces
-    per_range = [[values[b][r] for b in range(len(blocks))] for r in range(len(parts))]
-    del values
-    return runner.each_kept(_assembled, held, at, paired=per_range)
+    return read_where_kept(runner, blocks, held, _values_at, _assembled, at)
+
+
+def read_where_kept(
+    runner: Any, blocks: list[Any], held: list[Any], read: Any, assemble: Any, *args: Any
+) -> list[Any]:
+    """What each range makes of `blocks` (kept by `runner`), kept where the range is:
+    `assemble(held[r], given, *args)`, where `held[r]` (kept there) is the sorted keys
+    the range asks of each block, and `given` what `read(block, keys)` found at them
+    (`own_values` takes the range's). The ranges kept on a worker ask together
+    (`Runner.grouped`): each block is read where it is kept, once for the keys any of
+    them asks (sent there), and the values go to that worker. So a lookup is a few tasks
+    a block and worker, not a block and range (at a billion people, hundreds of
+    ranges), and no worker receives the blocks whole."""
+    given: list[Any] = [None] * len(held)
+    for group in runner.grouped(held):
+        asked = runner.kept_on(held[group[0]], _united, *(held[r] for r in group[1:]))
+        values = []
+        for b, block in enumerate(blocks):
+            piece = runner.kept_on(asked, operator.getitem, b)  # where the group is
+            values.append(runner.kept_on(block, read, piece))
+            del piece
+        for r in group:
+            given[r] = (asked, values)
+        del asked, values
+    return runner.each_kept(assemble, held, *args, paired=given)
+
+
+def own_values(held: tuple[np.ndarray, ...], given: tuple[Any, list[np.ndarray]]) -> list:
+    """Of what a range's group was `given` (`read_where_kept`), the values at the range's
+    own keys `held`, a block at a time."""
+    asked, values = given
+    return [v[np.searchsorted(a, h)] for h, a, v in zip(held, asked, values, strict=True)]
 
 
 def _held_in_blocks(part: Any, at: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -210,24 +235,24 @@ def _held_in_blocks(part: Any, at: np.ndarray) -> tuple[np.ndarray, ...]:
     )
 
 
+def _united(*held: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+    """Per block, the elements any of the ranges `held` (`_held_in_blocks`) holds in it."""
+    if len(held) == 1:
+        return held[0]
+    return tuple(distinct(np.concatenate(ids)) for ids in zip(*held, strict=True))
+
+
 def _values_at(block: PerElement, ids: np.ndarray) -> np.ndarray:
     """The block's values at `ids` (of its elements)."""
     return block[ids]
 
 
 def _assembled(
-    held: tuple[np.ndarray, ...], values: list[np.ndarray], at: np.ndarray
+    held: tuple[np.ndarray, ...],
+    given: tuple[tuple[np.ndarray, ...], list[np.ndarray]],
+    at: np.ndarray,
 ) -> PerElement:
     """The range's elements (`held`, per block) and their values, over the level's."""
     ids = np.concatenate([ids.astype(np.int64) + at[b] for b, ids in enumerate(held)])
-    return PerElement(ids.astype(_id_type(int(at[-1]))), np.concatenate(values), int(at[-1]))
-
-
-def joined(runner: Any, blocks: list[Any]) -> Any:
-    """The whole vector of `blocks`, made and kept where the first is (what a sampled
-    level draws by: all of it, on every worker)."""
-    return runner.kept_on(blocks[0], _joined, *blocks[1:])
-
-
-def _joined(*blocks: PerElement) -> np.ndarray:
-    return np.concatenate([block.whole() for block in blocks])
+    own = own_values(held, given)
+    return PerElement(ids.astype(_id_type(int(at[-1]))), np.concatenate(own), int(at[-1]))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from prudence_cli.errors import PrudenceError
@@ -140,11 +141,46 @@ def sent_to(client: Any, value: Any, workers: list[str] | None) -> Any:
     return future
 
 
+class Watcher:
+    """The workers a client's run has pinned tasks to (`workers`), watched by a thread
+    (`watch_workers`, started with the first): a task pinned to a worker that left would
+    wait for it forever, and so would every task using its result. Once one has left,
+    what waits raises CancelledError, which DaskRunner.explained tells."""
+
+    def __init__(self, client: Any, seconds: float) -> None:
+        self.client, self.seconds = client, seconds
+        self.workers: set[str] = set()
+        self.stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def watch(self, worker: str) -> None:
+        """`worker` watched from now on (until the run unpins: DaskRunner.unpin)."""
+        self.workers.add(worker)
+        if self._thread is None:
+            watching = (self.client, self.workers, self.stopped, self.seconds)
+            self._thread = threading.Thread(
+                target=watch_workers, args=watching, name="prudence-watch", daemon=True
+            )
+            self._thread.start()
+
+    @contextlib.contextmanager
+    def during(self, workers: Iterable[str]) -> Iterator[None]:
+        """`workers` watched while the block runs, not after it: a later worker leaving
+        stops nothing of this run (those already watched stay so)."""
+        added = [w for w in workers if w not in self.workers]
+        for worker in added:
+            self.watch(worker)
+        try:
+            yield
+        finally:
+            self.workers.difference_update(added)
+
+
 def watch_workers(client: Any, watched: set[str], stopped: threading.Event, seconds: float) -> None:
     """A thread's loop, every `seconds` until `stopped`: whether a worker of `watched` (a
-    run's tasks are pinned to it: DaskRunner._watch) has left. Once one has, `watched`
-    is emptied (a next run watches afresh) and every future of `client` cancelled,
-    saying which worker left: what waits for one raises CancelledError."""
+    run's tasks are pinned to it: Watcher) has left. Once one has, `watched` is emptied
+    (a next run watches afresh) and every future of `client` cancelled, saying which
+    worker left: what waits for one raises CancelledError."""
     while not stopped.wait(seconds):
         try:
             gone = watched - set(client.nthreads())

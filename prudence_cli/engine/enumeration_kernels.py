@@ -342,6 +342,7 @@ def rarest_queries(
     totals,
     delta,
     rarity,
+    held,
     q_offsets,
     q_elements,
     q_lo,
@@ -349,10 +350,11 @@ def rarest_queries(
     q_ref,
     q_owner,
 ):
-    """One query per user made of its rarest elements (fewest holders in `rarity`, ties to
-    the earlier position), in list order; in compositions mode, the whole multiplicity of
-    the rarest elements first. A deterministic first draw: the fewer users hold a query's
-    elements, the fewer can hold the query."""
+    """One query per user made of its rarest elements (fewest holders in `rarity`, at
+    `held` for each position of the lists: its element, or where that is in `rarity`;
+    ties to the earlier position), in list order; in compositions mode, the whole
+    multiplicity of the rarest elements first. A deterministic first draw: the fewer
+    users hold a query's elements, the fewer can hold the query."""
     n_max = _longest(offsets, users, mode, totals)
     picked = np.empty(n_max, np.int64)
     e = 0
@@ -361,7 +363,7 @@ def rarest_queries(
         u = users[t]
         a = offsets[u]
         n = offsets[u + 1] - a
-        order = np.argsort(rarity[elements[a : a + n]], kind="mergesort")
+        order = np.argsort(rarity[held[a : a + n]], kind="mergesort")
         s = sizes[t]
         if mode == COMPOSITIONS:
             s = int(min(compose, totals[u]))

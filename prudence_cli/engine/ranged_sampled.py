@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from prudence_cli.arrays import distinct
-from prudence_cli.engine.blocks import joined
+from prudence_cli.engine.blocks import in_blocks, looked_up
 from prudence_cli.engine.indexes import _Postings, chosen_rows
 from prudence_cli.engine.per_element import PerElement, element_runs, renumbered, smaller, whole_of
 from prudence_cli.engine.plan import drawing_targets
@@ -75,17 +75,22 @@ def _drawn_support(
 ) -> int:
     """Fold the supports of the queries the `drawn` targets draw into `minimum`; returns
     how many queries were checked."""
-    runner = engine.runner
+    runner, at = engine.runner, planned.blocks
     n = planned.n_elements
     # each element's holders over the whole level: the plan's count of its places when no
-    # list repeats one (unordered), else each range's distinct holders; kept where they
-    # were added up, from where the workers drawing take them
+    # list repeats one (unordered), else each range's distinct holders added up; in
+    # blocks kept where they were added, as the plan's are
     kept = planned.holders.kept  # (let go of when ordered: `sampled_support`)
-    rarity = None if kept is None else kept[0] if len(kept) == 1 else joined(runner, kept)
     if ranged.ordered:
-        found = runner.summed(_holders, ranged.parts, n, keep=True)
-        rarity = np.zeros(n, dtype=np.int64) if found is None else runner.kept_on(found, whole_of)
-    rarity_handle = runner.share(rarity)
+        kept = runner.summed_blocks(_holder_blocks, ranged.parts, at.shape[0] - 1, at)
+        if len(kept) == 1:
+            kept = [runner.kept_on(kept[0], whole_of)]
+    if len(kept) == 1:  # one block: whole, from where it is, to each range that draws
+        rarities = [runner.share(kept[0])] * len(ranged.parts)
+    else:  # each range given its own elements' holders only
+        rarities = looked_up(runner, kept, at, ranged.parts)
+        planned.holders.release()
+    del kept
     posted = runner.each_kept(_posted, ranged.parts, n)
     widest = max(runner.each(_widest, ranged.parts), default=1)
     key = engine.sample_key()
@@ -98,7 +103,7 @@ def _drawn_support(
             if active.size == 0:
                 break
             step = max(1, engine.partition_instances // max(k * widest, 1))
-            calls = _calls(ranged, active, step, (round_, k, key, rarity_handle))
+            calls = _calls(ranged, active, step, (round_, k, key), rarities)
             fold_results(minimum, runner.checked(_queries, calls, _counted_here, posted, _least))
             checked += int(active.size) * k
     finally:  # the ranges' drawers (and the level they read) are let go on their workers
@@ -107,15 +112,16 @@ def _drawn_support(
 
 
 def _calls(
-    ranged: RangedProblem, active: np.ndarray, step: int, drawing: tuple[Any, ...]
+    ranged: RangedProblem, active: np.ndarray, step: int, drawing: tuple[Any, ...], rarities: list
 ) -> Iterator[tuple[Any, tuple[Any, ...]]]:
-    """The draws of a round: each range's active targets (its rows), `step` at a time."""
+    """The draws of a round: each range's active targets (its rows), `step` at a time,
+    each drawn by the range's holders of `rarities`."""
     first = ranged.first
     bounds = np.searchsorted(active, first)
     for r, part in enumerate(ranged.parts):
         rows = active[bounds[r] : bounds[r + 1]] - first[r]
         for a in range(0, rows.size, step):
-            yield part, (rows[a : a + step], int(first[r]), *drawing)
+            yield part, (rows[a : a + step], int(first[r]), *drawing, rarities[r])
 
 
 # --- on a range's worker -----------------------------------------------------------------
@@ -141,14 +147,14 @@ def _drawn(part: Part, sample: int) -> np.ndarray:
     return np.flatnonzero(drawing_targets(part.rest.queries, sample)).astype(np.int64)
 
 
-def _holders(part: Part, n: int) -> PerElement:
-    """How many of the range's users hold each element, once however often their
-    sequence visits it (the whole level's posting lists' lengths are the sums of these),
-    kept as the range's own (PerElement)."""
+def _holder_blocks(part: Part, at: np.ndarray) -> tuple[PerElement, ...]:
+    """How many of the range's users hold each of the level's elements, once however
+    often their sequence visits it (the whole level's posting lists' lengths are the
+    sums of these), cut in blocks `at` (blocks.in_blocks)."""
     members = part.problem.members
     owners = np.repeat(np.arange(members.n_users, dtype=np.int64), members.lengths)
     pairs = distinct(members.elements.astype(np.int64) * max(members.n_users, 1) + owners)
-    return PerElement.counted(pairs // max(members.n_users, 1), n)
+    return in_blocks(PerElement.counted(pairs // max(members.n_users, 1), int(at[-1])), at)
 
 
 def _widest(part: Part) -> int:
@@ -217,12 +223,15 @@ def _posted(part: Part, n: int) -> _Posted:
 _drawers: dict[int, tuple[weakref.ref[Part], Drawer]] = {}
 
 
-def _drawer(part: Part, rarity: np.ndarray, key: int) -> Drawer:
+def _drawer(part: Part, rarity: np.ndarray | PerElement, key: int) -> Drawer:
     ident = id(part)
     held = _drawers.get(ident)
     if held is not None and held[0]() is part and held[1].key == key:
         return held[1]
-    drawer = Drawer(part.rest, rarity, key)
+    if isinstance(rarity, PerElement):  # the range's own elements' (blocks.looked_up)
+        drawer = Drawer(part.rest, rarity.values, key, rarity.ids)
+    else:
+        drawer = Drawer(part.rest, rarity, key)
     _drawers[ident] = (weakref.ref(part, lambda _: _drawers.pop(ident, None)), drawer)
     return drawer
 
@@ -234,7 +243,7 @@ def _queries(
     round_: int,
     k: int,
     key: int,
-    rarity: np.ndarray,
+    rarity: np.ndarray | PerElement,
 ) -> tuple[np.ndarray, ...]:
     """The queries the targets `rows` of the range (whose first user is `first`) draw in
     round `round_`, `k` each: (offsets, elements, lower, upper, references, owners among

@@ -20,7 +20,6 @@ import asyncio
 import contextlib
 import logging
 import operator
-import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -28,11 +27,11 @@ import numpy as np
 
 from prudence_cli.engine.blocks import CLUSTER_BLOCK
 from prudence_cli.engine.connect import (
+    Watcher,
     cluster_failure,
     connected,
     sent_to,
     smallest_limit,
-    watch_workers,
 )
 from prudence_cli.engine.streams import (
     IN_FLIGHT,
@@ -145,6 +144,10 @@ class LocalRunner:
         """As `each`, each result kept where its item is (here: returned)."""
         return self.each(task, placed, *args, paired=paired)
 
+    def grouped(self, placed: list[Any]) -> list[list[int]]:
+        """The indices of the items `placed` kept on each worker (here: one)."""
+        return [list(range(len(placed)))] if placed else []
+
     def on(self, kept: Any, task: Task, *args: Any) -> Any:
         """`task(kept, *args)` where `kept` (of `summed(keep=True)` or `kept_on`) is."""
         return task(kept, *args)
@@ -214,9 +217,7 @@ class DaskRunner:
         # where futures kept by `pinned` and `each_kept` are, by key (a few per level),
         # and whether they are there for sure (pinned there, or made from such a future)
         self._homes: dict[str, tuple[list[str] | None, bool]] = {}
-        self._watched: set[str] = set()  # the workers tasks are pinned to (`_watch`)
-        self._watcher: threading.Thread | None = None
-        self._stopped = threading.Event()
+        self.watcher = Watcher(self.client, _WATCH_SECONDS)  # the workers tasks are pinned to
 
     def run(self, task: Task, shared: Any, arguments: Iterable[tuple[Any, ...]]) -> Iterator[Any]:
         """Each task on some worker, `shared` sent to every worker once (not again when
@@ -276,7 +277,7 @@ class DaskRunner:
         # the workers there now: one Dask restarted since (past its memory limit) has
         # another address, and a shard sent to the old one would wait for it
         self.addresses = sorted(self.client.nthreads())
-        with self._watching(self.addresses):  # the shards' tasks run on their workers only
+        with self.watcher.during(self.addresses):  # the shards' tasks run on their workers only
             yield from one_shard_a_worker(self.client, self.addresses, task, shards, send, pieces)
 
     def _joined(self, shared: Joined, where: list[str] | None) -> Any:
@@ -307,10 +308,7 @@ class DaskRunner:
         queries counted on every worker holding some of `kept` against those it holds
         (the chunk travels there, not what it is counted against), folded where it was
         drawn; a few calls a worker thread in flight, results as they come."""
-        held: dict[str, list[Any]] = {}
-        for k, future in enumerate(kept):
-            where, _ = self._home(future, k)
-            held.setdefault(where[0] if where else "", []).append(future)
+        held = {w: [kept[k] for k in ks] for w, ks in self._by_worker(kept).items()}
         client = self.client
 
         def submit(call: tuple[Any, tuple[Any, ...]]) -> Any:
@@ -326,7 +324,7 @@ class DaskRunner:
             ]
             return client.submit(fold, queries, *counts, pure=False, **home)
 
-        with self._watching([w for w in held if w]):  # counts run there only (`streams.stay`)
+        with self.watcher.during([w for w in held if w]):  # counts run there only (`streams.stay`)
             yield from streamed(submit, calls, IN_FLIGHT * max(self.threads, 1), [])
 
     def each(self, task: Task, placed: list[Any], *args: Any, paired: Paired = None) -> list[Any]:
@@ -373,7 +371,11 @@ class DaskRunner:
         futures = self.each_kept(task, placed, *args)
         homes = [self._homes.pop(future.key) for future in futures]
         kept = [where if there else None for where, there in homes]
-        return blockwise(self.client, futures, count, kept) if futures else None
+        return blockwise(self.client, futures, count, kept, self.addresses) if futures else None
+
+    def grouped(self, placed: list[Any]) -> list[list[int]]:
+        """LocalRunner.grouped: by the worker each item's task runs on (`_by_worker`)."""
+        return list(self._by_worker(placed).values())
 
     def on(self, kept: Any, task: Task, *args: Any) -> Any:
         """LocalRunner.on, where Dask keeps `kept` (a future): only its result comes here."""
@@ -408,7 +410,7 @@ class DaskRunner:
         whose results `each` and `each_kept` then take where they are."""
         futures = []
         for worker, args in calls:
-            self._watch(worker)
+            self.watcher.watch(worker)
             future = self.client.submit(
                 task, *args, pure=False, workers=[worker], allow_other_workers=False
             )
@@ -419,32 +421,8 @@ class DaskRunner:
     def unpin(self) -> None:
         """The run whose tasks were pinned to workers has ended (its files there are
         gone): those workers are no longer watched, nor its futures' homes kept."""
-        self._watched.clear()
+        self.watcher.workers.clear()
         self._homes.clear()
-
-    @contextlib.contextmanager
-    def _watching(self, workers: Iterable[str]) -> Iterator[None]:
-        """`workers` watched (`_watch`) while the block runs, not after it: a later
-        worker leaving stops nothing of this run (those already watched stay so)."""
-        added = [w for w in workers if w not in self._watched]
-        for worker in added:
-            self._watch(worker)
-        try:
-            yield
-        finally:
-            self._watched.difference_update(added)
-
-    def _watch(self, worker: str) -> None:
-        """Watch that `worker` stays (connect.watch_workers): a task pinned to a worker
-        that left would wait for it forever (and so would every task using its result).
-        Once one has left, what waits raises CancelledError, which `explained` tells."""
-        self._watched.add(worker)
-        if self._watcher is None:
-            watching = (self.client, self._watched, self._stopped, _WATCH_SECONDS)
-            self._watcher = threading.Thread(
-                target=watch_workers, args=watching, name="prudence-watch", daemon=True
-            )
-            self._watcher.start()
 
     def _home(self, item: Any, k: int) -> tuple[list[str] | None, bool]:
         """Where the k-th item's task runs: where the item was kept (`pinned`, or of
@@ -453,13 +431,22 @@ class DaskRunner:
         found = self._homes.get(key) if isinstance(key, str) else None
         return found if found is not None and found[0] else (self._where(k), False)
 
+    def _by_worker(self, placed: list[Any]) -> dict[str, list[int]]:
+        """The indices of the items `placed` by the worker each is kept on (`_home`; "":
+        any worker)."""
+        groups: dict[str, list[int]] = {}
+        for k, item in enumerate(placed):
+            where, _ = self._home(item, k)
+            groups.setdefault(where[0] if where else "", []).append(k)
+        return groups
+
     def _placed(self, item: Any, k: int) -> dict[str, Any]:
         """Where the task of the k-th item runs (`_home`), as `submit`'s arguments: there
-        only when the item is there for sure and the run watches that worker (`_watch`):
+        only when the item is there for sure and the run watches that worker (`Watcher`):
         Dask steals a task that merely prefers a worker, and the item goes along (a
         worker would then hold another's ranges). Else preferred (it may leave)."""
         where, there = self._home(item, k)
-        strict = there and where is not None and set(where) <= self._watched
+        strict = there and where is not None and set(where) <= self.watcher.workers
         return {"workers": where, "allow_other_workers": not strict and where is not None}
 
     def _where(self, k: int) -> list[str] | None:
@@ -472,7 +459,7 @@ class DaskRunner:
         return cluster_failure(error, self.scheduler)
 
     def close(self) -> None:
-        self._stopped.set()
+        self.watcher.stopped.set()
         self.client.close()
         if self.cluster is not None:
             # a worker slow to exit is killed by its nanny: its end unseen within the

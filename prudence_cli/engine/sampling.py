@@ -100,15 +100,20 @@ def rounds(n: int) -> Iterator[tuple[int, int]]:
 
 class Drawer:
     """Writes the queries a level's targets draw (the module): of `problem`'s lists, the
-    elements' holders `rarity` (over the whole level), the random numbers of `key`."""
+    elements' holders `rarity` over the whole level (of each element, or of the elements
+    `ids` only: those `problem` holds, ascending), the random numbers of `key`."""
 
-    def __init__(self, problem: CountingProblem, rarity: np.ndarray, key: int) -> None:
+    def __init__(
+        self, problem: CountingProblem, rarity: np.ndarray, key: int, ids: np.ndarray | None = None
+    ) -> None:
         spec = problem.queries
         q = spec.elements
         self.widths = sampled_widths(problem)  # of whole lists (`whole_lists`)
         upper = spec.upper if spec.upper is not None else np.full(q.values.shape, np.inf)
         self.common = (q.offsets, q.elements, q.values, upper)
         self.settings = (MODES.index(spec.mode), spec.compose, spec.totals(), spec.delta)
+        # where each position's element's holders are in `rarity`
+        self.held = q.elements if ids is None else _positions_in(ids, q.elements)
         self.rarity = rarity
         self.key = key
 
@@ -126,13 +131,19 @@ class Drawer:
         widths = self.widths[chunk]
         if round_ == 0:
             compiled.enumeration_kernels.rarest_queries(
-                *self.common, chunk, widths, *self.settings, self.rarity, *out
+                *self.common, chunk, widths, *self.settings, self.rarity, self.held, *out
             )
             return
         randoms = uniforms(self.key, round_, named, k, int(widths.max(initial=1)))
         compiled.enumeration_kernels.sample_queries(
             *self.common, chunk, widths, k, *self.settings, randoms, *out
         )
+
+
+def _positions_in(ids: np.ndarray, elements: np.ndarray) -> np.ndarray:
+    """Where each of `elements` is among `ids` (ascending, holding every one of them)."""
+    at = np.searchsorted(ids, elements)
+    return at.astype(np.int32) if ids.shape[0] < 2**31 else at
 
 
 _GAMMA = np.uint64(0x9E3779B97F4A7C15)  # SplitMix64's increment: the golden ratio

@@ -58,23 +58,31 @@ def streamed(
         handles.clear()
 
 
-def two_by_two(client: Any, join: Callable[[Any, Any], Any], futures: list[Any]) -> Any:
+def two_by_two(
+    client: Any, join: Callable[[Any, Any], Any], futures: list[Any], **last: Any
+) -> Any:
     """`futures` joined two by two on the workers (`join(a, b)`, each where Dask places
-    it) until one is left: its future, None for none. No task holds more than two of
-    them and their join; nothing comes to the caller."""
+    it, the last with `last`'s arguments of submit) until one is left: its future, None
+    for none. No task holds more than two of them and their join; nothing comes to the
+    caller."""
     while len(futures) > 1:
+        where = last if len(futures) == 2 else {}
         pairs = [
-            client.submit(join, a, b, pure=False)
+            client.submit(join, a, b, pure=False, **where)
             for a, b in zip(futures[0::2], futures[1::2], strict=False)
         ]
         futures = pairs + futures[len(pairs) * 2 :]
     return futures[0] if futures else None
 
 
-def blockwise(client: Any, futures: list[Any], count: int, homes: list[Any]) -> list[Any]:
+def blockwise(
+    client: Any, futures: list[Any], count: int, homes: list[Any], workers: list[str]
+) -> list[Any]:
     """Of `futures`, each a tuple of `count` blocks kept where `homes` says (`stay`):
-    each block's sum, added on the workers `two_by_two` (a future per block). A block is
-    taken from its tuple where that is, which is let go of once its blocks are taken."""
+    each block's sum, added on the workers `two_by_two` (a future per block), the b-th
+    on the b-th of `workers` in turn, so that a level's blocks spread evenly over them
+    (preferred: on another if that one left). A block is taken from its tuple where
+    that is, which is let go of once its blocks are taken."""
     blocks = [
         [
             client.submit(operator.getitem, future, b, pure=False, **stay(where))
@@ -85,8 +93,9 @@ def blockwise(client: Any, futures: list[Any], count: int, homes: list[Any]) -> 
     for future in futures:
         future.release()
     totals = []
-    for pieces in blocks:
-        totals.append(two_by_two(client, operator.add, pieces))
+    for b, pieces in enumerate(blocks):
+        there = {"workers": [workers[b % len(workers)]], "allow_other_workers": True}
+        totals.append(two_by_two(client, operator.add, pieces, **(there if workers else {})))
         for piece in pieces:
             if piece is not totals[-1]:
                 piece.release()  # the sums' tasks hold them until they have run
@@ -166,7 +175,7 @@ class Joined:
 
 def stay(where: list[str] | None) -> dict[str, Any]:
     """Where a task that takes much data kept on a worker runs: on that worker only
-    (the caller watches it: DaskRunner._watching). Dask steals a task merely preferring
+    (the caller watches it: connect.Watcher). Dask steals a task merely preferring
     a worker when another is idle, and the data it takes goes along: the ranges a worker
     holds, or a shard. None: anywhere (no such data)."""
     return {} if where is None else {"workers": where, "allow_other_workers": False}

@@ -3,6 +3,7 @@ reference implementation, on many random small datasets, and on hand-made exampl
 
 from __future__ import annotations
 
+import itertools
 import time
 
 import numpy as np
@@ -15,6 +16,7 @@ from prudence_cli.attacks.registry import ATTACKS
 from prudence_cli.engine import Engine
 from prudence_cli.engine.runner import LocalRunner
 from tests.conftest import (
+    OnWorkers,
     presence_view,
     probability_view,
     ranges_number_as_the_whole,
@@ -143,6 +145,71 @@ def test_ranges_number_visits_as_the_whole_view(case, data):
     assert int(whole.elements.max(initial=-1)) < max(codes.keys.shape[0], 1)
     with pytest.raises(ValueError, match="number no"):
         view.numbered("places")
+
+
+@settings(max_examples=60, deadline=None)
+@given(trajectories(), st.data(), st.sampled_from([1, 2, 5, 1000]), st.integers(1, 3))
+def test_ranges_numbered_in_blocks_number_visits_as_the_whole_view(case, data, block, workers):
+    """Each range given its own visits' codes from blocks of at most about `block` visits
+    (kept_codes.numbered_in_blocks; ranges kept on `workers` workers) holds the whole
+    view's frame, its own visits in it, and each one's rank among the whole view's: it
+    numbers its visits as the whole view does. Ranges holding `block` visits or fewer
+    together are numbered whole (None)."""
+    from prudence_cli.dataviews.kept_codes import numbered_in_blocks
+    from prudence_cli.dataviews.trajectory import VisitCodes
+
+    view = trajectory_view(*case)
+    cuts = sorted(data.draw(st.lists(st.integers(0, view.n_users), max_size=4)))
+    pairs = list(itertools.pairwise([0, *cuts, view.n_users]))
+    parts = [view.users(a, b) for a, b in pairs]
+    told = [part.visit_codes() for part in parts]
+    whole = VisitCodes.of(told)
+    own = numbered_in_blocks(OnWorkers(workers), told, block)
+    if sum(t.keys.shape[0] for t in told) <= block:
+        assert own is None
+        return
+    sets = view.visit_sets()
+    for (a, b), part, codes, mine in zip(pairs, parts, own, told, strict=True):
+        assert codes.frame == whole.frame and codes.count == whole.keys.shape[0]
+        assert codes.keys.tolist() == mine._keys_in(*whole.frame).tolist()
+        assert codes.numbers.tolist() == np.searchsorted(whole.keys, codes.keys).tolist()
+        ranged = part.numbered("visits", codes).visit_sets()
+        lo, hi = sets.offsets[a], sets.offsets[b]
+        assert np.array_equal(ranged.offsets, sets.offsets[a : b + 1] - lo)
+        assert np.array_equal(ranged.elements, sets.elements[lo:hi])
+
+
+def test_visits_are_cut_into_blocks_of_about_as_many_sampled_keys():
+    """Worked by hand: samples 1, 5, 9 standing for 2 keys each and 2, 3 for 1 each
+    weigh 2, 1, 1, 2, 2 in key order (running 2, 3, 4, 6, 8); two blocks cut where half
+    the weight (4) is reached, at key 3: keys below it in the first block."""
+    from prudence_cli.dataviews.kept_codes import _cut, _splitters
+    from prudence_cli.dataviews.trajectory import VisitCodes
+
+    samples = [(np.array([1, 5, 9]), 2), (np.array([2, 3]), 1)]
+    assert _splitters(samples, 2).tolist() == [3]
+    assert _splitters(samples, 4).tolist() == [1, 3, 5]
+    assert _splitters(samples, 1).tolist() == []
+    cut = _cut(VisitCodes(0, 1, np.array([1, 2, 3, 4, 9])), 0, 1, np.array([3, 5]))
+    assert [piece.tolist() for piece in cut] == [[1, 2], [3, 4], [9]]
+
+
+def test_blocks_of_visits_chosen_from_a_sample_hold_about_as_many_keys_each():
+    """Splitters chosen from about 1,024 keys of each range cut the ranges' keys into
+    blocks of about as many keys (counted with each range's): within 5 % here, with
+    one range's keys spread and another's packed in a narrow band."""
+    from prudence_cli.dataviews.kept_codes import _cut, _sampled, _splitters
+    from prudence_cli.dataviews.trajectory import VisitCodes
+
+    rng = np.random.default_rng(0)
+    keys = [rng.integers(0, 10**7, 60_000), rng.integers(10**6, 10**6 + 80_000, 60_000)]
+    keys += [rng.integers(0, 10**5, 30_000)]
+    told = [VisitCodes(0, 1, np.unique(k)) for k in keys]
+    held = sum(t.keys.shape[0] for t in told)
+    splitters = _splitters([_sampled(t, 0, 1) for t in told], 10)
+    pieces = [_cut(t, 0, 1, splitters) for t in told]
+    sizes = [sum(p[b].shape[0] for p in pieces) for b in range(10)]
+    assert sum(sizes) == held and max(sizes) <= 1.05 * held / 10 and min(sizes) >= 0.95 * held / 10
 
 
 def test_visit_codes_of_parts_in_other_frames_are_joined_in_the_frame_of_both():

@@ -14,6 +14,7 @@ from prudence_cli.engine.indexes import rarity_rank
 from prudence_cli.engine.per_element import PerElement
 from prudence_cli.engine.ranged import split
 from prudence_cli.engine.runner import LocalRunner
+from tests.conftest import OnWorkers
 from tests.engine.test_engine import random_problem
 
 pytestmark = pytest.mark.usefixtures("kernels")
@@ -56,26 +57,31 @@ def test_the_rank_made_in_blocks_is_the_whole_vectors(holders, block, ranges, se
     st.integers(1, 5),
     st.sampled_from([1, 3, 8, 1000]),
     st.sampled_from(["contains", "sequence"]),
+    st.integers(1, 3),
 )
 def test_each_range_looks_up_its_own_elements_as_the_whole_vector_gives_them(
-    seed, ranges, block, match
+    seed, ranges, block, match, workers
 ):
     """A range given its own elements' values of a vector in blocks (`looked_up`) reads
     at each of its lists' elements what the whole vector holds there; it holds those
-    elements only."""
+    elements only. The ranges kept on a worker ask together: each block is read once a
+    worker holding ranges, however many it holds."""
     problem = random_problem(np.random.default_rng(seed), 30, 20, 2, match=match)
     level = split(problem, LocalRunner(), ranges)
     n = int(max(problem.members.elements.max(initial=-1),
                 problem.queries.elements.elements.max(initial=-1))) + 1  # fmt: skip
     whole = np.random.default_rng(seed).integers(0, 50, n)
     found, at = _blocks_of(whole, block, 2, seed)
-    for part, own in zip(level.parts, blocks.looked_up(LocalRunner(), found, at, level.parts),
+    runner = OnWorkers(workers)
+    for part, own in zip(level.parts, blocks.looked_up(runner, found, at, level.parts),
                          strict=True):  # fmt: skip
         lists = (part.problem.members.elements, part.problem.queries.elements.elements)
         assert own.ids.tolist() == np.union1d(*lists).tolist() and own.size == n
         for elements in lists:
             assert own[elements].tolist() == whole[elements].tolist()
         assert len(own) == n
+    assert runner.ran[blocks._values_at] == len(found) * min(workers, ranges)
+    assert runner.ran[blocks._united] == min(workers, ranges)
 
 
 @settings(max_examples=200, deadline=None)

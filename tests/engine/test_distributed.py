@@ -194,7 +194,20 @@ def test_a_view_of_trajectories_on_the_workers_is_never_gathered(
     for codes in (VisitCodes, TripleCodes):  # made on a worker (KeptView.codes_of)
         monkeypatch.setattr(codes, "of", classmethod(numbered_here))
     shares = _shares_held(monkeypatch)
+    numbered: list[object] = []
+    if name == "trajectory":  # its visits numbered, its levels' vectors made, in blocks
+        from prudence_cli.dataviews import on_workers
+
+        in_blocks = on_workers.numbered_in_blocks
+
+        def recorded(*args):
+            numbered.append(in_blocks(*args))
+            return numbered[-1]
+
+        monkeypatch.setattr(on_workers, "numbered_in_blocks", recorded)
+        monkeypatch.setattr(cluster, "element_block", 256)
     spread = run_assessment(config, tmp_path / "dask", _engine(config, cluster), None)
+    assert all(own is not None for own in numbered) and (name != "trajectory" or numbered)
     assert len(shares) > 1 and max(shares) == 1  # the risks of one range at a time here
     views = spread.manifest["dataviews"]  # its table, risks [and people's measures]
     tables = sum(2 + (view.get("measures") is not None) for view in views)
@@ -228,7 +241,8 @@ def _per_element_on_workers(monkeypatch) -> None:
     """A ranged level's rank by rarity and its partitions (found from vectors per
     element) fail if worked out in this process, wherever it calls them from (each name
     they go by in the package's modules loaded by then: the engine's are): on the
-    workers, they run as they are."""
+    workers, they run as they are. So are a trajectory's visits numbered in blocks."""
+    from prudence_cli.dataviews import kept_codes
     from prudence_cli.engine import blocks, indexes, plan, shards
 
     here = os.getpid()
@@ -251,8 +265,13 @@ def _per_element_on_workers(monkeypatch) -> None:
         blocks._histogram,
         blocks._ranked_block,
         blocks._held_in_blocks,
+        blocks._united,
         blocks._values_at,
         blocks._assembled,
+        kept_codes._cut,
+        kept_codes._as_codes,
+        kept_codes._ranks,
+        kept_codes._own_codes,
     )
     for function in guarded_functions:
         guarded = only_there(function)
@@ -978,12 +997,14 @@ def test_a_part_that_cannot_be_glimpsed_leaves_no_future_on_the_client(
     assert _pieces_left(cluster) == []
 
 
+@pytest.mark.parametrize("block", [None, 3])
 @pytest.mark.parametrize(("match", "mode"), MATCH_MODES)
-def test_a_ranged_level_over_the_budget_is_sampled_on_the_workers(match, mode, cluster):
+def test_a_ranged_level_over_the_budget_is_sampled_on_the_workers(match, mode, block, cluster):
     """A level in ranges of users on the workers, over the budget: its targets draw in
     their ranges, every chunk of queries is counted on each worker against the users it
     holds, and the least supports come back — never the level: a local run's supports
-    and instances. Its vectors per element are worked out on the workers, and once it is
+    and instances. Its vectors per element are worked out on the workers (in blocks of
+    `block` elements: each range drawing by its own elements' holders), and once it is
     counted (the engine still alive) only its ranges stay on the cluster."""
     from prudence_cli.engine.ranged import split
 
@@ -996,6 +1017,8 @@ def test_a_ranged_level_over_the_budget_is_sampled_on_the_workers(match, mode, c
     spread = split(problem, cluster, 5)
     with pytest.MonkeyPatch.context() as monkeypatch:
         _per_element_on_workers(monkeypatch)
+        if block is not None:
+            monkeypatch.setattr(cluster, "element_block", block)
         there = engine.min_support(spread)
     assert np.array_equal(here.minimum, there.minimum)
     assert here.sampled and (here.instances, here.sampled) == (there.instances, there.sampled)
@@ -1083,7 +1106,7 @@ def test_a_worker_holds_one_shard_at_a_time(cluster):
     for held in spans.values():
         held.sort()
         assert all(a[1] <= b[0] for a, b in itertools.pairwise(held)), held
-    assert not cluster._watched  # watched while it ran only: a later leave stops nothing
+    assert not cluster.watcher.workers  # watched while it ran only: a later leave stops nothing
 
 
 def test_shards_go_to_the_workers_there_now():
@@ -1127,7 +1150,7 @@ def test_a_shards_task_that_fails_leaves_nothing_on_the_cluster(pieces, cluster)
     with pytest.raises(ValueError, match="a bad partition"):
         for _ in cluster.run_sharded(task, shards, pieces=pieces):
             pass
-    assert _futures_left(cluster, before) <= before and not cluster._watched
+    assert _futures_left(cluster, before) <= before and not cluster.watcher.workers
 
 
 def test_results_read_in_pieces_are_the_results(cluster):
@@ -1189,7 +1212,7 @@ def test_counts_run_where_the_data_they_take_is_even_when_another_worker_is_idle
                                  _counted_where, kept, _folded))  # fmt: skip
     assert sorted(q for q, _ in found) == [5 + k for k in range(30)]
     assert {w for _, where in found for w in where} == {home}
-    assert not cluster._watched
+    assert not cluster.watcher.workers
     cluster.unpin()
 
 
@@ -1481,11 +1504,38 @@ def test_the_ranges_sums_are_added_on_the_workers_as_here(cluster, ranges):
             assert found[1].tolist() == holders[elements].tolist()
 
 
+def test_a_levels_blocks_are_kept_on_the_workers_in_turn_and_looked_up_a_worker_at_a_time(
+    cluster,
+):
+    """The sums of a level's blocks spread evenly over the workers, the b-th on the b-th
+    in turn, wherever the ranges' pieces are (on a cluster of a few large workers, a
+    level of 160 blocks would otherwise be kept where Dask happens to add them). The
+    ranges kept on a worker look the blocks up together (`Runner.grouped`)."""
+    from distributed import wait
+
+    from prudence_cli.engine import blocks
+    from prudence_cli.engine.ranged import _holder_blocks, census, split
+
+    problem = random_problem(np.random.default_rng(8), 60, 30, 2, match="contains")
+    spread = split(problem, cluster, 5)
+    at = blocks.cuts(cluster.summed(census, spread.parts).top + 1, 4)
+    kept = cluster.summed_blocks(_holder_blocks, spread.parts, at.shape[0] - 1, at)
+    wait(kept)
+    where = cluster.client.who_has(kept)
+    assert len(kept) > 4
+    assert [list(where[k.key]) for k in kept] == [
+        [cluster.addresses[b % 2]] for b in range(len(kept))
+    ]
+    assert cluster.grouped(spread.parts) == [[0, 2, 4], [1, 3]]
+    homes = [cluster._home(part, k)[0] for k, part in enumerate(spread.parts)]
+    assert homes == [[cluster.addresses[k % 2]] for k in range(5)]
+
+
 def test_a_worker_slow_to_exit_at_close_is_no_failure_of_the_run():
     """LocalCluster.close raises TimeoutError when a worker process, killed by its nanny,
     is not seen to end within a second (a loaded machine): the run is done by then, so
     closing the runner does not fail it. Other errors still go up."""
-    import threading
+    from prudence_cli.engine.connect import Watcher
 
     class Closing:
         def __init__(self, error: BaseException | None) -> None:
@@ -1498,13 +1548,13 @@ def test_a_worker_slow_to_exit_at_close_is_no_failure_of_the_run():
 
     for error in (TimeoutError(), asyncio.TimeoutError()):
         runner = object.__new__(DaskRunner)
-        runner._stopped, runner.client, runner.cluster = (
-            threading.Event(),
+        runner.watcher, runner.client, runner.cluster = (
+            Watcher(None, 1.0),
             Closing(None),
             Closing(error),
         )
         runner.close()
-        assert runner.client.closed and runner.cluster.closed and runner._stopped.is_set()
+        assert runner.client.closed and runner.cluster.closed and runner.watcher.stopped.is_set()
     runner.cluster = Closing(OSError("the scheduler's port"))
     with pytest.raises(OSError, match="port"):
         runner.close()

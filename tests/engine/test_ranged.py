@@ -203,6 +203,43 @@ def test_each_range_is_given_its_own_elements_of_a_level_in_blocks(monkeypatch):
             assert isinstance(values, PerElement) and values.ids.tolist() == own.tolist()
 
 
+@pytest.mark.parametrize("match", ["contains", "sequence"])
+def test_a_sampled_level_in_blocks_draws_by_each_ranges_own_holders(match, monkeypatch):
+    """A sampled level longer than a block gives each range drawing its own elements'
+    holders (ordered: the distinct ones), not the level's whole; of one block, the whole
+    vector. The same supports either way."""
+    from prudence_cli.engine import ranged_sampled
+    from prudence_cli.engine.per_element import PerElement
+
+    given: list[tuple[object, object]] = []
+    original = ranged_sampled._drawer
+
+    def recorded(part, rarity, key):
+        given.append((part, rarity))
+        return original(part, rarity, key)
+
+    monkeypatch.setattr(ranged_sampled, "_drawer", recorded)
+    problem = random_problem(np.random.default_rng(5), 60, 12, 3, match=match)
+    n = int(problem.members.elements.max()) + 1
+    settings_ = dict(max_instances=10, sample=4, seed=7)
+    expected = Engine(**settings_).min_support(problem).minimum
+    for block in (None, 4):
+        given.clear()
+        engine = Engine(**settings_, runner=LocalRunner(shards=2, element_block=block))
+        got = engine.min_support(split(problem, engine.runner, 3))
+        assert got.sampled and given
+        np.testing.assert_array_equal(got.minimum, expected)
+        for part, rarity in given:
+            if block is None:
+                assert isinstance(rarity, np.ndarray) and rarity.shape == (n,)
+                continue
+            lists = (part.problem.members.elements, part.problem.queries.elements.elements)
+            assert (
+                isinstance(rarity, PerElement)
+                and rarity.ids.tolist() == np.union1d(*lists).tolist()
+            )
+
+
 def test_more_ranges_than_users_leave_some_empty():
     problem = random_problem(np.random.default_rng(1), 3, 5, 2, match="contains", mode="self")
     engine = Engine(runner=LocalRunner(shards=3))
@@ -236,15 +273,18 @@ def test_a_level_over_the_budget_is_sampled_in_its_ranges_as_the_whole_level():
     ranges=st.integers(1, 6),
     h=st.sampled_from([1, 2, 3, 4, 8]),
     every_size=st.booleans(),
+    block=st.sampled_from([None, 1, 3, 16]),
 )
 def test_a_sampled_ranged_level_draws_and_finds_what_the_whole_level_does(
-    seed, case, sample, partition, ranges, h, every_size
+    seed, case, sample, partition, ranges, h, every_size, block
 ):
     """Over the budget, a level in ranges is sampled where its ranges are: each target
     draws the queries it draws in the whole level (its own random numbers, the holders
     over the whole level), checked against every range's users: the same supports,
     instances and lower-bound flag, however many ranges and chunks — also when targets
-    ask every size up to h (a whole record's ratios keep their smaller sizes)."""
+    ask every size up to h (a whole record's ratios keep their smaller sizes), and when
+    the holders are in blocks of `block` elements (each range then draws by its own
+    elements' holders only)."""
     match, mode = case
     problem = random_problem(np.random.default_rng(seed), 40, 9, h, match=match, mode=mode)
     if every_size and not problem.self_queries:
@@ -253,7 +293,7 @@ def test_a_sampled_ranged_level_draws_and_finds_what_the_whole_level_does(
         problem = replace(problem, queries=sizes)
     settings_ = dict(max_instances=5, sample=sample, seed=seed, partition_instances=partition)
     whole = Engine(**settings_).min_support(problem)
-    engine = Engine(**settings_, runner=LocalRunner(shards=3))
+    engine = Engine(**settings_, runner=LocalRunner(shards=3, element_block=block))
     counted = engine.min_support(split(problem, engine.runner, ranges))
     np.testing.assert_array_equal(counted.minimum, whole.minimum)
     assert (counted.instances, counted.sampled) == (whole.instances, whole.sampled)
@@ -333,7 +373,9 @@ def test_ranges_drawn_at_once_by_threads_of_one_worker_draw_their_own_queries():
 
     problem = random_problem(np.random.default_rng(4), 90, 9, 3, match="dominance")
     level = split(problem, LocalRunner(), 6)
-    rarity = reduce(operator.add, [ranged_sampled._holders(p, 9) for p in level.parts]).whole()
+    at = np.array([0, 9])
+    rarity = reduce(operator.add, [ranged_sampled._holder_blocks(p, at)[0] for p in level.parts])
+    rarity = rarity.whole()
     calls = [
         (part, np.arange(part.rest.n_users), int(first), round_, 3, 77, rarity)
         for part, first in zip(level.parts, level.first[:-1], strict=True)

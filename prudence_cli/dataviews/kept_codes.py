@@ -1,0 +1,108 @@
+"""A trajectory view kept on the workers (dataviews/on_workers.py) numbered in blocks of
+its distinct visits, as a local run numbers them (TrajectoryView.visit_sets: a visit's
+code is its rank among the whole view's), with no worker holding every visit.
+
+Joined two by two, the whole view's visits would be held by every worker numbering a
+range (8 bytes each), and three times that by the worker joining the last two: at a
+billion distinct visits, 8 and 24 GB. Here each range tells its own visits (VisitCodes,
+kept where it is); their keys, in the frame of the whole view, are cut at splitters
+chosen from a sample of each range's, so that a block holds at most about
+`blocks.CLUSTER_BLOCK` of them; each block's pieces are joined where the runner adds
+them (`Runner.summed_blocks`: the b-th block on the b-th worker in turn); and each
+range is given its own visits' codes — the visits of the blocks before, and the rank in
+its block — each block read where it is kept (`blocks.read_where_kept`). A view whose
+ranges hold fewer visits than a block, together, is numbered whole, as before.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from prudence_cli.dataviews.trajectory import VisitCodes
+from prudence_cli.engine.blocks import own_values, read_where_kept
+
+# keys of each range's own visits the splitters are chosen from (its every k-th)
+SAMPLED = 1024
+
+
+def numbered_in_blocks(runner: Any, told: list[Any], block: int | None) -> list[Any] | None:
+    """Each range's codes (VisitCodes of its own visits, with their codes in the whole
+    view), kept where the range is, from the ranges' own visits `told` (VisitCodes each,
+    kept by `runner`); None when they hold `block` visits or fewer together, or `block`
+    is None (then the view is numbered whole)."""
+    frames = runner.each(_frame, told)
+    held = sum(count for _, _, count in frames)
+    if not block or held <= block:
+        return None
+    low = min(first for first, _, count in frames if count)
+    span = max(end for _, end, count in frames if count) - low
+    samples = runner.each(_sampled, told, low, span)
+    splitters = _splitters(samples, -(-held // block))
+    keys = runner.each_kept(_cut, told, low, span, splitters)
+    pieces = runner.summed_blocks(_as_codes, keys, splitters.shape[0] + 1, low, span)
+    sizes = np.array([runner.on(piece, _size) for piece in pieces], dtype=np.int64)
+    before = np.cumsum(sizes) - sizes  # the visits of the blocks before each
+    total = int(sizes.sum())
+    return read_where_kept(runner, pieces, keys, _ranks, _own_codes, low, span, before, total)
+
+
+def _frame(told: VisitCodes) -> tuple[int, int, int]:
+    """Of a range's own visits: its first time bin, its last + 1, and how many."""
+    return told.low, told.low + told.span, int(told.keys.shape[0])
+
+
+def _sampled(told: VisitCodes, low: int, span: int) -> tuple[np.ndarray, int]:
+    """Every k-th key of the range's own visits in the frame (`low`, `span`), about
+    `SAMPLED` of them, and k: how many of its keys each stands for."""
+    step = max(1, -(-told.keys.shape[0] // SAMPLED))
+    return told._keys_in(low, span)[::step].copy(), step
+
+
+def _splitters(samples: list[tuple[np.ndarray, int]], count: int) -> np.ndarray:
+    """The keys at which to cut the ranges' keys into `count` blocks of about as many
+    (each sample weighed by the keys it stands for): ascending, `count` − 1 of them."""
+    keys = np.concatenate([k for k, _ in samples])
+    weights = np.concatenate([np.full(k.shape[0], step, np.int64) for k, step in samples])
+    order = np.argsort(keys, kind="stable")
+    keys, reached = keys[order], np.cumsum(weights[order])
+    wanted = np.arange(1, count, dtype=np.int64) * (int(reached[-1]) / count)
+    return keys[np.minimum(np.searchsorted(reached, wanted), keys.shape[0] - 1)]
+
+
+def _cut(told: VisitCodes, low: int, span: int, splitters: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The range's keys in the frame (`low`, `span`), in each block of `splitters` (a
+    block's keys are below its splitter, and at or above the one before)."""
+    keys = told._keys_in(low, span)
+    ends = np.r_[0, np.searchsorted(keys, splitters), keys.shape[0]]
+    return tuple(keys[a:b].copy() for a, b in zip(ends[:-1], ends[1:], strict=True))
+
+
+def _as_codes(keys: tuple[np.ndarray, ...], low: int, span: int) -> tuple[VisitCodes, ...]:
+    """A range's keys of each block as its codes, which join as visits do (VisitCodes +)."""
+    return tuple(VisitCodes(low, span, block) for block in keys)
+
+
+def _size(piece: VisitCodes) -> int:
+    return int(piece.keys.shape[0])
+
+
+def _ranks(piece: VisitCodes, keys: np.ndarray) -> np.ndarray:
+    """The rank of each of `keys` (ascending, all there) among the block's visits."""
+    return np.searchsorted(piece.keys, keys)
+
+
+def _own_codes(
+    keys: tuple[np.ndarray, ...],
+    given: tuple[Any, list[np.ndarray]],
+    low: int,
+    span: int,
+    before: np.ndarray,
+    total: int,
+) -> VisitCodes:
+    """The range's visits (`keys`, per block) and their codes in the whole view: the
+    visits of the blocks before each, and the rank in it."""
+    ranks = own_values(keys, given)
+    numbers = np.concatenate([r + before[b] for b, r in enumerate(ranks)])
+    return VisitCodes(low, span, np.concatenate(keys), numbers, total)
