@@ -108,3 +108,17 @@ def visit_pairs(
     pair_count = np.empty(len(order), dtype=np.int64)
     pair_count[order] = np.repeat(counts, counts)
     return pair_count, pairs
+
+
+GAMMA = np.uint64(0x9E3779B97F4A7C15)  # SplitMix64's increment: the golden ratio
+
+
+def mixed(z: np.ndarray) -> np.ndarray:
+    """SplitMix64's finalizer of uint64 values (in place; wrapping products): a hash of
+    each, as evenly spread over 64 bits as the generator's outputs."""
+    z ^= z >> np.uint64(30)
+    z *= np.uint64(0xBF58476D1CE4E5B9)
+    z ^= z >> np.uint64(27)
+    z *= np.uint64(0x94D049BB133111EB)
+    z ^= z >> np.uint64(31)
+    return z

@@ -5,13 +5,15 @@ code is its rank among the whole view's), with no worker holding every visit.
 Joined two by two, the whole view's visits would be held by every worker numbering a
 range (8 bytes each), and three times that by the worker joining the last two: at a
 billion distinct visits, 8 and 24 GB. Here each range tells its own visits (VisitCodes,
-kept where it is); their keys, in the frame of the whole view, are cut at splitters
-chosen from a sample of each range's, so that a block holds at most about
-`blocks.CLUSTER_BLOCK` of them; each block's pieces are joined where the runner adds
-them (`Runner.summed_blocks`: the b-th block on the b-th worker in turn); and each
-range is given its own visits' codes — the visits of the blocks before, and the rank in
-its block — each block read where it is kept (`blocks.read_where_kept`). A view whose
-ranges hold fewer visits than a block, together, is numbered whole, as before.
+kept where it is). The whole view's distinct visits are estimated from a sketch of
+each range's (the smallest hashes of its keys); their keys, in the frame of the whole
+view, are cut at splitters chosen from a sample of each range's, so that a block holds
+about `blocks.CLUSTER_BLOCK` of them; each block's pieces are joined where the runner
+adds them (`Runner.summed_blocks`: from two ranges or more, the b-th block on the b-th
+worker in turn); and each range is given its own visits' codes — the visits of the
+blocks before, and the rank in its block — each block read where it is kept
+(`blocks.read_where_kept`). A view of about a block of distinct visits or fewer is
+numbered whole, as before.
 """
 
 from __future__ import annotations
@@ -20,26 +22,37 @@ from typing import Any
 
 import numpy as np
 
+from prudence_cli.arrays import distinct, mixed
 from prudence_cli.dataviews.trajectory import VisitCodes
 from prudence_cli.engine.blocks import own_values, read_where_kept
 
-# keys of each range's own visits the splitters are chosen from (its every k-th)
+# the smallest hashes of its visits' keys each range tells (a bottom-k sketch): the
+# whole view's distinct visits are estimated from them (a standard error of 3 %)
+SKETCH = 1024
+# keys of each range's own visits the splitters are chosen from (its every k-th): this
+# many at least, and eight a block
 SAMPLED = 1024
 
 
 def numbered_in_blocks(runner: Any, told: list[Any], block: int | None) -> list[Any] | None:
     """Each range's codes (VisitCodes of its own visits, with their codes in the whole
     view), kept where the range is, from the ranges' own visits `told` (VisitCodes each,
-    kept by `runner`); None when they hold `block` visits or fewer together, or `block`
-    is None (then the view is numbered whole)."""
-    frames = runner.each(_frame, told)
-    held = sum(count for _, _, count in frames)
-    if not block or held <= block:
+    kept by `runner`); None when the whole view holds about `block` distinct visits or
+    fewer (a visit held by several ranges counts once), or `block` is None: then the
+    view is numbered whole."""
+    if not block:
         return None
-    low = min(first for first, _, count in frames if count)
-    span = max(end for _, end, count in frames if count) - low
-    samples = runner.each(_sampled, told, low, span)
-    splitters = _splitters(samples, -(-held // block))
+    frames = [frame for frame in runner.each(_frame, told) if frame[2]]
+    if not frames:
+        return None
+    low = min(first for first, _, _ in frames)
+    span = max(end for _, end, _ in frames) - low
+    visits = _distinct_visits(runner.each(_sketch, told, low, span))
+    if visits <= block:
+        return None
+    count = -(-visits // block)
+    samples = runner.each(_sampled, told, low, span, max(SAMPLED, 8 * count))
+    splitters = _splitters(samples, count)
     keys = runner.each_kept(_cut, told, low, span, splitters)
     pieces = runner.summed_blocks(_as_codes, keys, splitters.shape[0] + 1, low, span)
     sizes = np.array([runner.on(piece, _size) for piece in pieces], dtype=np.int64)
@@ -53,11 +66,33 @@ def _frame(told: VisitCodes) -> tuple[int, int, int]:
     return told.low, told.low + told.span, int(told.keys.shape[0])
 
 
-def _sampled(told: VisitCodes, low: int, span: int) -> tuple[np.ndarray, int]:
+def _sketch(told: VisitCodes, low: int, span: int) -> np.ndarray:
+    """The `SKETCH` smallest distinct hashes (arrays.mixed) of the range's keys in the
+    frame (`low`, `span`), all of them when it holds fewer."""
+    hashes = mixed(told._keys_in(low, span).astype(np.uint64))
+    if hashes.shape[0] > SKETCH:
+        hashes = np.partition(hashes, SKETCH - 1)[:SKETCH]
+    return np.sort(hashes)
+
+
+def _distinct_visits(sketches: list[np.ndarray]) -> int:
+    """How many distinct keys the ranges whose `sketches` these are hold together: the
+    k-th smallest of all their hashes, k = `SKETCH`, falls at about k / n of the range
+    of hashes for n distinct keys (the estimate (k − 1) / that fraction is unbiased,
+    its standard error about 1 / sqrt(k − 2): 3 %); exact when they are fewer than k."""
+    hashes = distinct(np.concatenate(sketches or [np.zeros(0, np.uint64)]))
+    if hashes.shape[0] < SKETCH:
+        return int(hashes.shape[0])
+    kth = float(hashes[SKETCH - 1]) + 1.0
+    return int(round((SKETCH - 1) * 2.0**64 / kth))
+
+
+def _sampled(told: VisitCodes, low: int, span: int, size: int) -> tuple[np.ndarray, int]:
     """Every k-th key of the range's own visits in the frame (`low`, `span`), about
-    `SAMPLED` of them, and k: how many of its keys each stands for."""
-    step = max(1, -(-told.keys.shape[0] // SAMPLED))
-    return told._keys_in(low, span)[::step].copy(), step
+    `size` of them, and k: how many of its keys each stands for."""
+    step = max(1, -(-told.keys.shape[0] // size))
+    every = VisitCodes(told.low, told.span, told.keys[::step])
+    return every._keys_in(low, span).copy(), step
 
 
 def _splitters(samples: list[tuple[np.ndarray, int]], count: int) -> np.ndarray:
@@ -95,7 +130,7 @@ def _ranks(piece: VisitCodes, keys: np.ndarray) -> np.ndarray:
 
 def _own_codes(
     keys: tuple[np.ndarray, ...],
-    given: tuple[Any, list[np.ndarray]],
+    given: tuple[list[Any], int],
     low: int,
     span: int,
     before: np.ndarray,
@@ -103,6 +138,6 @@ def _own_codes(
 ) -> VisitCodes:
     """The range's visits (`keys`, per block) and their codes in the whole view: the
     visits of the blocks before each, and the rank in it."""
-    ranks = own_values(keys, given)
+    ranks = own_values(given)
     numbers = np.concatenate([r + before[b] for b, r in enumerate(ranks)])
     return VisitCodes(low, span, np.concatenate(keys), numbers, total)

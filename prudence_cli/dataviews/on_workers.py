@@ -183,22 +183,20 @@ class KeptView(RangeCounts):
         ViewRange, loaded on the worker whose disk holds them: futures of `runner`. With
         a `numbering` (Dataview.numberings), each range numbers its elements of that kind
         as the whole view does (`numbered`)."""
-        held = [k for k, b in enumerate(self.ranges) if b.last > b.first]
-        first = np.array([self.ranges[k].first for k in held] + [self.n_users], dtype=np.int64)
-        codes: list[Any] = [None] * len(self.ranges)
-        if numbering is not None and held:
+        held = [b.last > b.first for b in self.ranges]
+        codes: list[Any] = [None] * len(self.ranges)  # each range's, with its own elements
+        if numbering is not None and any(held):
             codes = self.codes_of(numbering, runner)
-        calls = [
-            (b.worker, (b.path, b.first, b.last, numbering, codes[k]))
-            for k, b in ((k, self.ranges[k]) for k in held)
-        ]
+        kept = [(b, own) for b, own, used in zip(self.ranges, codes, held, strict=True) if used]
+        first = np.array([b.first for b, _ in kept] + [self.n_users], dtype=np.int64)
+        calls = [(b.worker, (b.path, b.first, b.last, numbering, own)) for b, own in kept]
         return first, runner.pinned(_range_of, calls)
 
     def codes_of(self, kind: str, runner: Any) -> list[Any]:
         """The numbering `kind` of the whole view (Dataview.numbering), made on the
         workers from what each range tells of its rows, once per view and kind: what
-        each range is numbered by, a future there (the codes, a number per distinct
-        element, never come here). A trajectory's visits are numbered in blocks, each
+        each range of `ranges` is numbered by, a future each (the codes, a number per
+        distinct element, never come here). A trajectory's visits are numbered in blocks, each
         range given its own visits' codes (kept_codes.numbered_in_blocks) when they are
         more than a block; else, as other codes, joined two by two and fetched whole by
         each range."""

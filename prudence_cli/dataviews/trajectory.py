@@ -42,7 +42,8 @@ class VisitCodes:
     """The distinct visits (location, time bin) of a whole view, sorted by location then
     time bin, as keys `location * span + (tbin - low)`: a visit's code is its key's rank.
     What numbers the visits of a range of the view's users as the whole view numbers
-    them (`TrajectoryView.visit_sets`)."""
+    them (`TrajectoryView.visit_sets`). Or a range's own visits only, in the whole
+    view's frame, with each one's code there (`numbers`: dataviews/kept_codes.py)."""
 
     low: int  # the view's first time bin
     span: int  # its last − its first + 1
@@ -149,12 +150,13 @@ class TrajectoryView(Dataview):
         """Per user: distinct visits (location, time bin), as ascending visit codes: the
         rank of each among the view's distinct visits (or the whole view's, `codes`)."""
         codes = self.codes
-        packed = self._visit_keys(*(self._time_frame() if codes is None else codes.frame))
+        frame = self._time_frame() if codes is None else codes.frame
+        packed = self._visit_keys(*frame)
         order = np.argsort(packed)
         ordered = packed[order]
         del packed
         if codes is None:
-            codes = VisitCodes(0, 1, distinct_sorted(ordered))  # its own, in its frame
+            codes = VisitCodes(*frame, distinct_sorted(ordered))  # its own
         visit = np.empty(ordered.shape[0], dtype=np.int64)
         visit[order] = codes.coded(ordered)
         del order, ordered

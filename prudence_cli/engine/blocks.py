@@ -14,14 +14,14 @@ comes from the blocks in turn, each read where it is kept:
   holders, and ranks its own from where each count begins in the whole order;
 - of the holders and the rank, what each range reads of them (`looked_up`: to plan,
   relabel, or draw a sampled level's queries): its own elements' values, each block read
-  where it is for the elements the ranges of a worker hold in it.
+  where it is, once for the ranges of each worker.
 A level of one block is given to each range whole, as on one machine. On a cluster, the
-b-th block is kept on the b-th worker in turn (streams.blockwise)."""
+b-th block added from two ranges or more is kept on the b-th worker in turn
+(streams.blockwise)."""
 
 from __future__ import annotations
 
 import copy
-import operator
 from dataclasses import dataclass
 from typing import Any
 
@@ -195,30 +195,39 @@ def read_where_kept(
     """What each range makes of `blocks` (kept by `runner`), kept where the range is:
     `assemble(held[r], given, *args)`, where `held[r]` (kept there) is the sorted keys
     the range asks of each block, and `given` what `read(block, keys)` found at them
-    (`own_values` takes the range's). The ranges kept on a worker ask together
-    (`Runner.grouped`): each block is read where it is kept, once for the keys any of
-    them asks (sent there), and the values go to that worker. So a lookup is a few tasks
-    a block and worker, not a block and range (at a billion people, hundreds of
-    ranges), and no worker receives the blocks whole."""
+    (`own_values`). The ranges kept on a worker ask together (`Runner.grouped`): their
+    keys of a block go to it in one task, which reads the block where it is kept for
+    each of them, and the values go back to that worker. So a lookup is two tasks a
+    block and worker, not a block and range (at a billion people, hundreds of ranges),
+    and no worker receives the blocks whole."""
     given: list[Any] = [None] * len(held)
     for group in runner.grouped(held):
-        asked = runner.kept_on(held[group[0]], _united, *(held[r] for r in group[1:]))
         values = []
         for b, block in enumerate(blocks):
-            piece = runner.kept_on(asked, operator.getitem, b)  # where the group is
-            values.append(runner.kept_on(block, read, piece))
-            del piece
-        for r in group:
-            given[r] = (asked, values)
-        del asked, values
+            asked = runner.kept_on(held[group[0]], _pieces, b, *(held[r] for r in group[1:]))
+            values.append(runner.kept_on(block, _read_each, read, asked))
+            del asked
+        for k, r in enumerate(group):
+            given[r] = (values, k)
+        del values
     return runner.each_kept(assemble, held, *args, paired=given)
 
 
-def own_values(held: tuple[np.ndarray, ...], given: tuple[Any, list[np.ndarray]]) -> list:
-    """Of what a range's group was `given` (`read_where_kept`), the values at the range's
-    own keys `held`, a block at a time."""
-    asked, values = given
-    return [v[np.searchsorted(a, h)] for h, a, v in zip(held, asked, values, strict=True)]
+def own_values(given: tuple[list[Any], int]) -> list[np.ndarray]:
+    """Of what a range's group was `given` (`read_where_kept`: per block, the values at
+    each range's keys), the range's own, a block at a time."""
+    values, k = given
+    return [found[k] for found in values]
+
+
+def _pieces(first: tuple[np.ndarray, ...], b: int, *others: tuple[np.ndarray, ...]) -> tuple:
+    """The keys of block `b` each range of a group asks (in the group's order)."""
+    return tuple(keys[b] for keys in (first, *others))
+
+
+def _read_each(block: Any, read: Any, asked: tuple[np.ndarray, ...]) -> tuple:
+    """`read(block, keys)` for each range's `keys` of the block (`_pieces`)."""
+    return tuple(read(block, keys) for keys in asked)
 
 
 def _held_in_blocks(part: Any, at: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -235,13 +244,6 @@ def _held_in_blocks(part: Any, at: np.ndarray) -> tuple[np.ndarray, ...]:
     )
 
 
-def _united(*held: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
-    """Per block, the elements any of the ranges `held` (`_held_in_blocks`) holds in it."""
-    if len(held) == 1:
-        return held[0]
-    return tuple(distinct(np.concatenate(ids)) for ids in zip(*held, strict=True))
-
-
 def _values_at(block: PerElement, ids: np.ndarray) -> np.ndarray:
     """The block's values at `ids` (of its elements)."""
     return block[ids]
@@ -249,10 +251,10 @@ def _values_at(block: PerElement, ids: np.ndarray) -> np.ndarray:
 
 def _assembled(
     held: tuple[np.ndarray, ...],
-    given: tuple[tuple[np.ndarray, ...], list[np.ndarray]],
+    given: tuple[list[Any], int],
     at: np.ndarray,
 ) -> PerElement:
     """The range's elements (`held`, per block) and their values, over the level's."""
     ids = np.concatenate([ids.astype(np.int64) + at[b] for b, ids in enumerate(held)])
-    own = own_values(held, given)
+    own = own_values(given)
     return PerElement(ids.astype(_id_type(int(at[-1]))), np.concatenate(own), int(at[-1]))

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from prudence_cli.arrays import GAMMA, mixed
 from prudence_cli.engine import compiled
 from prudence_cli.engine.indexes import _Postings
 from prudence_cli.engine.problem import MODES, CountingProblem, whole_lists
@@ -146,31 +147,18 @@ def _positions_in(ids: np.ndarray, elements: np.ndarray) -> np.ndarray:
     return at.astype(np.int32) if ids.shape[0] < 2**31 else at
 
 
-_GAMMA = np.uint64(0x9E3779B97F4A7C15)  # SplitMix64's increment: the golden ratio
-
-
-def _mixed(z: np.ndarray) -> np.ndarray:
-    """SplitMix64's finalizer of uint64 values (in place; wrapping products)."""
-    z ^= z >> np.uint64(30)
-    z *= np.uint64(0xBF58476D1CE4E5B9)
-    z ^= z >> np.uint64(27)
-    z *= np.uint64(0x94D049BB133111EB)
-    z ^= z >> np.uint64(31)
-    return z
-
-
 def uniforms(key: int, round_: int, targets: np.ndarray, k: int, width: int) -> np.ndarray:
     """The random numbers in [0, 1) of `k` draws of `width` positions of each of the
     `targets` (their numbers among the level's) in round `round_`: a row per (target,
     draw), target after target. Number (t, r, j, i) is SplitMix64's output at a point
     made of the key and of t, r, j, i alone: the same wherever it is drawn."""
     with np.errstate(over="ignore"):
-        seed = np.uint64(key) ^ _mixed((targets.astype(np.uint64) + np.uint64(1)) * _GAMMA)
-        seed = _mixed(_mixed(seed) + np.uint64(round_ + 1) * _GAMMA)
+        seed = np.uint64(key) ^ mixed((targets.astype(np.uint64) + np.uint64(1)) * GAMMA)
+        seed = mixed(mixed(seed) + np.uint64(round_ + 1) * GAMMA)
         place = (np.arange(k, dtype=np.uint64)[:, None] << np.uint64(24)) + np.arange(
             width, dtype=np.uint64
         )
-        z = _mixed(seed[:, None, None] + (place[None] + np.uint64(1)) * _GAMMA)
+        z = mixed(seed[:, None, None] + (place[None] + np.uint64(1)) * GAMMA)
     return ((z >> np.uint64(11)).astype(np.float64) * 2.0**-53).reshape(-1, width)
 
 

@@ -81,8 +81,9 @@ def blockwise(
     """Of `futures`, each a tuple of `count` blocks kept where `homes` says (`stay`):
     each block's sum, added on the workers `two_by_two` (a future per block), the b-th
     on the b-th of `workers` in turn, so that a level's blocks spread evenly over them
-    (preferred: on another if that one left). A block is taken from its tuple where
-    that is, which is let go of once its blocks are taken."""
+    (preferred: on another if that one left; of a single tuple, each block stays where
+    that is, none being added). A block is taken from its tuple where that is, which is
+    let go of once its blocks are taken."""
     blocks = [
         [
             client.submit(operator.getitem, future, b, pure=False, **stay(where))

@@ -153,8 +153,8 @@ def test_ranges_numbered_in_blocks_number_visits_as_the_whole_view(case, data, b
     """Each range given its own visits' codes from blocks of at most about `block` visits
     (kept_codes.numbered_in_blocks; ranges kept on `workers` workers) holds the whole
     view's frame, its own visits in it, and each one's rank among the whole view's: it
-    numbers its visits as the whole view does. Ranges holding `block` visits or fewer
-    together are numbered whole (None)."""
+    numbers its visits as the whole view does. A view of `block` distinct visits or
+    fewer is numbered whole (None; ranges holding the same visits count them once)."""
     from prudence_cli.dataviews.kept_codes import numbered_in_blocks
     from prudence_cli.dataviews.trajectory import VisitCodes
 
@@ -165,7 +165,7 @@ def test_ranges_numbered_in_blocks_number_visits_as_the_whole_view(case, data, b
     told = [part.visit_codes() for part in parts]
     whole = VisitCodes.of(told)
     own = numbered_in_blocks(OnWorkers(workers), told, block)
-    if sum(t.keys.shape[0] for t in told) <= block:
+    if whole.keys.shape[0] <= block:
         assert own is None
         return
     sets = view.visit_sets()
@@ -177,6 +177,28 @@ def test_ranges_numbered_in_blocks_number_visits_as_the_whole_view(case, data, b
         lo, hi = sets.offsets[a], sets.offsets[b]
         assert np.array_equal(ranged.offsets, sets.offsets[a : b + 1] - lo)
         assert np.array_equal(ranged.elements, sets.elements[lo:hi])
+
+
+def test_the_distinct_visits_of_ranges_are_estimated_from_their_smallest_hashes():
+    """A bottom-k sketch of each range's keys (`_sketch`) estimates how many distinct
+    keys the ranges hold together (its standard error about 3 %: 4.5 % off here, within
+    10 %), a key held by several ranges counted once; exactly when the ranges hold fewer
+    than k together."""
+    from prudence_cli.dataviews.kept_codes import SKETCH, _distinct_visits, _sketch
+    from prudence_cli.dataviews.trajectory import VisitCodes
+
+    rng = np.random.default_rng(1)
+    shared = rng.choice(10**8, 300_000, replace=False)
+    told = [VisitCodes(0, 1, np.unique(rng.choice(shared, 200_000))) for _ in range(4)]
+    told.append(VisitCodes(0, 1, np.unique(rng.integers(2 * 10**8, 3 * 10**8, 50_000))))
+    exact = np.unique(np.concatenate([t.keys for t in told])).shape[0]
+    estimate = _distinct_visits([_sketch(t, 0, 1) for t in told])
+    assert abs(estimate - exact) <= 0.1 * exact and exact < sum(t.keys.shape[0] for t in told)
+    few = [VisitCodes(0, 1, np.arange(a, a + 400)) for a in (0, 200, 300)]
+    assert _distinct_visits([_sketch(t, 0, 1) for t in few]) == 700 < SKETCH
+    # in another frame than its own, a range's keys hash as the whole view's
+    a, b = VisitCodes(2, 2, np.array([0, 3])), VisitCodes(0, 4, np.array([2, 7]))
+    assert _distinct_visits([_sketch(a, 0, 4), _sketch(b, 0, 4)]) == 2
 
 
 def test_visits_are_cut_into_blocks_of_about_as_many_sampled_keys():
@@ -198,7 +220,7 @@ def test_blocks_of_visits_chosen_from_a_sample_hold_about_as_many_keys_each():
     """Splitters chosen from about 1,024 keys of each range cut the ranges' keys into
     blocks of about as many keys (counted with each range's): within 5 % here, with
     one range's keys spread and another's packed in a narrow band."""
-    from prudence_cli.dataviews.kept_codes import _cut, _sampled, _splitters
+    from prudence_cli.dataviews.kept_codes import SAMPLED, _cut, _sampled, _splitters
     from prudence_cli.dataviews.trajectory import VisitCodes
 
     rng = np.random.default_rng(0)
@@ -206,7 +228,7 @@ def test_blocks_of_visits_chosen_from_a_sample_hold_about_as_many_keys_each():
     keys += [rng.integers(0, 10**5, 30_000)]
     told = [VisitCodes(0, 1, np.unique(k)) for k in keys]
     held = sum(t.keys.shape[0] for t in told)
-    splitters = _splitters([_sampled(t, 0, 1) for t in told], 10)
+    splitters = _splitters([_sampled(t, 0, 1, SAMPLED) for t in told], 10)
     pieces = [_cut(t, 0, 1, splitters) for t in told]
     sizes = [sum(p[b].shape[0] for p in pieces) for b in range(10)]
     assert sum(sizes) == held and max(sizes) <= 1.05 * held / 10 and min(sizes) >= 0.95 * held / 10

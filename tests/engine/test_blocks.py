@@ -80,8 +80,8 @@ def test_each_range_looks_up_its_own_elements_as_the_whole_vector_gives_them(
         for elements in lists:
             assert own[elements].tolist() == whole[elements].tolist()
         assert len(own) == n
-    assert runner.ran[blocks._values_at] == len(found) * min(workers, ranges)
-    assert runner.ran[blocks._united] == min(workers, ranges)
+    assert runner.ran[blocks._read_each] == len(found) * min(workers, ranges)
+    assert runner.ran[blocks._pieces] == len(found) * min(workers, ranges)
 
 
 @settings(max_examples=200, deadline=None)

@@ -219,8 +219,12 @@ def test_a_sampled_level_in_blocks_draws_by_each_ranges_own_holders(match, monke
         return original(part, rarity, key)
 
     monkeypatch.setattr(ranged_sampled, "_drawer", recorded)
-    problem = random_problem(np.random.default_rng(5), 60, 12, 3, match=match)
+    problem = random_problem(np.random.default_rng(5), 300, 2000, 3, match=match)
     n = int(problem.members.elements.max()) + 1
+    members = problem.members  # how many users hold each element (once, however often)
+    owners = np.repeat(np.arange(members.n_users), members.lengths)
+    pairs = np.unique(members.elements.astype(np.int64) * members.n_users + owners)
+    holders = np.bincount(pairs // members.n_users, minlength=n)
     settings_ = dict(max_instances=10, sample=4, seed=7)
     expected = Engine(**settings_).min_support(problem).minimum
     for block in (None, 4):
@@ -234,10 +238,9 @@ def test_a_sampled_level_in_blocks_draws_by_each_ranges_own_holders(match, monke
                 assert isinstance(rarity, np.ndarray) and rarity.shape == (n,)
                 continue
             lists = (part.problem.members.elements, part.problem.queries.elements.elements)
-            assert (
-                isinstance(rarity, PerElement)
-                and rarity.ids.tolist() == np.union1d(*lists).tolist()
-            )
+            own = np.union1d(*lists)
+            assert isinstance(rarity, PerElement) and rarity.ids.tolist() == own.tolist()
+            assert rarity.values.tolist() == holders[own].tolist()
 
 
 def test_more_ranges_than_users_leave_some_empty():
