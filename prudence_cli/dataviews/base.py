@@ -109,6 +109,8 @@ class Dataview:
     # view's `codes` field
     numberings: ClassVar[tuple[str, ...]] = ()
     codes_class: ClassVar[Any] = None
+    # numbers the elements in blocks when its ranges are kept on workers (kept_codes)
+    blocked_codes: ClassVar[Any] = None
 
     @cached_property
     def offsets(self) -> np.ndarray:

@@ -1,29 +1,32 @@
-"""A trajectory view kept on the workers (dataviews/on_workers.py) numbered in blocks of
-its distinct visits, as a local run numbers them (TrajectoryView.visit_sets: a visit's
-code is its rank among the whole view's), with no worker holding every visit.
+"""A trajectory's visits, or a segments view's triples, kept on the workers
+(dataviews/on_workers.py), numbered in blocks of their distinct elements as a local run
+numbers them (TrajectoryView.visit_sets, SegmentView.triples: an element's code is its
+rank among the whole view's), with no worker holding every element.
 
-Joined two by two, the whole view's visits would be held by every worker numbering a
-range (8 bytes each), and three times that by the worker joining the last two: at a
-billion distinct visits, 8 and 24 GB. Here each range tells its own visits (VisitCodes,
-kept where it is). The whole view's distinct visits are estimated from a sketch of
-each range's (the smallest hashes of its keys); their keys, in the frame of the whole
-view, are cut at splitters chosen from a sample of each range's, so that a block holds
-about `blocks.CLUSTER_BLOCK` of them; each block's pieces are joined where the runner
-adds them (`Runner.summed_blocks`: from two ranges or more, the b-th block on the b-th
-worker in turn); and each range is given its own visits' codes — the visits of the
-blocks before, and the rank in its block — each block read where it is kept
-(`blocks.read_where_kept`). A view of about a block of distinct visits or fewer is
-numbered whole, as before.
+Joined two by two, the whole view's elements would be held by every worker numbering a
+range (8 bytes or more each), and three times that by the worker joining the last two:
+at a billion distinct visits, 8 and 24 GB. Here each range tells its own elements, as
+64-bit keys that sort as the elements do (VisitCodes, TripleKeys), kept where it is.
+The whole view's distinct elements are estimated from a sketch of each range's (the
+smallest hashes of its keys); their keys, in the frame of the whole view, are cut at
+splitters chosen from a sample of each range's, so that a block holds about
+`blocks.CLUSTER_BLOCK` of them; each block's pieces are joined where the runner adds
+them (`Runner.summed_blocks`: from two ranges or more, the b-th block on the b-th worker
+in turn); and each range is given its own elements' codes — the elements of the blocks
+before, and the rank in its block — each block read where it is kept
+(`blocks.read_where_kept`). A view of about a block of distinct elements or fewer, or
+whose keys would not fit 64 bits in the whole view's frame, is numbered whole, as
+before.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from prudence_cli.arrays import distinct, mixed
-from prudence_cli.dataviews.trajectory import VisitCodes
 from prudence_cli.engine.blocks import own_values, read_where_kept
 
 # the smallest hashes of its visits' keys each range tells (a bottom-k sketch): the
@@ -34,42 +37,44 @@ SKETCH = 1024
 SAMPLED = 1024
 
 
-def numbered_in_blocks(runner: Any, told: list[Any], block: int | None) -> list[Any] | None:
-    """Each range's codes (VisitCodes of its own visits, with their codes in the whole
-    view), kept where the range is, from the ranges' own visits `told` (VisitCodes each,
-    kept by `runner`); None when the whole view holds about `block` distinct visits or
-    fewer (a visit held by several ranges counts once), or `block` is None: then the
-    view is numbered whole."""
+def numbered_in_blocks(
+    runner: Any, codes: Any, told: list[Any], block: int | None
+) -> list[Any] | None:
+    """Each range's codes (of the class `codes`: VisitCodes or TripleKeys, a range's own
+    elements with their codes in the whole view), kept where the range is, from the
+    ranges' own elements `told` (`codes` each, kept by `runner`); None when the whole
+    view holds about `block` distinct elements or fewer (one held by several ranges
+    counts once), `block` is None, or its elements do not pack into 64-bit keys in the
+    whole view's frame (`codes.frame_of`): then the view is numbered whole."""
     if not block:
         return None
-    frames = [frame for frame in runner.each(_frame, told) if frame[2]]
-    if not frames:
+    bounds = [b for b in runner.each(_bounds, told) if b is not None]
+    frame = codes.frame_of(bounds) if bounds else None
+    if frame is None:
         return None
-    low = min(first for first, _, _ in frames)
-    span = max(end for _, end, _ in frames) - low
-    visits = _distinct_visits(runner.each(_sketch, told, low, span))
+    visits = _distinct_visits(runner.each(_sketch, told, frame))
     if visits <= block:
         return None
     count = -(-visits // block)
-    samples = runner.each(_sampled, told, low, span, max(SAMPLED, 8 * count))
+    samples = runner.each(_sampled, told, frame, max(SAMPLED, 8 * count))
     splitters = _splitters(samples, count)
-    keys = runner.each_kept(_cut, told, low, span, splitters)
-    pieces = runner.summed_blocks(_as_codes, keys, splitters.shape[0] + 1, low, span)
-    sizes = np.array([runner.on(piece, _size) for piece in pieces], dtype=np.int64)
-    before = np.cumsum(sizes) - sizes  # the visits of the blocks before each
+    keys = runner.each_kept(_cut, told, frame, splitters)
+    pieces = runner.summed_blocks(_as_codes, keys, splitters.shape[0] + 1, codes, frame)
+    sizes = np.array(runner.each(_size, pieces), dtype=np.int64)  # read back together
+    before = np.cumsum(sizes) - sizes  # the elements of the blocks before each
     total = int(sizes.sum())
-    return read_where_kept(runner, pieces, keys, _ranks, _own_codes, low, span, before, total)
+    return read_where_kept(runner, pieces, keys, _ranks, _own_codes, codes, frame, before, total)
 
 
-def _frame(told: VisitCodes) -> tuple[int, int, int]:
-    """Of a range's own visits: its first time bin, its last + 1, and how many."""
-    return told.low, told.low + told.span, int(told.keys.shape[0])
+def _bounds(told: Any) -> tuple[int, ...] | None:
+    """What frames a range's own elements (`codes.frame_of`); None when it holds none."""
+    return told.bounds()
 
 
-def _sketch(told: VisitCodes, low: int, span: int) -> np.ndarray:
+def _sketch(told: Any, frame: tuple[int, ...]) -> np.ndarray:
     """The `SKETCH` smallest distinct hashes (arrays.mixed) of the range's keys in the
-    frame (`low`, `span`), all of them when it holds fewer."""
-    hashes = mixed(told._keys_in(low, span).astype(np.uint64))
+    whole view's `frame`, all of them when it holds fewer."""
+    hashes = mixed(told.keys_in(frame).astype(np.uint64))
     if hashes.shape[0] > SKETCH:
         hashes = np.partition(hashes, SKETCH - 1)[:SKETCH]
     return np.sort(hashes)
@@ -87,12 +92,12 @@ def _distinct_visits(sketches: list[np.ndarray]) -> int:
     return int(round((SKETCH - 1) * 2.0**64 / kth))
 
 
-def _sampled(told: VisitCodes, low: int, span: int, size: int) -> tuple[np.ndarray, int]:
-    """Every k-th key of the range's own visits in the frame (`low`, `span`), about
+def _sampled(told: Any, frame: tuple[int, ...], size: int) -> tuple[np.ndarray, int]:
+    """Every k-th key of the range's own elements in the whole view's `frame`, about
     `size` of them, and k: how many of its keys each stands for."""
     step = max(1, -(-told.keys.shape[0] // size))
-    every = VisitCodes(told.low, told.span, told.keys[::step])
-    return every._keys_in(low, span).copy(), step
+    every = replace(told, keys=told.keys[::step])
+    return every.keys_in(frame).copy(), step
 
 
 def _splitters(samples: list[tuple[np.ndarray, int]], count: int) -> np.ndarray:
@@ -106,38 +111,38 @@ def _splitters(samples: list[tuple[np.ndarray, int]], count: int) -> np.ndarray:
     return keys[np.minimum(np.searchsorted(reached, wanted), keys.shape[0] - 1)]
 
 
-def _cut(told: VisitCodes, low: int, span: int, splitters: np.ndarray) -> tuple[np.ndarray, ...]:
-    """The range's keys in the frame (`low`, `span`), in each block of `splitters` (a
+def _cut(told: Any, frame: tuple[int, ...], splitters: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The range's keys in the whole view's `frame`, in each block of `splitters` (a
     block's keys are below its splitter, and at or above the one before)."""
-    keys = told._keys_in(low, span)
+    keys = told.keys_in(frame)
     ends = np.r_[0, np.searchsorted(keys, splitters), keys.shape[0]]
     return tuple(keys[a:b].copy() for a, b in zip(ends[:-1], ends[1:], strict=True))
 
 
-def _as_codes(keys: tuple[np.ndarray, ...], low: int, span: int) -> tuple[VisitCodes, ...]:
-    """A range's keys of each block as its codes, which join as visits do (VisitCodes +)."""
-    return tuple(VisitCodes(low, span, block) for block in keys)
+def _as_codes(keys: tuple[np.ndarray, ...], codes: Any, frame: tuple[int, ...]) -> tuple:
+    """A range's keys of each block as `codes`, which join as its parts do (+)."""
+    return tuple(codes(*frame, block) for block in keys)
 
 
-def _size(piece: VisitCodes) -> int:
+def _size(piece: Any) -> int:
     return int(piece.keys.shape[0])
 
 
-def _ranks(piece: VisitCodes, keys: np.ndarray) -> np.ndarray:
-    """The rank of each of `keys` (ascending, all there) among the block's visits."""
+def _ranks(piece: Any, keys: np.ndarray) -> np.ndarray:
+    """The rank of each of `keys` (ascending, all there) among the block's elements."""
     return np.searchsorted(piece.keys, keys)
 
 
 def _own_codes(
     keys: tuple[np.ndarray, ...],
     given: tuple[list[Any], int],
-    low: int,
-    span: int,
+    codes: Any,
+    frame: tuple[int, ...],
     before: np.ndarray,
     total: int,
-) -> VisitCodes:
-    """The range's visits (`keys`, per block) and their codes in the whole view: the
-    visits of the blocks before each, and the rank in it."""
+) -> Any:
+    """The range's elements (`keys`, per block) and their codes in the whole view: the
+    elements of the blocks before each, and the rank in it."""
     ranks = own_values(given)
     numbers = np.concatenate([r + before[b] for b, r in enumerate(ranks)])
-    return VisitCodes(low, span, np.concatenate(keys), numbers, total)
+    return codes(*frame, np.concatenate(keys), numbers, total)

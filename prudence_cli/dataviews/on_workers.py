@@ -49,7 +49,6 @@ from prudence_cli.dataviews.base import (
 from prudence_cli.dataviews.kept_bins import bin_numbering
 from prudence_cli.dataviews.kept_codes import numbered_in_blocks
 from prudence_cli.dataviews.range_counts import RangeCounts
-from prudence_cli.dataviews.trajectory import VisitCodes
 from prudence_cli.engine.connect import sent_to
 from prudence_cli.engine.streams import two_by_two
 from prudence_cli.io.readers import read_region_layer
@@ -196,18 +195,17 @@ class KeptView(RangeCounts):
         """The numbering `kind` of the whole view (Dataview.numbering), made on the
         workers from what each range tells of its rows, once per view and kind: what
         each range of `ranges` is numbered by, a future each (the codes, a number per
-        distinct element, never come here). A trajectory's visits are numbered in blocks, each
-        range given its own visits' codes (kept_codes.numbered_in_blocks) when they are
-        more than a block; else, as other codes, joined two by two and fetched whole by
-        each range."""
+        distinct element, never come here). Past a block of them, a range is given its
+        own elements' codes (kept_codes); else codes are joined two by two, fetched whole."""
         if kind not in self._numbered:
             codes = self.view_class.numbering(kind)
-            calls = [(b.worker, (b.path, codes.part)) for b in self.ranges]
-            told = runner.pinned(_range_told, calls)
-            numbered = None
-            if codes is VisitCodes:
-                numbered = numbered_in_blocks(runner, told, runner.element_block)
+            blocked = self.view_class.blocked_codes if runner.element_block else None
+            numbered, told = None, list[Any]()
+            if blocked is not None:
+                told = self._told(runner, blocked.part)
+                numbered = numbered_in_blocks(runner, blocked, told, runner.element_block)
             if numbered is None:
+                told = told if blocked is codes else self._told(runner, codes.part)
                 client = self.placed.kept.client
                 joined = two_by_two(client, codes.joined, told)
                 parts = [] if joined is None else [joined]
@@ -215,6 +213,10 @@ class KeptView(RangeCounts):
                 numbered = [whole] * len(self.ranges)
             self._numbered[kind] = numbered
         return self._numbered[kind]
+
+    def _told(self, runner: Any, part: str) -> list[Any]:
+        """What each range tells of its elements (`part`), kept where it is."""
+        return runner.pinned(_range_told, [(b.worker, (b.path, part)) for b in self.ranges])
 
     def called(self, method: str, arguments: Sequence[tuple[Any, ...]]) -> list[Any]:
         """Each range's `method(*arguments[k])`, on the worker holding it, in order."""

@@ -5,7 +5,7 @@ floored to the `time` granularity (bins aligned on local midnight of `input.time
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -86,6 +86,97 @@ class TripleCodes:
         return _rank(self.keys, pair * max(self.parts[2].shape[0], 1) + ranks[2])
 
 
+@dataclass(frozen=True)
+class TripleKeys:
+    """The distinct triples of a range of a view's users, packed in the frame of the
+    whole view as keys `(segment * span + t_origin − low) * dspan + duration − dlow`
+    (the duration t_destination − t_origin, in bins), with each one's code in the whole
+    view (`numbers`) and how many it holds (`total`): a segments view's triples numbered
+    in blocks (dataviews/kept_codes.py), as VisitCodes number a trajectory's visits.
+
+    The keys sort as the triples do (for a segment and t_origin, t_destination grows
+    with the duration), so a key's rank is the triple's (TripleCodes). They are made
+    only while the whole view's frame packs into 63 bits (`frame_of`); past that, the
+    view is numbered whole, by TripleCodes."""
+
+    low: int  # the first t_origin bin
+    span: int  # the last − the first + 1
+    dlow: int  # the shortest duration, in bins
+    dspan: int  # the longest − the shortest + 1
+    keys: np.ndarray  # int64, ascending, distinct
+    numbers: np.ndarray | None = None  # each key's code in the whole view (a range's own)
+    total: int = 0  # the whole view's distinct triples
+    segments: int = 0  # its largest segment + 1 (`bounds`)
+
+    part: ClassVar[str] = "triple_keys"  # what each range of the view tells
+
+    @property
+    def frame(self) -> tuple[int, int, int, int]:
+        return self.low, self.span, self.dlow, self.dspan
+
+    @classmethod
+    def of_rows(cls, location: np.ndarray, tbin: np.ndarray, tbin_end: np.ndarray) -> TripleKeys:
+        """The distinct triples of rows, in their own frame; none packed when that frame
+        does not pack (then the whole view's, which holds it, does not either)."""
+        if not location.shape[0]:
+            return cls(0, 1, 0, 1, np.zeros(0, np.int64))
+        low, high = int(tbin.min()), int(tbin.max())
+        first, last = int(tbin_end.min()), int(tbin_end.max())
+        segments, none = int(location.max()) + 1, np.zeros(0, np.int64)
+        if first - high < -(2**63) or last - low >= 2**63:  # a duration past int64
+            return cls(low, high + 1 - low, 0, 2**64, none, segments=segments)  # never packs
+        duration = tbin_end - tbin
+        dlow = int(duration.min())
+        frame = (low, high + 1 - low, dlow, int(duration.max()) + 1 - dlow)
+        made = cls(*frame, none, segments=segments)
+        if cls.frame_of([made.bounds()]) is None:  # type: ignore[list-item]
+            return made
+        return replace(made, keys=distinct(made.packed(location, tbin, duration)))
+
+    def packed(self, location: np.ndarray, tbin: np.ndarray, duration: np.ndarray) -> np.ndarray:
+        """Each triple's key in its frame."""
+        at = location.astype(np.int64) * self.span + (tbin - self.low)
+        return at * self.dspan + (duration - self.dlow)
+
+    def bounds(self) -> tuple[int, ...] | None:
+        """Its t_origin bins and durations (first, last + 1 each) and segments (largest
+        + 1), as told (`of_rows`) even when it packed none; None when it holds none."""
+        if not self.segments:
+            return None
+        return (self.low, self.low + self.span, self.dlow, self.dlow + self.dspan, self.segments)
+
+    @staticmethod
+    def frame_of(bounds: list[tuple[int, ...]]) -> tuple[int, ...] | None:
+        """The frame (low, span, dlow, dspan) holding every one of `bounds`; None when its
+        keys could reach 2^63 (a segment × every t_origin bin × every duration)."""
+        low, dlow = min(b[0] for b in bounds), min(b[2] for b in bounds)
+        span, dspan = max(b[1] for b in bounds) - low, max(b[3] for b in bounds) - dlow
+        if max(b[4] for b in bounds) * span * dspan >= 2**63:
+            return None
+        return low, span, dlow, dspan
+
+    def keys_in(self, frame: tuple[int, ...]) -> np.ndarray:
+        """Its keys in another frame that holds its own."""
+        if frame == self.frame:
+            return self.keys
+        duration = self.keys % self.dspan + self.dlow
+        at = self.keys // self.dspan
+        tbin = at % self.span + self.low
+        low, span, dlow, dspan = frame
+        return TripleKeys(low, span, dlow, dspan, self.keys).packed(at // self.span, tbin, duration)
+
+    def __add__(self, other: TripleKeys) -> TripleKeys:
+        """The keys of two parts of a block, in the same frame (the runner adds a
+        block's pieces two by two)."""
+        return replace(self, keys=distinct(np.concatenate([self.keys, other.keys])))
+
+    def ranks(self, location: np.ndarray, tbin: np.ndarray, tbin_end: np.ndarray) -> np.ndarray:
+        """Each row's code in the whole view (every row's triple among its own keys)."""
+        keys = self.packed(location, tbin, tbin_end - tbin)
+        at = _rank(self.keys, keys)
+        return at if self.numbers is None else self.numbers[at]
+
+
 def _rank(values: np.ndarray, found: np.ndarray) -> np.ndarray:
     """The position of each of `found` among the sorted distinct `values` (all there)."""
     at = np.searchsorted(values, found)
@@ -116,12 +207,13 @@ class SegmentView(Dataview):
     tbin_end: np.ndarray  # int64 bin of the time left
     granularity: int = 3600
     # the whole view's triples, when this is a range of its users (`numbered`)
-    codes: TripleCodes | None = field(default=None, repr=False, compare=False)
+    codes: TripleCodes | TripleKeys | None = field(default=None, repr=False, compare=False)
 
     format = "segments"
     row_fields: ClassVar[tuple[str, ...]] = ("user", "location", "tbin", "tbin_end")
     numberings: ClassVar[tuple[str, ...]] = ("triples",)
     codes_class: ClassVar[Any] = TripleCodes
+    blocked_codes: ClassVar[Any] = TripleKeys
 
     def triples(self) -> Elements:
         """Per user, in time order: one code per distinct (segment, t_origin, t_destination)
@@ -132,6 +224,10 @@ class SegmentView(Dataview):
         else:
             codes = self.codes.ranks(self.location, self.tbin, self.tbin_end)
         return Elements.from_rows(self.n_users, self.user, codes, np.zeros(codes.shape[0]))
+
+    def triple_keys(self) -> TripleKeys:
+        """Its distinct triples packed in its own frame (TripleKeys.of_rows)."""
+        return TripleKeys.of_rows(self.location, self.tbin, self.tbin_end)
 
     def distinct_triples(self) -> Triple:
         """Its distinct triples (int64 each), in lexicographic order."""

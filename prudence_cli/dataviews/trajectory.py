@@ -93,15 +93,26 @@ class VisitCodes:
             return other
         low = min(one.low, other.low)
         span = max(one.low + one.span, other.low + other.span) - low
-        keys = np.concatenate([one._keys_in(low, span), other._keys_in(low, span)])
+        keys = np.concatenate([one.keys_in((low, span)), other.keys_in((low, span))])
         keys.sort(kind="stable")  # two sorted runs, merged
         return VisitCodes(low, span, distinct_sorted(keys))
 
-    def _keys_in(self, low: int, span: int) -> np.ndarray:
-        """Its keys in another frame that holds its own."""
+    def keys_in(self, frame: tuple[int, ...]) -> np.ndarray:
+        """Its keys in another frame (`low`, `span`) that holds its own."""
+        low, span = frame
         if (low, span) == self.frame:
             return self.keys
         return self.keys // self.span * span + (self.keys % self.span + self.low - low)
+
+    def bounds(self) -> tuple[int, ...] | None:
+        """Its first time bin and its last + 1; None when it holds no visit."""
+        return (self.low, self.low + self.span) if self.keys.shape[0] else None
+
+    @staticmethod
+    def frame_of(bounds: list[tuple[int, ...]]) -> tuple[int, ...] | None:
+        """The frame of the whole view whose ranges' `bounds` these are (kept_codes)."""
+        low = min(b[0] for b in bounds)
+        return low, max(b[1] for b in bounds) - low
 
 
 @dataclass(frozen=True)
@@ -118,6 +129,7 @@ class TrajectoryView(Dataview):
     row_fields: ClassVar[tuple[str, ...]] = ("user", "location", "tbin")
     numberings: ClassVar[tuple[str, ...]] = ("visits",)
     codes_class: ClassVar[Any] = VisitCodes
+    blocked_codes: ClassVar[Any] = VisitCodes
 
     def visit_codes(self) -> VisitCodes:
         """The codes of its own distinct visits, in its own frame (VisitCodes.of)."""
@@ -126,8 +138,10 @@ class TrajectoryView(Dataview):
 
     def _time_frame(self) -> tuple[int, int]:
         """Its first time bin, and how many bins from there to its last (VisitCodes)."""
-        low = int(self.tbin.min(initial=0))
-        return low, int(self.tbin.max(initial=0)) - low + 1
+        if not self.tbin.shape[0]:
+            return 0, 1
+        low = int(self.tbin.min())
+        return low, int(self.tbin.max()) - low + 1
 
     def _visit_keys(self, low: int, span: int) -> np.ndarray:
         """Each row's visit as a key `location * span + (tbin - low)` (VisitCodes)."""

@@ -164,14 +164,14 @@ def test_ranges_numbered_in_blocks_number_visits_as_the_whole_view(case, data, b
     parts = [view.users(a, b) for a, b in pairs]
     told = [part.visit_codes() for part in parts]
     whole = VisitCodes.of(told)
-    own = numbered_in_blocks(OnWorkers(workers), told, block)
+    own = numbered_in_blocks(OnWorkers(workers), VisitCodes, told, block)
     if whole.keys.shape[0] <= block:
         assert own is None
         return
     sets = view.visit_sets()
     for (a, b), part, codes, mine in zip(pairs, parts, own, told, strict=True):
         assert codes.frame == whole.frame and codes.count == whole.keys.shape[0]
-        assert codes.keys.tolist() == mine._keys_in(*whole.frame).tolist()
+        assert codes.keys.tolist() == mine.keys_in(whole.frame).tolist()
         assert codes.numbers.tolist() == np.searchsorted(whole.keys, codes.keys).tolist()
         ranged = part.numbered("visits", codes).visit_sets()
         lo, hi = sets.offsets[a], sets.offsets[b]
@@ -192,13 +192,13 @@ def test_the_distinct_visits_of_ranges_are_estimated_from_their_smallest_hashes(
     told = [VisitCodes(0, 1, np.unique(rng.choice(shared, 200_000))) for _ in range(4)]
     told.append(VisitCodes(0, 1, np.unique(rng.integers(2 * 10**8, 3 * 10**8, 50_000))))
     exact = np.unique(np.concatenate([t.keys for t in told])).shape[0]
-    estimate = _distinct_visits([_sketch(t, 0, 1) for t in told])
+    estimate = _distinct_visits([_sketch(t, (0, 1)) for t in told])
     assert abs(estimate - exact) <= 0.1 * exact and exact < sum(t.keys.shape[0] for t in told)
     few = [VisitCodes(0, 1, np.arange(a, a + 400)) for a in (0, 200, 300)]
-    assert _distinct_visits([_sketch(t, 0, 1) for t in few]) == 700 < SKETCH
+    assert _distinct_visits([_sketch(t, (0, 1)) for t in few]) == 700 < SKETCH
     # in another frame than its own, a range's keys hash as the whole view's
     a, b = VisitCodes(2, 2, np.array([0, 3])), VisitCodes(0, 4, np.array([2, 7]))
-    assert _distinct_visits([_sketch(a, 0, 4), _sketch(b, 0, 4)]) == 2
+    assert _distinct_visits([_sketch(a, (0, 4)), _sketch(b, (0, 4))]) == 2
 
 
 def test_visits_are_cut_into_blocks_of_about_as_many_sampled_keys():
@@ -212,7 +212,7 @@ def test_visits_are_cut_into_blocks_of_about_as_many_sampled_keys():
     assert _splitters(samples, 2).tolist() == [3]
     assert _splitters(samples, 4).tolist() == [1, 3, 5]
     assert _splitters(samples, 1).tolist() == []
-    cut = _cut(VisitCodes(0, 1, np.array([1, 2, 3, 4, 9])), 0, 1, np.array([3, 5]))
+    cut = _cut(VisitCodes(0, 1, np.array([1, 2, 3, 4, 9])), (0, 1), np.array([3, 5]))
     assert [piece.tolist() for piece in cut] == [[1, 2], [3, 4], [9]]
 
 
@@ -228,10 +228,19 @@ def test_blocks_of_visits_chosen_from_a_sample_hold_about_as_many_keys_each():
     keys += [rng.integers(0, 10**5, 30_000)]
     told = [VisitCodes(0, 1, np.unique(k)) for k in keys]
     held = sum(t.keys.shape[0] for t in told)
-    splitters = _splitters([_sampled(t, 0, 1, SAMPLED) for t in told], 10)
-    pieces = [_cut(t, 0, 1, splitters) for t in told]
+    splitters = _splitters([_sampled(t, (0, 1), SAMPLED) for t in told], 10)
+    pieces = [_cut(t, (0, 1), splitters) for t in told]
     sizes = [sum(p[b].shape[0] for p in pieces) for b in range(10)]
     assert sum(sizes) == held and max(sizes) <= 1.05 * held / 10 and min(sizes) >= 0.95 * held / 10
+
+
+def test_a_views_visits_are_framed_from_its_first_time_bin():
+    """Worked by hand: visits (place 1, bin 5) and (0, 7) in the frame of bins 5-7 (not
+    from bin 0: the keys keep their headroom): keys 1 × 3 + 0 = 3 and 0 × 3 + 2 = 2."""
+    view = trajectory_view({"a": [(1, 5)], "b": [(0, 7)]}, ["a", "b"])
+    codes = view.visit_codes()
+    assert codes.frame == (5, 3) and codes.keys.tolist() == [2, 3]
+    assert view.users(0, 0).visit_codes().frame == (0, 1)
 
 
 def test_visit_codes_of_parts_in_other_frames_are_joined_in_the_frame_of_both():

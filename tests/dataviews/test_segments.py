@@ -3,7 +3,9 @@ trajectories and the sub-trajectory linking attack (Pratesi et al., PRUDEnce, se
 
 from __future__ import annotations
 
+import dataclasses
 import io
+import itertools
 
 import numpy as np
 import pandas as pd
@@ -18,15 +20,16 @@ from prudence_cli.catalog import open_catalog
 from prudence_cli.cli import main
 from prudence_cli.config import load_config
 from prudence_cli.config.dimensions import FORMATS
+from prudence_cli.dataviews.kept_codes import numbered_in_blocks
 from prudence_cli.dataviews.registry import format_classes
 from prudence_cli.dataviews.restore import view_from_table
-from prudence_cli.dataviews.segments import SegmentView
+from prudence_cli.dataviews.segments import SegmentView, TripleKeys
 from prudence_cli.engine import Engine
 from prudence_cli.engine.runner import LocalRunner
 from prudence_cli.errors import ConfigError, InputError
 from prudence_cli.io.readers import read_points
 from prudence_cli.sanitize.ledger import join_views
-from tests.conftest import ranges_number_as_the_whole
+from tests.conftest import OnWorkers, ranges_number_as_the_whole
 from tests.reference import trajectory_attack_risks
 
 CONFIG = """\
@@ -246,6 +249,67 @@ def test_triples_at_the_ends_of_64_bits_are_numbered_as_the_whole_view():
     codes = ranges_number_as_the_whole(view, "triples", "triples", [0, 1, 2, 3])
     assert view.triples().elements.tolist() == [3, 0, 3, 2, 1, 0]
     assert codes.keys.tolist() == sorted(set(codes.keys.tolist()))
+    # nor packed in 64-bit keys to number in blocks: numbered whole (TripleCodes) instead
+    told = [view.users(u, u + 1).triple_keys() for u in range(3)]
+    assert [t.keys.shape[0] for t in told] == [0, 0, 0]
+    assert numbered_in_blocks(OnWorkers(2), TripleKeys, told, 1) is None
+    # a frame that packs each range's, but not the whole view's, is refused as well: 2
+    # segments × 2^61 + 1 bins × 1 duration packs, 4 segments do not
+    wide = [TripleKeys.of_rows(np.array([1]), np.array([t]), np.array([t])) for t in (0, 2**61)]
+    assert [t.keys.shape[0] for t in wide] == [1, 1]
+    assert TripleKeys.frame_of([t.bounds() for t in wide]) == (0, 2**61 + 1, 0, 1)
+    more = TripleKeys.of_rows(np.array([3]), np.array([0]), np.array([0]))
+    assert TripleKeys.frame_of([t.bounds() for t in [*wide, more]]) is None
+
+
+def test_triple_keys_are_packed_in_the_frame_of_the_whole_view_by_hand():
+    """Worked by hand: (segment 1, bins 5 → 6) and (0, 7 → 7): t_origin bins 5-7 (span
+    3), durations 0-1 (dspan 2): keys (1 × 3 + 0) × 2 + 1 = 7 and (0 × 3 + 2) × 2 + 0 =
+    4. In the frame of bins 4-8 (span 5) and durations -1 to 1 (dspan 3): (1 × 5 + 1) ×
+    3 + 2 = 20 and (0 × 5 + 3) × 3 + 1 = 10. Their order is the triples' order."""
+    keys = TripleKeys.of_rows(np.array([1, 0]), np.array([5, 7]), np.array([6, 7]))
+    assert keys.frame == (5, 3, 0, 2) and keys.keys.tolist() == [4, 7]
+    assert keys.keys_in((4, 5, -1, 3)).tolist() == [10, 20]
+    assert keys.bounds() == (5, 8, 0, 2, 2)
+    assert TripleKeys.frame_of([keys.bounds(), (4, 5, -1, 0, 1), (6, 9, 1, 2, 1)]) == (4, 5, -1, 3)
+    assert TripleKeys.of_rows(*(np.zeros(0, np.int64),) * 3).bounds() is None
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    segment_trajectories(),
+    st.data(),
+    st.sampled_from([1, 2, 5, 1000]),
+    st.integers(1, 3),
+    st.integers(-2, 2),
+)
+def test_ranges_numbered_in_blocks_number_triples_as_the_whole_view(
+    case, data, block, workers, skew
+):
+    """Each range given its own triples' codes from blocks of about `block` triples
+    (TripleKeys, kept_codes.numbered_in_blocks; ranges kept on `workers` workers, some
+    users' durations shifted by `skew`, so negative too) numbers its triples as the
+    whole view does: their lexicographic rank among the whole view's. A view of `block`
+    distinct triples or fewer is numbered whole (None)."""
+    view = segment_view(*case)
+    view = dataclasses.replace(view, tbin_end=view.tbin_end + skew * (view.user % 2))
+    cuts = sorted(data.draw(st.lists(st.integers(0, view.n_users), max_size=3)))
+    pairs = list(itertools.pairwise([0, *cuts, view.n_users]))
+    parts = [view.users(a, b) for a, b in pairs]
+    own = numbered_in_blocks(
+        OnWorkers(workers), TripleKeys, [p.triple_keys() for p in parts], block
+    )
+    whole = view.triples()
+    distinct = np.unique(whole.elements).shape[0]
+    if distinct <= block:
+        assert own is None
+        return
+    for (a, b), part, codes in zip(pairs, parts, own, strict=True):
+        assert codes.total == distinct and codes.numbers is not None
+        ranged = part.numbered("triples", codes).triples()
+        lo, hi = whole.offsets[a], whole.offsets[b]
+        assert np.array_equal(ranged.offsets, whole.offsets[a : b + 1] - lo)
+        assert np.array_equal(ranged.elements, whole.elements[lo:hi])
 
 
 def test_sample_segments_command(tmp_path):

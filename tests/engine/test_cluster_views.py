@@ -216,7 +216,7 @@ def test_views_kept_on_the_workers_are_the_local_ones(
                 assert np.array_equal(piece.view.location, local.users(a, b).location)
                 assert np.array_equal(piece.view.user, local.users(a, b).user)
             # a trajectory's visits, a segments view's triples, numbered as the whole's;
-            # a trajectory's also in blocks of 16 visits, each range given its own codes
+            # also in blocks of 16, each range given its own elements' codes
             for kind, block in [(k, b) for k in local.numberings for b in (None, 16)]:
                 lists = {"visits": "visit_sets", "triples": "triples"}[kind]
                 whole_sets = getattr(local, lists)()
@@ -225,9 +225,8 @@ def test_views_kept_on_the_workers_are_the_local_ones(
                     if block is not None:
                         blocks.setattr(cluster, "element_block", block)
                     first, futures = kept.kept_ranges(cluster, kind)
-                if kind == "visits":
-                    own = [future.result().view.codes for future in futures]
-                    assert all((c.numbers is not None) == (block is not None) for c in own)
+                own = [future.result().view.codes for future in futures]
+                assert all(getattr(c, "numbers", None) is None for c in own) == (block is None)
                 for a, b, future in zip(first[:-1], first[1:], futures, strict=True):
                     sets = getattr(future.result().view, lists)()
                     lo, hi = whole_sets.offsets[a], whole_sets.offsets[b]

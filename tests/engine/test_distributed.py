@@ -166,9 +166,9 @@ def test_a_view_of_trajectories_on_the_workers_is_never_gathered(
     """Every attack on trajectories makes its levels in the ranges the workers keep:
     `location` too, whose compositions of each target's whole multiset (h = all) are
     counted shard by shard, and `subtrajectory`, each range numbering its triples as the
-    whole view does; and `unicity` on bins, its knowledge drawn in the ranges from the
-    stream a whole draw reads: the local catalog, without the view's rows ever coming
-    here."""
+    whole view does (in blocks, as a trajectory's visits); and `unicity` on bins, its
+    knowledge drawn in the ranges from the stream a whole draw reads: the local catalog,
+    without the view's rows ever coming here."""
     from prudence_cli.dataviews.on_workers import KeptView
     from prudence_cli.dataviews.segments import TripleCodes
     from prudence_cli.dataviews.trajectory import VisitCodes
@@ -195,7 +195,7 @@ def test_a_view_of_trajectories_on_the_workers_is_never_gathered(
         monkeypatch.setattr(codes, "of", classmethod(numbered_here))
     shares = _shares_held(monkeypatch)
     numbered: list[object] = []
-    if name == "trajectory":  # its visits numbered, its levels' vectors made, in blocks
+    if name in ("trajectory", "segments"):  # visits or triples, and vectors, in blocks
         from prudence_cli.dataviews import on_workers
 
         in_blocks = on_workers.numbered_in_blocks
@@ -207,7 +207,8 @@ def test_a_view_of_trajectories_on_the_workers_is_never_gathered(
         monkeypatch.setattr(on_workers, "numbered_in_blocks", recorded)
         monkeypatch.setattr(cluster, "element_block", 256)
     spread = run_assessment(config, tmp_path / "dask", _engine(config, cluster), None)
-    assert all(own is not None for own in numbered) and (name != "trajectory" or numbered)
+    assert all(own is not None for own in numbered)
+    assert numbered or name not in ("trajectory", "segments")
     assert len(shares) > 1 and max(shares) == 1  # the risks of one range at a time here
     views = spread.manifest["dataviews"]  # its table, risks [and people's measures]
     tables = sum(2 + (view.get("measures") is not None) for view in views)
