@@ -97,6 +97,12 @@ def _show(value: object) -> str:
     return f'"{value}"' if isinstance(value, str) else repr(value)
 
 
+def as_given(share: float) -> str:
+    """A share the user gave (a policy's min_coverage) as a percentage, as precise as
+    given: 0.995 is "99.5%", never rounded to "100%" nor "99%"."""
+    return f"{share * 100:g}%"
+
+
 def percent(share: float) -> str:
     """A share as a percentage to a tenth, never reading as none, nor as all, when it is
     not: a share below 0.1 % with two significant digits, without an exponent ("0.04%",

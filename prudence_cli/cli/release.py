@@ -27,7 +27,7 @@ from prudence_cli.cli.common import (
     handle_errors,
     one_value,
 )
-from prudence_cli.units import percent
+from prudence_cli.units import as_given, percent
 
 
 @click.command()
@@ -394,12 +394,16 @@ def _why_not(result: Any, min_coverage: float | None, threshold: float) -> str:
     if report is None:
         return str(result.choice)
     users, data = report.users, report.data
-    short = min_coverage is not None and users.released > 0
-    if short and data.before and report.max_risk_after <= threshold:
+    if (
+        min_coverage is not None
+        and users.released > 0
+        and data.before
+        and report.max_risk_after <= threshold
+    ):
         return (
             f"a release of {report.dataview.id} at threshold {threshold:g} would keep "
             f"{percent(data.released / data.before)} of the {data.coverage}, below the policy's "
-            f"min_coverage {min_coverage:.0%}"
+            f"min_coverage {as_given(min_coverage)}"
         )
     return f"at threshold {threshold:g} nobody of {report.dataview.id} would be left"
 

@@ -20,6 +20,7 @@ from prudence_cli.catalog import Catalog
 from prudence_cli.catalog.rows import Rows
 from prudence_cli.cli.pipes import typed_values
 from prudence_cli.config.mobility import KEPT_KS
+from prudence_cli.units import as_given
 from prudence_cli.units import percent as as_percent
 
 if TYPE_CHECKING:
@@ -255,7 +256,7 @@ def best_table(scores: Any, dims: list[str], min_coverage: float | None) -> Tabl
         f"at ≤ R before suppression, an upper bound. Pareto front of ({axis}, {value}): no "
         "other dataview is at least as good on both and better on one."
         + distortion
-        + (f" Dim: a release keeps less than {min_coverage:.0%}." if min_coverage else ""),
+        + (f" Dim: a release keeps less than {as_given(min_coverage)}." if min_coverage else ""),
     )
     extra = [m for m in ("unicity", "k_disclosure", "em", "kl", "score") if m in frame]
     extra += [scores.utility] if ":" in scores.utility else []

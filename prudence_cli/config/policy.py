@@ -24,6 +24,7 @@ from prudence_cli.config.dimensions import FORMATS
 from prudence_cli.config.knowledge import KnowledgeLevel
 from prudence_cli.config.reader import Reader
 from prudence_cli.errors import shown
+from prudence_cli.units import as_given
 
 POLICY_KEYS = {"max_risk", "attacks", "where", "min_coverage", "min_irac_u"}
 
@@ -73,7 +74,7 @@ class ReleasePolicy:
         counted = [*self.attacks, *self.where]
         parts.append(f"counting {', '.join(counted)}" if counted else "counting every level")
         if self.min_coverage is not None:
-            parts.append(f"keeping at least {self.min_coverage:.0%} of the data")
+            parts.append(f"keeping at least {as_given(self.min_coverage)} of the data")
         if self.min_irac_u is not None:
             parts.append(f"i-RAC_U at least {self.min_irac_u:g}")
         return "; ".join(parts)

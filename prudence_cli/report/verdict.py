@@ -21,7 +21,7 @@ from prudence_cli.sanitize.forecast import (
     every_level,
     suppress_dataview,
 )
-from prudence_cli.units import percent
+from prudence_cli.units import as_given, percent
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def render_verdict(catalog: Catalog, v: Verdict) -> str:
         f"{len(v.levels)} counted attack level{'s' if len(v.levels) != 1 else ''}: "
         f"<code>{_e(counted)}</code>"
         + (
-            f"; a release must keep at least {v.policy.min_coverage:.0%} of the {_e(kind)}"
+            f"; a release must keep at least {as_given(v.policy.min_coverage)} of the {_e(kind)}"
             if v.policy.min_coverage is not None
             else ""
         )
@@ -116,7 +116,7 @@ def _answer(catalog: Catalog, v: Verdict) -> str:
     else:
         head = (
             f"<b>Not under this policy:</b> the best release keeps {percent(share)} of the "
-            f"{_e(kind)}, below the policy's {v.policy.min_coverage:.0%}."
+            f"{_e(kind)}, below the policy's {as_given(v.policy.min_coverage or 0.0)}."
         )
     options = [
         *(f"--attack {a}" for a in v.policy.attacks),

@@ -29,7 +29,7 @@ from prudence_cli.config.policy import ReleasePolicy
 from prudence_cli.dataviews import coverage as covered
 from prudence_cli.errors import CatalogError, PrudenceError
 from prudence_cli.measures.rac import summarize
-from prudence_cli.units import percent
+from prudence_cli.units import as_given, percent
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -341,7 +341,7 @@ def _failures(
         failures.append(
             f"a release at risk ≤ {policy.max_risk:g} keeps {percent(released_share)} of the "
             f"{kind} (after suppression to the fixpoint), below "
-            f"{policy.min_coverage:.1%}"
+            f"{as_given(policy.min_coverage)}"
         )
     if policy.min_irac_u is not None and i_rac_u < policy.min_irac_u:
         failures.append(f"i-RAC_U {i_rac_u:.3f} below {policy.min_irac_u:g}")

@@ -306,3 +306,16 @@ def test_a_share_never_reads_as_none_nor_as_all_when_it_is_not():
     assert percent(0.001) == "0.1%" and percent(0.374) == "37.4%"
     assert percent(0.9996) == "99.9%" and percent(0.99999999) == "99.9%"
     assert percent(0.9989) == "99.9%" and percent(0.9994) == "99.9%"
+
+
+def test_a_policys_coverage_reads_as_the_user_gave_it():
+    """min_coverage 0.995 is "99.5%" wherever a policy is told (never "100%" nor "99%"),
+    0.07 is "7%", 0.9 "90%"."""
+    from prudence_cli.config.policy import ReleasePolicy
+    from prudence_cli.units import as_given
+
+    assert as_given(0.995) == "99.5%" and as_given(0.999) == "99.9%"
+    assert as_given(0.07) == "7%" and as_given(0.9) == "90%" and as_given(1.0) == "100%"
+    assert as_given(0.3333) == "33.33%"
+    policy = ReleasePolicy(0.3, ("presence",), (), 0.995)
+    assert "keeping at least 99.5% of the data" in policy.describe()
