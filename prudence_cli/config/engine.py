@@ -11,8 +11,25 @@ from prudence_cli.units import parse_bytes
 
 # a Dask scheduler's address: a scheme Dask knows, a host, a port (IPv6 in brackets)
 SCHEDULER_ADDRESS = re.compile(
-    r"((tcp|tls|ws|wss|ucx)://)?(\[[0-9A-Fa-f:.]+\]|[^\s/:\[\]]+):\d{1,5}/?"
+    r"((tcp|tls|ws|wss|ucx)://)?(\[[0-9A-Fa-f:.]+\]|[^\s/:\[\]]+):(?P<port>\d{1,5})/?"
 )
+
+
+def scheduler_problem(address: str) -> str | None:
+    """What is wrong with `address` as a Dask scheduler's (the config's engine.scheduler,
+    or --scheduler), found before any connection is tried; None: nothing."""
+    found = SCHEDULER_ADDRESS.fullmatch(address)
+    if found is None:
+        return (
+            f"{shown(address)} is not the address of a Dask scheduler: give "
+            "tcp://HOST:PORT (or tls://, ws://, wss://), e.g. tcp://10.0.0.5:8786"
+        )
+    if not 1 <= int(found["port"]) <= 65535:
+        return (
+            f"{shown(address)} names port {int(found['port'])}, and a port is 1-65535 (a "
+            "Dask scheduler's is 8786 by default)"
+        )
+    return None
 
 
 def parse_engine(r: Reader, data: object) -> EngineConfig:
@@ -29,12 +46,9 @@ def parse_engine(r: Reader, data: object) -> EngineConfig:
         scheduler = r.string(scheduler, "engine.scheduler")
         if backend != "dask":
             r.fail("engine.scheduler", "is the address of a Dask scheduler: set backend: dask")
-        if not SCHEDULER_ADDRESS.fullmatch(scheduler):
-            r.fail(
-                "engine.scheduler",
-                f"{shown(scheduler)} is not the address of a Dask scheduler: give "
-                "tcp://HOST:PORT (or tls://, ws://, wss://), e.g. tcp://10.0.0.5:8786",
-            )
+        problem = scheduler_problem(scheduler)
+        if problem:
+            r.fail("engine.scheduler", problem)
     memory = m.get("memory")
     return EngineConfig(
         backend=backend,

@@ -51,6 +51,7 @@ from prudence_cli.dataviews.kept_codes import numbered_in_blocks
 from prudence_cli.dataviews.range_counts import RangeCounts
 from prudence_cli.engine.connect import sent_to
 from prudence_cli.engine.streams import two_by_two
+from prudence_cli.io.atomic import writes_as_its_owner
 from prudence_cli.io.readers import read_region_layer
 from prudence_cli.space import regions_table
 
@@ -289,19 +290,18 @@ class KeptView(RangeCounts):
 
     def sees(self, folder: Path) -> bool:
         """Whether every worker holding the view's people sees `folder` (a shared file
-        system): a probe file written there, and each asked (once per folder)."""
+        system) and writes there as this user: a probe file written there, and each
+        asked (once per folder; io.atomic.writes_as_its_owner)."""
         key = str(folder)
         if key not in self._seen:
-            client = self.placed.kept.client
-            holders = _holders(self.ranges)
-            workers = sorted(holders)
-            probe = folder / f".probe-{uuid.uuid4().hex}"
+            client, holders = self.placed.kept.client, _holders(self.ranges)
+            workers, probe = sorted(holders), folder / f".probe-{uuid.uuid4().hex}"
             probe.touch()
+
+            def seen(i: int) -> Any:
+                return pinned(client, workers[i], _sees, str(probe), i)
+
             try:
-
-                def seen(i: int) -> Any:
-                    return pinned(client, workers[i], _sees, str(probe), i)
-
                 found = dict(windowed(client, range(len(workers)), seen, holders))
             finally:
                 probe.unlink()
@@ -481,7 +481,7 @@ def _range_whole(path: str, i: int, users: np.ndarray | None = None) -> tuple[in
 
 
 def _sees(path: str, i: int) -> tuple[int, bool]:
-    return i, os.path.exists(path)
+    return i, writes_as_its_owner(path, f"{os.path.basename(path)}-{i}")
 
 
 def _range_written(path: str, ids: str, target: str, write: Write, i: int) -> tuple[int, None]:

@@ -20,8 +20,10 @@ WORKER_SECONDS = 30.0
 async def _identity(address: str, seconds: float) -> str:
     """What answers at `address`: "Scheduler" for a Dask scheduler."""
     from distributed.comm import connect
+    from distributed.security import Security
 
-    comm = await connect(address, timeout=seconds)
+    # TLS as Dask's configuration sets it (distributed.comm.tls.*), as the client's
+    comm = await connect(address, timeout=seconds, **Security().get_connection_args("client"))
     try:
         await comm.write({"op": "identity", "reply": True})
         reply = await comm.read()
@@ -53,15 +55,27 @@ def connected(address: str, timeout: object) -> Any:
     except OSError as error:
         raise PrudenceError(
             f"cannot reach {where}: {error}; check that it runs and that this machine reaches "
-            "it, or wait longer with DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT=60s"
+            "it (one still starting: wait longer with DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT"
+            "=60s)"
         ) from None
     except (ValueError, TypeError) as error:
+        if "ssl_context" in str(error):  # a tls:// or wss:// address, and no TLS set
+            raise PrudenceError(
+                f"{address} is reached over TLS, and Dask's configuration gives no TLS "
+                "certificate: set distributed.comm.tls.ca-file, .client.cert and .client.key "
+                "(e.g. DASK_DISTRIBUTED__COMM__TLS__CA_FILE=ca.pem, "
+                "DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT=..., "
+                "DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY=...)"
+            ) from None
         raise PrudenceError(
             f"{address!r} is not the address of a Dask scheduler ({error}): give "
             "tcp://HOST:PORT, e.g. tcp://10.0.0.5:8786"
         ) from None
     if kind != "Scheduler":
-        raise PrudenceError(f"{address} is a Dask {kind}, not a scheduler: give the scheduler's")
+        raise PrudenceError(
+            f"{address} is a Dask {kind}, not a scheduler: give the scheduler's address "
+            "(tcp://HOST:8786 by default)"
+        )
     client = Client(address, timeout=timeout)
     try:
         client.wait_for_workers(1, timeout=WORKER_SECONDS)

@@ -227,6 +227,24 @@ def check_replaceable(target: Path, is_replaceable: Callable[[Path], bool]) -> N
         )
 
 
+def writes_as_its_owner(probe: str, name: str) -> bool:
+    """Whether this process (a worker) sees the file `probe` and can write a file `name`
+    beside it, owned by the probe's owner (the user who runs the command: a worker
+    running as another user, or one reading a read-only mount, would write parts the
+    catalog cannot make private, or none), the file removed again."""
+    mine = os.path.join(os.path.dirname(probe), name)
+    try:
+        owner = os.stat(probe).st_uid
+        with open(mine, "x"):
+            pass
+        try:
+            return os.stat(mine).st_uid == owner
+        finally:
+            os.unlink(mine)
+    except OSError:
+        return False
+
+
 def _make_private(folder: Path) -> None:
     os.chmod(folder, 0o700)
     for root, dirs, files in os.walk(folder):

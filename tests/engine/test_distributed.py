@@ -587,6 +587,14 @@ def test_cli_engine_dask_and_its_errors(tmp_path, monkeypatch):
     odd = runner.invoke(main, ["assess", "c.yaml", "--engine", "dask", "--scheduler", "foo://h:1"])
     assert odd.exit_code == 2
     assert "'foo://h:1' is not the address of a Dask scheduler" in odd.stderr
+    for address, said in [
+        ("tcp://127.0.0.1:99999", "names port 99999"),
+        ("tcp://:8786", "is not the"),
+    ]:
+        started = time.monotonic()  # refused before any connection is tried (30 s)
+        bad = runner.invoke(main, ["assess", "c.yaml", "--engine", "dask", "--scheduler", address])
+        assert bad.exit_code == 2 and time.monotonic() - started < 10
+        assert f"--scheduler: {address!r} {said}" in bad.stderr
 
     monkeypatch.setitem(sys.modules, "distributed", None)  # as if the extra were missing
     missing = runner.invoke(main, ["assess", "c.yaml", "--engine", "dask"])
@@ -605,6 +613,9 @@ def test_cli_engine_dask_and_its_errors(tmp_path, monkeypatch):
         ("{backend: dask, scheduler: '10.0.0.5:8786', memory: 1.5GiB}", None),
         ("{backend: dask, scheduler: not an address}", "'not an address' is not the address"),
         ("{backend: dask, scheduler: 'foo://h:8786'}", "give tcp://HOST:PORT"),
+        ("{backend: dask, scheduler: 'tcp://h:99999'}", "names port 99999, and a port is 1-65535"),
+        ("{backend: dask, scheduler: 'tcp://h:0'}", "names port 0"),
+        ("{backend: dask, scheduler: 'tcp://:8786'}", "is not the address of a Dask scheduler"),
     ],
 )
 def test_engine_config(tmp_path, engine, message):
@@ -841,6 +852,67 @@ def test_a_scheduler_without_workers_stops_with_what_to_do(monkeypatch):
         pytest.raises(PrudenceError, match=r"has no worker .*start workers with `dask worker"),
     ):
         DaskRunner(empty.scheduler_address)
+
+
+def test_a_scheduler_of_one_worker_is_said_to_gather_the_views(tmp_path, monkeypatch):
+    """A run on a scheduler that had one worker when it began makes its levels here from
+    the whole view (the ranges on the workers take two or more): it says so, with what
+    to do; the catalog is the local one."""
+    from distributed import LocalCluster
+
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    runner.invoke(main, ["sample", "gps", "--users", "30", "--days", "2", "--out", "g.csv"])
+    (tmp_path / "c.yaml").write_text(
+        "input: {path: g.csv, columns: {user: uid, time: datetime, lat: lat, lon: lng}}\n"
+        "dataview: {format: presence, dimensions: {grid: [1km]}}\n"
+        "attacks: [{attack: unique_location, knowledge: {h: [1]}}]\n"
+    )
+    local = runner.invoke(main, ["assess", "c.yaml", "-q", "--out", "local"])
+    assert local.exit_code == 0, local.output
+    with LocalCluster(
+        n_workers=1, processes=False, protocol="tcp://", dashboard_address=":0"
+    ) as one:
+        address = one.scheduler_address
+        alone = runner.invoke(
+            main, ["assess", "c.yaml", "--engine", "dask", "--scheduler", address]
+        )
+    assert alone.exit_code == 0, alone.output
+    assert f"the Dask scheduler {address} had one worker when the run began" in alone.stderr
+    assert "start the workers before the run" in alone.stderr
+    _same_catalog(tmp_path / "local", tmp_path / "catalog" / "c")
+
+
+def test_a_scheduler_over_tls_is_reached_with_dasks_tls_configuration():
+    """A scheduler at tls:// is reached with the certificates Dask's configuration gives
+    (distributed.comm.tls.*), as a dask Client reaches it; without them, the run says
+    which keys to set (exit 2), not that the address is no scheduler's."""
+    pytest.importorskip("cryptography")  # Security.temporary's certificates (moto's dependency)
+    from distributed import LocalCluster
+    from distributed.security import Security
+
+    from prudence_cli.engine.connect import connected
+    from prudence_cli.errors import PrudenceError
+
+    security = Security.temporary()
+    tls = {
+        "distributed.comm.tls.ca-file": security.tls_ca_file,
+        "distributed.comm.tls.client.cert": security.tls_client_cert,
+        "distributed.comm.tls.client.key": security.tls_client_key,
+    }
+    with LocalCluster(
+        n_workers=1, processes=False, protocol="tls://", security=security, dashboard_address=":0"
+    ) as secured:
+        address = secured.scheduler_address
+        assert address.startswith("tls://")
+        with pytest.raises(PrudenceError, match=r"no TLS certificate: set distributed.comm.tls"):
+            connected(address, "5s")
+        with dask.config.set(tls):
+            client = connected(address, "5s")
+            try:
+                assert client.submit(sum, [1, 2]).result() == 3
+            finally:
+                client.close()
 
 
 def test_a_worker_lost_during_a_run_is_said_so(cluster):

@@ -115,3 +115,25 @@ def test_shown_path_names_the_target_not_the_temporary():
     assert shown_path("c/.e2e.tmp-12-0123abcd-q/risks/d1.csv.gz") == "c/e2e/risks/d1.csv.gz"
     assert shown_path(Path(".catalog.json.tmp-1-0123abcd-z")) == "catalog.json"
     assert shown_path("/data/in.csv") == "/data/in.csv"
+
+
+def test_a_worker_writes_beside_the_probe_only_as_its_owner(tmp_path):
+    """A worker that sees the catalog's folder writes its parts there only if it can
+    write a file beside the probe, owned by the probe's owner: else (a read-only mount,
+    a worker running as another user) the parts come back to be written here. The
+    worker's own test file is removed either way."""
+    from prudence_cli.io.atomic import writes_as_its_owner
+
+    probe = tmp_path / ".probe-x"
+    probe.touch()
+    assert writes_as_its_owner(str(probe), "mine") and sorted(tmp_path.iterdir()) == [probe]
+    assert not writes_as_its_owner(str(tmp_path / "nowhere"), "mine")
+    if os.geteuid() == 0:  # root writes anywhere: the probe of another user, then
+        os.chown(probe, 12345, 12345)
+    else:  # a folder it may read but not write
+        tmp_path.chmod(0o500)
+    try:
+        assert not writes_as_its_owner(str(probe), "mine")
+    finally:
+        tmp_path.chmod(0o700)
+    assert sorted(tmp_path.iterdir()) == [probe]
