@@ -558,18 +558,24 @@ def test_memory_budget_says_when_one_partition_cannot_fit():
         Engine(memory=1000).min_support(problem)
 
 
-def test_cli_engine_dask_and_its_errors(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
+def _small_gps_run(folder: Path, users: int, h: str, engine: str = "") -> CliRunner:
+    """In `folder`: `users` people's sample GPS and c.yaml (presence at 1 km,
+    `unique_location` at h in `h`, then `engine`), assessed locally into local/."""
     runner = CliRunner()
-    runner.invoke(main, ["sample", "gps", "--users", "40", "--days", "3", "--out", "g.csv"])
-    (tmp_path / "c.yaml").write_text(
+    runner.invoke(main, ["sample", "gps", "--users", str(users), "--days", "3", "--out", "g.csv"])
+    (folder / "c.yaml").write_text(
         "input: {path: g.csv, columns: {user: uid, time: datetime, lat: lat, lon: lng}}\n"
         "dataview: {format: presence, dimensions: {grid: [1km]}}\n"
-        "attacks: [{attack: unique_location, knowledge: {h: [1, 2]}}]\n"
-        "engine: {memory: 2GB}\n"
+        f"attacks: [{{attack: unique_location, knowledge: {{h: [{h}]}}}}]\n" + engine
     )
     local = runner.invoke(main, ["assess", "c.yaml", "-q", "--out", "local"])
     assert local.exit_code == 0, local.output
+    return runner
+
+
+def test_cli_engine_dask_and_its_errors(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    runner = _small_gps_run(tmp_path, 40, "1, 2", "engine: {memory: 2GB}\n")
     spread = runner.invoke(main, ["assess", "c.yaml", "-q", "--engine", "dask", "--jobs", "1"])
     assert spread.exit_code == 0, spread.output
     _same_catalog(tmp_path / "local", tmp_path / "catalog" / "c")
@@ -861,15 +867,7 @@ def test_a_scheduler_of_one_worker_is_said_to_gather_the_views(tmp_path, monkeyp
     from distributed import LocalCluster
 
     monkeypatch.chdir(tmp_path)
-    runner = CliRunner()
-    runner.invoke(main, ["sample", "gps", "--users", "30", "--days", "2", "--out", "g.csv"])
-    (tmp_path / "c.yaml").write_text(
-        "input: {path: g.csv, columns: {user: uid, time: datetime, lat: lat, lon: lng}}\n"
-        "dataview: {format: presence, dimensions: {grid: [1km]}}\n"
-        "attacks: [{attack: unique_location, knowledge: {h: [1]}}]\n"
-    )
-    local = runner.invoke(main, ["assess", "c.yaml", "-q", "--out", "local"])
-    assert local.exit_code == 0, local.output
+    runner = _small_gps_run(tmp_path, 30, "1")
     with LocalCluster(
         n_workers=1, processes=False, protocol="tcp://", dashboard_address=":0"
     ) as one:
