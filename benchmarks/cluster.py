@@ -3,13 +3,15 @@
     python benchmarks/cluster.py [--people 10000000] [--files 20] [--limit-gb 3]
                                  [--workers 2] [--skip-local] [--h 2]
                                  [--sample N --max-instances M]
-                                 [--trajectory [--attack visit|location] | --unicity]
-                                 [--cache] [--profiles] [--tag NAME]
+                                 [--trajectory [--attack visit|location] | --unicity
+                                  | --profiles | --segments] [--cache] [--tag NAME]
 
 1. Data: `--people` people of the end-to-end benchmark's habits (10 GPS fixes each, 5-9
    favourite places of a 20,000-place lattice over Pisa, Zipf popularity, June 2011),
    written as `--files` Parquet parts, each a range of people (typed columns), cached
-   under benchmarks/out/cluster/ and reused while they exist.
+   under benchmarks/out/cluster/ and reused while they exist. With `--segments`,
+   map-matched trips instead: 2 trips of 5 segments each a person, over the shipped
+   street network of Pisa (2,595 segments, Zipf popularity), June 2011.
 2. The local engine: `prudence assess` on the folder, its data segment limited to
    `--limit-gb` (RLIMIT_DATA: numpy's arrays count, the reserved address space of the
    kernels does not): wall time, peak resident memory, or how it failed.
@@ -27,11 +29,14 @@ and 1 h, and `location_sequence` instead, or `--attack visit` or `location`; wit
 `--unicity`, a bins dataview, 250 m and 6 h, and `unicity` with 3 points drawn by
 activity, EM/KL on 200 people; with `--cache`, `input.cache: parquet` in a new cache
 folder, and the deployment's assessment run twice: writing the cache, then reading it;
-with `--profiles`, boolean profiles on the 250 m grid and the randomized sweep of
+with `--segments`, a segments dataview at 5 min and `subtrajectory` (its triples
+numbered in blocks past 2^23 of them: dataviews/kept_codes.py); with `--profiles`,
+boolean profiles on the 250 m grid and the randomized sweep of
 randomized response at ε = 1 on N(b_i, 5), reidentification in scenario 2.2 on a sample
 of 200 people);
 the deployment: the tests' (tests/engine/test_cluster.py).
-Results: benchmarks/out/cluster_<people>[_traj[_visit|_location]|_unicity][_h<h>][_s<N>]
+Results: benchmarks/out/cluster_<people>[_traj[_visit|_location]|_segments|_unicity]
+[_h<h>][_s<N>]
 [_cache][_m<M>][_<tag>].json (`_m<M>`: `--max-instances M` alone); the catalogs beside
 them, in benchmarks/out/cluster/ under the same name, so that `--tag` keeps two codes'
 runs (and their catalogs) apart to compare.
@@ -61,6 +66,25 @@ from tests.engine.test_cluster import deployment  # noqa: E402  (the tests' depl
 OUT = HERE / "out"
 DATA = OUT / "cluster"
 BIN = Path(sys.executable).parent
+STREETS = HERE.parent / "sample_data" / "pisa_streets.csv.gz"
+SEGMENTS = """\
+name: end_to_end_segments
+seed: 1
+input:
+  path: {parts}
+  format: segments
+  columns: {{user: uid, trip: trip, segment: segment, enter: entered, leave: left}}
+  segments: {streets}
+  timezone: Europe/Rome
+dataview:
+  format: segments
+  dimensions: {{time: [5min]}}
+attacks:
+  - attack: subtrajectory
+    knowledge: {{h: [2]}}
+coverage: segments
+output: {catalog}
+"""
 
 
 def write_parts(folder: Path, people: int, files: int, seed: int = 1) -> None:
@@ -99,12 +123,54 @@ def write_parts(folder: Path, people: int, files: int, seed: int = 1) -> None:
     tmp.replace(folder)
 
 
-def parts_for(people: int, files: int) -> Path:
-    folder = DATA / f"parts_{people}_{files}"
+def write_segment_parts(folder: Path, people: int, files: int, seed: int = 1) -> None:
+    """As `write_parts`, map-matched trips over the shipped street network of Pisa: per
+    person 2 trips of 5 segments (Zipf popularity, exponent 0.8), each begun at a random
+    second of June 2011, each segment crossed in 20-90 s."""
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(seed)
+    streets = pd.read_csv(STREETS, usecols=["segment"])["segment"].to_numpy(dtype=str)
+    popularity = 1.0 / np.arange(1, streets.size + 1) ** 0.8
+    popularity = popularity[rng.permutation(streets.size)]
+    popularity /= popularity.sum()
+    trips, crossed = 2, 5
+    tmp = folder.with_name(folder.name + ".tmp")
+    tmp.mkdir(parents=True, exist_ok=True)
+    per_file = -(-people // files)
+    start = np.datetime64("2011-06-01T00:00:00", "ms").astype(np.int64)
+    for k in range(files):
+        first, last = k * per_file, min((k + 1) * per_file, people)
+        n = (last - first) * trips  # trips of this part
+        begun = start + rng.integers(0, 30 * 86_400, n) * 1000
+        took = rng.integers(20, 91, (n, crossed)) * 1000
+        left = begun[:, None] + np.cumsum(took, axis=1)
+        entered = left - took
+        user = np.repeat(np.arange(first, last), trips * crossed)
+        trip = np.tile(np.repeat(np.array(["t0", "t1"]), crossed), last - first)
+        table = pa.table(
+            {
+                "uid": pa.array(np.char.add("u", np.char.zfill(user.astype(str), 8))),
+                "trip": pa.array(trip),
+                "segment": pa.array(streets[rng.choice(streets.size, n * crossed, p=popularity)]),
+                "entered": pa.array(entered.reshape(-1).astype("datetime64[ms]")),
+                "left": pa.array(left.reshape(-1).astype("datetime64[ms]")),
+            }
+        )
+        pq.write_table(table, tmp / f"part-{k:03d}.parquet")
+    tmp.replace(folder)
+
+
+def parts_for(people: int, files: int, segments: bool = False) -> Path:
+    folder = DATA / (f"parts_{people}_{files}" + ("_segments" if segments else ""))
     if not folder.exists():
         started = time.perf_counter()
+        kind = "--write-segments" if segments else "--write"
         subprocess.run(
-            [sys.executable, __file__, "--write", str(folder), str(people), str(files)],
+            [sys.executable, __file__, kind, str(folder), str(people), str(files)],
             check=True,
         )
         print(f"wrote {folder} in {time.perf_counter() - started:.0f} s", flush=True)
@@ -194,8 +260,9 @@ def run_cluster(config: Path, out: Path, workers: int, limit: int) -> dict[str, 
 
 
 def main() -> None:
-    if len(sys.argv) == 5 and sys.argv[1] == "--write":
-        write_parts(Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))
+    if len(sys.argv) == 5 and sys.argv[1] in ("--write", "--write-segments"):
+        write = write_parts if sys.argv[1] == "--write" else write_segment_parts
+        write(Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--people", type=int, default=10_000_000)
@@ -213,22 +280,26 @@ def main() -> None:
     parser.add_argument("--unicity", action="store_true")
     parser.add_argument("--cache", action="store_true")
     parser.add_argument("--profiles", action="store_true")
+    parser.add_argument("--segments", action="store_true")
     parser.add_argument(
         "--tag", default="", help="appended to the outputs' names: two codes' runs kept apart"
     )
     args = parser.parse_args()
     if args.tag and not args.tag.replace("-", "").replace("_", "").isalnum():
         parser.error("--tag takes letters, digits, - and _ only (it names files)")
+    if args.cache and args.segments:
+        parser.error("--cache is measured on the GPS parts")
     if args.attack and not args.trajectory:
         parser.error("--attack chooses the attack of --trajectory")
-    if sum((args.unicity, args.trajectory, args.profiles)) > 1:
-        parser.error("--unicity, --trajectory and --profiles are different dataviews")
+    if sum((args.unicity, args.trajectory, args.profiles, args.segments)) > 1:
+        parser.error("--unicity, --trajectory, --profiles and --segments are different views")
     attack = args.attack or "location_sequence"
     if args.h < 1 or (args.sample is not None and args.sample < 1):
         parser.error("--h and --sample are at least 1")
     limit = int(args.limit_gb * 2**30)
-    parts = parts_for(args.people, args.files)
+    parts = parts_for(args.people, args.files, args.segments)
     name = f"{args.people}" + ("_traj" if args.trajectory else "")
+    name += "_segments" if args.segments else ""
     name += "_unicity" if args.unicity else ""
     name += "" if attack == "location_sequence" else f"_{attack}"
     name += f"_h{args.h}" if args.h != 2 or args.sample else ""
@@ -244,6 +315,8 @@ def main() -> None:
         shutil.rmtree(cache, ignore_errors=True)
         cached = f"  format: gps\n  cache: parquet\n  cache_dir: {cache}\n"
         text = text.replace("  format: gps\n", cached)
+    if args.segments:
+        text = SEGMENTS.format(parts=parts, streets=STREETS, catalog=DATA / f"catalog_{name}")
     text = text.replace("knowledge: {h: [2]}", f"knowledge: {{h: [{args.h}]}}")
     if args.trajectory:
         text = text.replace("format: presence", "format: trajectory")
@@ -283,6 +356,8 @@ def main() -> None:
         "max_instances": args.max_instances,
         "format": "trajectory"
         if args.trajectory
+        else "segments"
+        if args.segments
         else "bins"
         if args.unicity
         else "profiles"
@@ -290,6 +365,8 @@ def main() -> None:
         else "presence",
         "attack": attack
         if args.trajectory
+        else "subtrajectory"
+        if args.segments
         else "unicity"
         if args.unicity
         else "reidentification"
