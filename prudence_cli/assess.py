@@ -154,7 +154,6 @@ def run_assessment(
     out = Path(output) if output is not None else config.output
     inherit, warnings = claim_output(config, out, force)
     client = getattr(engine.runner, "client", None)
-    warnings += _one_worker(engine.runner)
     # for the manifest, while the inputs are read; the parts the workers read, they hash
     parts = set(config.input.files) if client is not None else set()
     sha256_ahead([f for f in config.input_files if f not in parts])
@@ -185,18 +184,6 @@ def run_assessment(
     warning = projection.warning() if projection is not None else None
     warnings += (warning,) if warning else ()
     return AssessResult(out, stage.result, manifest, warnings)
-
-
-def _one_worker(runner: object) -> tuple[str, ...]:
-    """A scheduler with one worker when the run connected: levels are then made in this
-    process from the whole view (ranges on the workers take two or more), so say so."""
-    if not isinstance(runner, DaskRunner) or runner.workers != 1 or runner.cluster is not None:
-        return ()
-    return (
-        f"the Dask scheduler {runner.scheduler} had one worker when the run "
-        "began: each dataview was gathered into this process to make its levels (with two "
-        "workers or more, they are made on the workers); start the workers before the run",
-    )
 
 
 def claim_output(config: Config, out: Path, force: bool) -> tuple[bool, tuple[str, ...]]:

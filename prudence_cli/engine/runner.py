@@ -211,7 +211,9 @@ class DaskRunner:
         self.addresses = sorted(nthreads)
         self.workers = len(self.addresses)
         self.threads = sum(nthreads.values())  # tasks the workers run at once
-        self.shards = self.workers  # a shard of each level per worker, or more (`shard_limits`)
+        # a shard of each level per worker, or more (`shard_limits`); two on one worker, so
+        # that its levels are made in ranges there too, never from the whole view here
+        self.shards = max(self.workers, 2)
         self.memory_limit = smallest_limit(self.client)
         self.scheduler = scheduler or "LocalCluster"
         # where futures kept by `pinned` and `each_kept` are, by key (a few per level),

@@ -8,6 +8,7 @@ import dataclasses
 import filecmp
 import gc
 import itertools
+import json
 import os
 import sys
 import time
@@ -860,14 +861,21 @@ def test_a_scheduler_without_workers_stops_with_what_to_do(monkeypatch):
         DaskRunner(empty.scheduler_address)
 
 
-def test_a_scheduler_of_one_worker_is_said_to_gather_the_views(tmp_path, monkeypatch):
-    """A run on a scheduler that had one worker when it began makes its levels here from
-    the whole view (the ranges on the workers take two or more): it says so, with what
-    to do; the catalog is the local one."""
+def test_a_scheduler_of_one_worker_makes_the_levels_there_too(tmp_path, monkeypatch):
+    """On a scheduler of one worker the levels are made in ranges on that worker (two
+    shards at least), as on several: the view is never gathered into the assessing
+    process, and the catalog is the local one."""
     from distributed import LocalCluster
 
+    from prudence_cli.dataviews.on_workers import KeptView
+
     monkeypatch.chdir(tmp_path)
-    runner = _small_gps_run(tmp_path, 30, "1")
+    runner = _small_gps_run(tmp_path, 30, "1, 2")
+
+    def gathered(self, users=None):
+        raise AssertionError("the view was gathered")
+
+    monkeypatch.setattr(KeptView, "whole", gathered)
     with LocalCluster(
         n_workers=1, processes=False, protocol="tcp://", dashboard_address=":0"
     ) as one:
@@ -876,8 +884,8 @@ def test_a_scheduler_of_one_worker_is_said_to_gather_the_views(tmp_path, monkeyp
             main, ["assess", "c.yaml", "--engine", "dask", "--scheduler", address]
         )
     assert alone.exit_code == 0, alone.output
-    assert f"the Dask scheduler {address} had one worker when the run began" in alone.stderr
-    assert "start the workers before the run" in alone.stderr
+    manifest = json.loads((tmp_path / "catalog" / "c" / "catalog.json").read_text())
+    assert manifest["engine"]["workers"] == 1 and manifest["engine"]["sharded"]
     _same_catalog(tmp_path / "local", tmp_path / "catalog" / "c")
 
 
