@@ -25,7 +25,8 @@ from prudence_cli.cli.progress import progress_bar
 @click.option(
     "--jobs",
     type=click.IntRange(min=0),
-    help="Threads for the local engine (0: every core); workers of a Dask LocalCluster.",
+    help="Threads for the local engine (0: every core); workers of a Dask LocalCluster "
+    "(not used with --scheduler: the scheduler's workers run the work).",
 )
 @click.option(
     "--engine",
