@@ -63,6 +63,12 @@ def assess(
 
     config = load_config(config_file)
     on_workers = (backend or config.engine.backend) == "dask"  # they read the input there
+    if on_workers and jobs is not None and (scheduler or config.engine.scheduler):
+        click.echo(
+            f"Warning: --jobs {jobs} is not used with a scheduler: its workers run the work "
+            "(--jobs sizes a LocalCluster).",
+            err=True,
+        )
     if not on_workers and heap.worth_it(config.input.files):  # heap.py
         heap.retain_freed_memory()
     from prudence_cli.assess import assess as run

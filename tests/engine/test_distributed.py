@@ -586,10 +586,13 @@ def test_cli_engine_dask_and_its_errors(tmp_path, monkeypatch):
     assert "--engine dask" in lost.stderr
     with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
         far = runner.invoke(
-            main, ["assess", "c.yaml", "--engine", "dask", "--scheduler", "tcp://127.0.0.1:9"]
+            main,
+            ["assess", "c.yaml", "--engine", "dask", "--scheduler", "tcp://127.0.0.1:9"]
+            + ["--jobs", "3"],
         )
     assert far.exit_code == 2
     assert "cannot reach the Dask scheduler tcp://127.0.0.1:9" in far.stderr
+    assert "Warning: --jobs 3 is not used with a scheduler" in far.stderr  # said first
 
     odd = runner.invoke(main, ["assess", "c.yaml", "--engine", "dask", "--scheduler", "foo://h:1"])
     assert odd.exit_code == 2
