@@ -29,10 +29,10 @@ import numpy as np
 from prudence_cli.arrays import distinct, mixed
 from prudence_cli.engine.blocks import own_values, read_where_kept
 
-# the smallest hashes of its visits' keys each range tells (a bottom-k sketch): the
-# whole view's distinct visits are estimated from them (a standard error of 3 %)
+# the smallest hashes of its elements' keys each range tells (a bottom-k sketch): the
+# whole view's distinct elements are estimated from them (a standard error of 3 %)
 SKETCH = 1024
-# keys of each range's own visits the splitters are chosen from (its every k-th): this
+# keys of each range's own elements the splitters are chosen from (its every k-th): this
 # many at least, and eight a block
 SAMPLED = 1024
 
@@ -52,10 +52,10 @@ def numbered_in_blocks(
     frame = codes.frame_of(bounds) if bounds else None
     if frame is None:
         return None
-    visits = _distinct_visits(runner.each(_sketch, told, frame))
-    if visits <= block:
+    elements = _distinct_keys(runner.each(_sketch, told, frame))
+    if elements <= block:
         return None
-    count = -(-visits // block)
+    count = -(-elements // block)
     samples = runner.each(_sampled, told, frame, max(SAMPLED, 8 * count))
     splitters = _splitters(samples, count)
     keys = runner.each_kept(_cut, told, frame, splitters)
@@ -80,7 +80,7 @@ def _sketch(told: Any, frame: tuple[int, ...]) -> np.ndarray:
     return np.sort(hashes)
 
 
-def _distinct_visits(sketches: list[np.ndarray]) -> int:
+def _distinct_keys(sketches: list[np.ndarray]) -> int:
     """How many distinct keys the ranges whose `sketches` these are hold together: the
     k-th smallest of all their hashes, k = `SKETCH`, falls at about k / n of the range
     of hashes for n distinct keys (the estimate (k − 1) / that fraction is unbiased,

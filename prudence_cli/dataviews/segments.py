@@ -131,12 +131,7 @@ class TripleKeys:
         made = cls(*frame, none, segments=segments)
         if cls.frame_of([made.bounds()]) is None:  # type: ignore[list-item]
             return made
-        return replace(made, keys=distinct(made.packed(location, tbin, duration)))
-
-    def packed(self, location: np.ndarray, tbin: np.ndarray, duration: np.ndarray) -> np.ndarray:
-        """Each triple's key in its frame."""
-        at = location.astype(np.int64) * self.span + (tbin - self.low)
-        return at * self.dspan + (duration - self.dlow)
+        return replace(made, keys=distinct(_packed(frame, location, tbin, duration)))
 
     def bounds(self) -> tuple[int, ...] | None:
         """Its t_origin bins and durations (first, last + 1 each) and segments (largest
@@ -161,9 +156,7 @@ class TripleKeys:
             return self.keys
         duration = self.keys % self.dspan + self.dlow
         at = self.keys // self.dspan
-        tbin = at % self.span + self.low
-        low, span, dlow, dspan = frame
-        return TripleKeys(low, span, dlow, dspan, self.keys).packed(at // self.span, tbin, duration)
+        return _packed(frame, at // self.span, at % self.span + self.low, duration)
 
     def __add__(self, other: TripleKeys) -> TripleKeys:
         """The keys of two parts of a block, in the same frame (the runner adds a
@@ -172,9 +165,16 @@ class TripleKeys:
 
     def ranks(self, location: np.ndarray, tbin: np.ndarray, tbin_end: np.ndarray) -> np.ndarray:
         """Each row's code in the whole view (every row's triple among its own keys)."""
-        keys = self.packed(location, tbin, tbin_end - tbin)
-        at = _rank(self.keys, keys)
+        at = _rank(self.keys, _packed(self.frame, location, tbin, tbin_end - tbin))
         return at if self.numbers is None else self.numbers[at]
+
+
+def _packed(
+    frame: tuple[int, ...], location: np.ndarray, tbin: np.ndarray, duration: np.ndarray
+) -> np.ndarray:
+    """Each triple's key in `frame` (TripleKeys: low, span, dlow, dspan)."""
+    low, span, dlow, dspan = frame
+    return (location.astype(np.int64) * span + (tbin - low)) * dspan + (duration - dlow)
 
 
 def _rank(values: np.ndarray, found: np.ndarray) -> np.ndarray:

@@ -179,12 +179,12 @@ def test_ranges_numbered_in_blocks_number_visits_as_the_whole_view(case, data, b
         assert np.array_equal(ranged.elements, sets.elements[lo:hi])
 
 
-def test_the_distinct_visits_of_ranges_are_estimated_from_their_smallest_hashes():
+def test_the_distinct_keys_of_ranges_are_estimated_from_their_smallest_hashes():
     """A bottom-k sketch of each range's keys (`_sketch`) estimates how many distinct
     keys the ranges hold together (its standard error about 3 %: 4.5 % off here, within
     10 %), a key held by several ranges counted once; exactly when the ranges hold fewer
     than k together."""
-    from prudence_cli.dataviews.kept_codes import SKETCH, _distinct_visits, _sketch
+    from prudence_cli.dataviews.kept_codes import SKETCH, _distinct_keys, _sketch
     from prudence_cli.dataviews.trajectory import VisitCodes
 
     rng = np.random.default_rng(1)
@@ -192,13 +192,13 @@ def test_the_distinct_visits_of_ranges_are_estimated_from_their_smallest_hashes(
     told = [VisitCodes(0, 1, np.unique(rng.choice(shared, 200_000))) for _ in range(4)]
     told.append(VisitCodes(0, 1, np.unique(rng.integers(2 * 10**8, 3 * 10**8, 50_000))))
     exact = np.unique(np.concatenate([t.keys for t in told])).shape[0]
-    estimate = _distinct_visits([_sketch(t, (0, 1)) for t in told])
+    estimate = _distinct_keys([_sketch(t, (0, 1)) for t in told])
     assert abs(estimate - exact) <= 0.1 * exact and exact < sum(t.keys.shape[0] for t in told)
     few = [VisitCodes(0, 1, np.arange(a, a + 400)) for a in (0, 200, 300)]
-    assert _distinct_visits([_sketch(t, (0, 1)) for t in few]) == 700 < SKETCH
+    assert _distinct_keys([_sketch(t, (0, 1)) for t in few]) == 700 < SKETCH
     # in another frame than its own, a range's keys hash as the whole view's
     a, b = VisitCodes(2, 2, np.array([0, 3])), VisitCodes(0, 4, np.array([2, 7]))
-    assert _distinct_visits([_sketch(a, (0, 4)), _sketch(b, (0, 4))]) == 2
+    assert _distinct_keys([_sketch(a, (0, 4)), _sketch(b, (0, 4))]) == 2
 
 
 def test_visits_are_cut_into_blocks_of_about_as_many_sampled_keys():
